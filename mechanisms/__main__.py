@@ -1,0 +1,129 @@
+"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate}``.
+
+Errors exit non-zero with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import registry
+from .io import write_synthetic_csv
+from .noise import Noise
+from .runner import build, run
+from .schema import Schema, SchemaError, SchemaMismatch, TableSource, draft_schema, read_raw_csv
+
+
+class CLIError(Exception):
+    pass
+
+
+def _parse_params(items: list[str]) -> dict:
+    params = {}
+    for item in items or []:
+        if "=" not in item:
+            raise CLIError(f"--param needs KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        params[k.strip()] = v
+    return params
+
+
+def _load_schema(path: str) -> Schema:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return Schema.from_json(fh.read())
+    except OSError as exc:
+        raise CLIError(f"cannot read schema {path!r}: {exc.strerror}") from None
+
+
+def cmd_list(args) -> int:
+    print(json.dumps(registry.describe_all(), indent=2))
+    return 0
+
+
+def cmd_schema(args) -> int:
+    if args.action != "draft":
+        raise CLIError(f"unknown schema action {args.action!r}; use 'draft'")
+    try:
+        raw = read_raw_csv(args.data)
+    except OSError as exc:
+        raise CLIError(f"cannot read data {args.data!r}: {exc.strerror}") from None
+    schema = draft_schema(raw)
+    d = schema.to_dict()
+    d["suggested_from_data"] = True
+    d["note"] = ("DRAFT: bounds and categories below were computed from the data. Confirm them as public "
+                 "knowledge (edit, set \"draft\": false) before any release.")
+    print(json.dumps(d, indent=2))
+    return 0
+
+
+def cmd_synthesize(args) -> int:
+    schema = _load_schema(args.schema)
+    if schema.draft:
+        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
+    noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
+    mech = build(args.mechanism, schema, epsilon=args.epsilon, delta=args.delta,
+                 params=_parse_params(args.param), noise=noise)
+    try:
+        header = list(read_raw_csv(args.data, nrows=0).columns)
+    except OSError as exc:
+        raise CLIError(f"cannot read data {args.data!r}: {exc.strerror}") from None
+    schema.check_columns(header)
+    source = TableSource(schema, path=args.data)
+    t0 = time.perf_counter()
+    release = run(mech, source, args.rows or source.n)
+    write_synthetic_csv(release.synthetic, args.out)
+    out = release.report()
+    out.update(rows=len(release.synthetic), seconds=round(time.perf_counter() - t0, 3), out=args.out)
+    print(json.dumps(out, default=str))
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from . import evaluation
+
+    return evaluation.cli(args)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m mechanisms", description="dpportal DP synthesis library")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="mechanisms, parameters and supported column kinds as JSON")
+    s = sub.add_parser("schema", help="schema tools")
+    s.add_argument("action", help="'draft'")
+    s.add_argument("data")
+    y = sub.add_parser("synthesize", help="release a synthetic CSV")
+    y.add_argument("mechanism")
+    y.add_argument("--data", required=True)
+    y.add_argument("--schema", required=True)
+    y.add_argument("--epsilon", required=True)
+    y.add_argument("--delta", default="0")
+    y.add_argument("--rows", type=int, default=None)
+    y.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    y.add_argument("--out", required=True)
+    y.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded non-secure noise")
+    e = sub.add_parser("evaluate", help="utility metrics real vs synthetic (NOT private)")
+    e.add_argument("--real", required=True)
+    e.add_argument("--synthetic", required=True)
+    e.add_argument("--schema", required=True)
+    e.add_argument("--target", default=None)
+    e.add_argument("--test", default=None)
+    return p
+
+
+def main(argv=None) -> int:
+    args = make_parser().parse_args(argv)
+    handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate}
+    try:
+        return handlers[args.command](args)
+    except (CLIError, ValueError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

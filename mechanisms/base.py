@@ -1,0 +1,226 @@
+"""The mechanism contract shared by every synthesizer, the CLI, the web app and benchmarks.
+
+A mechanism is built with keyword-only privacy arguments and parameters, then:
+
+1. ``fit(source)`` -- the ONLY step that reads private data. It draws all privacy noise through the
+   :class:`~mechanisms.noise.Noise` it was given and keeps a private *summary* (noisy counts, a noisy
+   embedding, ...).
+2. ``sample(n)`` -- pure post-processing of the summary: any number of rows, at no privacy cost.
+3. ``summary()`` / ``from_summary()`` -- the summary as plain arrays + JSON (stored as npz, never
+   pickle), so more rows can be drawn later.
+4. ``privacy_cost()`` -- the declared :class:`~mechanisms.accounting.PrivacyCost`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .accounting import PrivacyCost, check_delta, check_epsilon
+from .noise import Noise
+from .schema import Schema, TableSource
+
+ProgressFn = Callable[[float, str], None]  # (fraction in [0,1], stage text)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One tunable parameter: what the web form and the CLI show and validate."""
+
+    name: str
+    type: str  # "int" | "float" | "str" | "bool" | "choice" | "column"
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    optional: bool = False  # None allowed (e.g. "derive from n, d, epsilon")
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "type": self.type, "default": self.default, "help": self.help}
+        if self.minimum is not None:
+            d["minimum"] = self.minimum
+        if self.maximum is not None:
+            d["maximum"] = self.maximum
+        if self.choices:
+            d["choices"] = list(self.choices)
+        if self.optional:
+            d["optional"] = True
+        return d
+
+    def coerce(self, value: Any, schema: Schema | None = None) -> Any:
+        """Validate and convert ``value`` (may be a CLI/form string). Raises ValueError naming the param."""
+        name = self.name
+        if value is None or (isinstance(value, str) and value.strip() in ("", "none", "None", "auto")):
+            if self.optional:
+                return None
+            if value is None:
+                return self.default
+            raise ValueError(f"parameter {name!r} needs a value")
+        try:
+            if self.type == "int":
+                if isinstance(value, bool):
+                    raise ValueError
+                if isinstance(value, float):
+                    if not value.is_integer():
+                        raise ValueError
+                    value = int(value)
+                v = int(value) if not isinstance(value, str) else int(value.strip())
+            elif self.type == "float":
+                if isinstance(value, bool):
+                    raise ValueError
+                v = float(value)
+                if not math.isfinite(v):
+                    raise ValueError
+            elif self.type == "bool":
+                if isinstance(value, bool):
+                    v = value
+                elif str(value).strip().lower() in ("1", "true", "yes", "on"):
+                    v = True
+                elif str(value).strip().lower() in ("0", "false", "no", "off"):
+                    v = False
+                else:
+                    raise ValueError
+            elif self.type in ("str", "choice", "column"):
+                if not isinstance(value, str):
+                    raise ValueError
+                v = value.strip()
+            else:  # pragma: no cover - spec bug
+                raise AssertionError(self.type)
+        except (ValueError, TypeError):
+            raise ValueError(f"parameter {name!r} must be of type {self.type}, got {value!r}") from None
+        if self.minimum is not None and v < self.minimum:
+            raise ValueError(f"parameter {name!r} must be >= {self.minimum}, got {name}={v!r}")
+        if self.maximum is not None and v > self.maximum:
+            raise ValueError(f"parameter {name!r} must be <= {self.maximum}, got {name}={v!r}")
+        if self.type == "choice" and v not in self.choices:
+            raise ValueError(f"parameter {name!r} must be one of {list(self.choices)}, got {v!r}")
+        if self.type == "column" and schema is not None and v not in schema.names:
+            raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
+        return v
+
+
+class Mechanism:
+    """Base class. Subclasses set the class attributes and implement ``_fit``, ``sample``,
+    ``summary`` / ``_load_summary`` and ``privacy_cost``."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    supported_kinds: ClassVar[frozenset[str]] = frozenset({"continuous", "integer", "categorical"})
+    needs_delta: ClassVar[bool] = False
+    streaming: ClassVar[bool] = False  # reads the source only through chunks()
+    params: ClassVar[tuple[ParamSpec, ...]] = ()
+
+    def __init__(self, schema: Schema, *, epsilon: float, delta: float = 0.0, noise: Noise | None = None,
+                 progress: ProgressFn | None = None, **params):
+        if schema.draft:
+            raise ValueError("the schema is a draft: the steward must confirm it before a release")
+        self.check_schema(schema)
+        self.schema = schema
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta, required=self.needs_delta)
+        self.params = self.validate_params(params, schema)
+        self.noise = noise if noise is not None else Noise.secure_backend()
+        self._progress = progress
+        self.fitted = False
+
+    # -- contract ---------------------------------------------------------------------------------
+    @classmethod
+    def check_schema(cls, schema: Schema) -> None:
+        bad = sorted(schema.kinds - cls.supported_kinds)
+        if bad:
+            raise ValueError(f"mechanism {cls.name!r} does not support column kind(s) {bad}")
+
+    @classmethod
+    def validate_params(cls, raw: dict, schema: Schema | None = None) -> dict:
+        specs = {p.name: p for p in cls.params}
+        unknown = sorted(set(raw) - set(specs))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) for {cls.name!r}: {unknown}; known: {sorted(specs)}")
+        return {name: spec.coerce(raw.get(name), schema) for name, spec in specs.items()}
+
+    @classmethod
+    def describe(cls) -> dict:
+        return {
+            "name": cls.name,
+            "title": cls.title,
+            "paper": cls.paper,
+            "supported_kinds": sorted(cls.supported_kinds),
+            "needs_delta": cls.needs_delta,
+            "streaming": cls.streaming,
+            "params": [p.to_dict() for p in cls.params],
+        }
+
+    def fit(self, source: TableSource) -> "Mechanism":
+        if self.fitted:
+            raise RuntimeError("fit() may run once per mechanism object (each fit spends budget)")
+        self._fit(source)
+        self.fitted = True
+        return self
+
+    def _fit(self, source: TableSource) -> None:
+        raise NotImplementedError
+
+    def sample(self, n: int) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def privacy_cost(self) -> PrivacyCost:
+        raise NotImplementedError
+
+    def summary(self) -> dict[str, Any]:
+        """Private summary as {name: numpy array | JSON-able value}. Post-processing only from here."""
+        raise NotImplementedError
+
+    def _load_summary(self, summary: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def report(self) -> dict:
+        """Extra public facts for the privacy report (e.g. achieved LP error, tree size)."""
+        return {}
+
+    @classmethod
+    def from_summary(cls, schema: Schema, summary: dict, *, epsilon: float, delta: float = 0.0,
+                     params: dict | None = None, noise: Noise | None = None) -> "Mechanism":
+        mech = cls(schema, epsilon=epsilon, delta=delta, noise=noise, **(params or {}))
+        mech._load_summary(summary)
+        mech.fitted = True
+        return mech
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def progress(self, fraction: float, stage: str) -> None:
+        if self._progress is not None:
+            self._progress(min(max(float(fraction), 0.0), 1.0), stage)
+
+    def _check_rows(self, n: int) -> int:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"number of rows must be a positive integer, got rows={n!r}")
+        if not self.fitted:
+            raise RuntimeError("sample() needs fit() (or from_summary()) first")
+        return int(n)
+
+
+# ----------------------------------------------------------------------------------------------
+# Summary storage: npz with a JSON entry, never pickle
+# ----------------------------------------------------------------------------------------------
+
+def save_summary(summary: dict[str, Any], fh) -> None:
+    arrays = {k: v for k, v in summary.items() if isinstance(v, np.ndarray)}
+    meta = {k: v for k, v in summary.items() if not isinstance(v, np.ndarray)}
+    for k, a in arrays.items():
+        if a.dtype == object:
+            raise TypeError(f"summary array {k!r} has dtype object; store strings in the JSON part")
+    np.savez_compressed(fh, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+
+
+def load_summary(fh) -> dict[str, Any]:
+    with np.load(fh, allow_pickle=False) as z:
+        out = {k: z[k] for k in z.files if k != "__meta__"}
+        out.update(json.loads(bytes(z["__meta__"]).decode()))
+    return out

@@ -1,0 +1,162 @@
+"""The only source of randomness that may touch private data.
+
+Every mechanism receives a :class:`Noise` object and draws all of its privacy noise through it.
+Two backends exist:
+
+``secure`` (the default, used by the web app and the CLI)
+    OpenDP's exact samplers with only the ``"contrib"`` feature enabled. Integer counts get
+    discrete Laplace / discrete Gaussian noise; float vectors get OpenDP's float Laplace /
+    Gaussian, which sample on a fixed granularity in exact arithmetic and so are not exposed to
+    the floating-point least-significant-bit attack (Mironov 2012). OpenDP draws its own OS
+    entropy (OpenSSL) on every call, so nothing is shared between forked worker processes.
+
+``seeded`` (tests and benchmarks only)
+    numpy samplers from a seeded generator, for reproducibility. Not protected against the
+    floating-point attack; the privacy report says so (``Noise.secure`` is False).
+
+Besides privacy noise, mechanisms need data-independent randomness (random features, hash
+functions, MCMC proposals, drawing synthetic rows from a released summary). ``Noise.rng`` is a
+numpy ``Generator`` for that. For the secure backend it is created per ``Noise`` object from OS
+entropy (``SeedSequence()`` reads ``os.urandom``), so a ``Noise`` made inside a job after a fork
+never repeats another process's stream. Never create a ``Noise`` at import time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+# A tiny multiplicative margin on every noise scale: scales are computed in floating point
+# (sensitivity / epsilon) and could round a hair below the exact value; rounding up keeps the
+# spent epsilon at or below the requested one.
+_SCALE_MARGIN = 1.0 + 1e-12
+
+_OPENDP_READY = False
+
+
+def _opendp():
+    global _OPENDP_READY
+    import opendp.prelude as dp
+
+    if not _OPENDP_READY:
+        dp.enable_features("contrib")
+        _OPENDP_READY = True
+    return dp
+
+
+def laplace_scale(*, sensitivity: float, epsilon: float) -> float:
+    """Scale b of Laplace noise giving epsilon-DP for an L1 ``sensitivity`` (b = Δ1/ε, rounded up)."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be positive and finite, got epsilon={epsilon!r}")
+    if not (sensitivity >= 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"sensitivity must be non-negative and finite, got sensitivity={sensitivity!r}")
+    return sensitivity / epsilon * _SCALE_MARGIN
+
+
+class Noise:
+    """Per-job noise source. Build with :meth:`secure` (production) or :meth:`seeded` (tests)."""
+
+    def __init__(self, *, secure: bool, seed: int | None = None):
+        self.secure = secure
+        if secure:
+            self.rng = np.random.default_rng(np.random.SeedSequence())  # fresh OS entropy
+        else:
+            if seed is None:
+                raise ValueError("a seeded Noise needs seed=<int>")
+            self.rng = np.random.default_rng(seed)
+        self.draws = 0  # number of privacy-noise values drawn ("noise drawn" marker for the ledger)
+
+    @classmethod
+    def secure_backend(cls) -> "Noise":
+        return cls(secure=True)
+
+    @classmethod
+    def seeded(cls, seed: int) -> "Noise":
+        return cls(secure=False, seed=seed)
+
+    @property
+    def backend(self) -> str:
+        return "opendp-exact" if self.secure else "numpy-seeded (tests only)"
+
+    # -- integer noise -------------------------------------------------------------------------
+    def laplace_int(self, counts: Sequence[int] | np.ndarray, *, scale: float) -> np.ndarray:
+        """Add discrete Laplace noise (P[k] ∝ exp(-|k|/scale)) to integer ``counts``."""
+        counts = np.asarray(counts, dtype=np.int64)
+        self._check_scale(scale)
+        self.draws += counts.size
+        if counts.size == 0:
+            return counts.copy()
+        if self.secure:
+            dp = _opendp()
+            m = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=float(scale))
+            return np.asarray(m(counts.ravel().tolist()), dtype=np.int64).reshape(counts.shape)
+        return counts + self._discrete_laplace_numpy(scale, counts.shape)
+
+    def gaussian_int(self, counts: Sequence[int] | np.ndarray, *, scale: float) -> np.ndarray:
+        """Add discrete Gaussian noise (P[k] ∝ exp(-k²/(2 scale²))) to integer ``counts``."""
+        counts = np.asarray(counts, dtype=np.int64)
+        self._check_scale(scale)
+        self.draws += counts.size
+        if counts.size == 0:
+            return counts.copy()
+        if self.secure:
+            dp = _opendp()
+            m = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=float(scale))
+            return np.asarray(m(counts.ravel().tolist()), dtype=np.int64).reshape(counts.shape)
+        return counts + np.rint(self.rng.normal(0.0, scale, counts.shape)).astype(np.int64)
+
+    # -- float noise ---------------------------------------------------------------------------
+    def laplace_float(self, values: Sequence[float] | np.ndarray, *, scale: float) -> np.ndarray:
+        """Add Laplace(scale) noise to float ``values`` (exact, granularity-based in secure mode)."""
+        values = np.asarray(values, dtype=np.float64)
+        self._check_scale(scale)
+        self._check_finite(values)
+        self.draws += values.size
+        if values.size == 0:
+            return values.copy()
+        if self.secure:
+            dp = _opendp()
+            dom = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+            m = dp.m.make_laplace(dom, dp.l1_distance(T=float), scale=float(scale))
+            return np.asarray(m(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
+        return values + self.rng.laplace(0.0, scale, values.shape)
+
+    def gaussian_float(self, values: Sequence[float] | np.ndarray, *, scale: float) -> np.ndarray:
+        """Add N(0, scale²) noise to float ``values`` (exact, granularity-based in secure mode)."""
+        values = np.asarray(values, dtype=np.float64)
+        self._check_scale(scale)
+        self._check_finite(values)
+        self.draws += values.size
+        if values.size == 0:
+            return values.copy()
+        if self.secure:
+            dp = _opendp()
+            dom = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+            m = dp.m.make_gaussian(dom, dp.l2_distance(T=float), scale=float(scale))
+            return np.asarray(m(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
+        return values + self.rng.normal(0.0, scale, values.shape)
+
+    # -- exponential mechanism helper ----------------------------------------------------------
+    def uniform(self, size=None) -> np.ndarray | float:
+        """Uniform(0,1) draws for samplers whose output depends on private scores (e.g. MCMC
+        accept/reject in the exponential mechanism). Counted as privacy-relevant draws."""
+        self.draws += 1 if size is None else int(np.prod(size))
+        return self.rng.random(size)
+
+    # -- internals -----------------------------------------------------------------------------
+    def _discrete_laplace_numpy(self, scale: float, shape) -> np.ndarray:
+        # difference of two i.i.d. geometric variables on {0,1,...} with p = 1 - exp(-1/scale)
+        p = -math.expm1(-1.0 / scale)
+        return (self.rng.geometric(p, shape) - self.rng.geometric(p, shape)).astype(np.int64)
+
+    @staticmethod
+    def _check_scale(scale: float) -> None:
+        if not (scale > 0 and math.isfinite(scale)):
+            raise ValueError(f"noise scale must be positive and finite, got scale={scale!r}")
+
+    @staticmethod
+    def _check_finite(values: np.ndarray) -> None:
+        if not np.all(np.isfinite(values)):
+            raise ValueError("values to be noised must be finite (got NaN or inf)")

@@ -1,0 +1,49 @@
+"""Mechanism registry: name -> class, loaded lazily so a heavy dependency (torch) is imported only
+when its mechanism is used."""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Mechanism
+from .schema import Schema
+
+_ENTRIES: dict[str, str] = {
+    "baseline": "mechanisms.baseline:Baseline",
+    "kdtree-grid": "mechanisms.kdtree:KDTreeGrid",
+    "kdtree-adaptive": "mechanisms.kdtree:KDTreeAdaptive",
+    "pmse": "mechanisms.pmse:PMSEMechanism",
+    "privhp": "mechanisms.privhp:PrivHP",
+    "density-lp": "mechanisms.density_lp:DensityLP",
+    "dpmerf": "mechanisms.dpmerf:DPMERF",
+}
+
+
+def names() -> list[str]:
+    return [n for n in _ENTRIES if _importable(n)]
+
+
+def _importable(name: str) -> bool:
+    module, _ = _ENTRIES[name].split(":")
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def get(name: str) -> type[Mechanism]:
+    if name not in _ENTRIES or not _importable(name):
+        raise ValueError(f"unknown mechanism {name!r}; available: {names()}")
+    module, attr = _ENTRIES[name].split(":")
+    cls = getattr(importlib.import_module(module), attr)
+    assert cls.name == name, (cls.name, name)
+    return cls
+
+
+def describe_all() -> list[dict]:
+    return [get(n).describe() for n in names()]
+
+
+def supporting(schema: Schema) -> list[str]:
+    """Names of the mechanisms that support every kept column kind of ``schema``."""
+    return [n for n in names() if not (schema.kinds - get(n).supported_kinds)]

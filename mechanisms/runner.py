@@ -1,0 +1,55 @@
+"""One release, start to finish, for the CLI, the web worker and benchmarks."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+
+from . import registry
+from .base import Mechanism, ProgressFn
+from .noise import Noise
+from .schema import Schema, TableSource
+
+
+@dataclass
+class Release:
+    mechanism: Mechanism
+    synthetic: pd.DataFrame
+    seconds_fit: float
+    seconds_sample: float
+
+    def report(self) -> dict:
+        cost = self.mechanism.privacy_cost()
+        return {
+            "mechanism": self.mechanism.name,
+            "parameters": self.mechanism.params,
+            **cost.to_dict(),
+            "noise_backend": self.mechanism.noise.backend,
+            "mechanism_report": self.mechanism.report(),
+        }
+
+
+def build(name: str, schema: Schema, *, epsilon, delta=0.0, params: dict | None = None,
+          noise: Noise | None = None, progress: ProgressFn | None = None) -> Mechanism:
+    """Validate everything that can be validated WITHOUT reading data (for early 4xx answers)."""
+    cls = registry.get(name)
+    return cls(schema, epsilon=epsilon, delta=delta or 0.0, noise=noise, progress=progress, **(params or {}))
+
+
+def run(mech: Mechanism, source: TableSource, rows: int, *, on_data_access=None) -> Release:
+    """fit (reads private data) then sample (post-processing).
+
+    ``on_data_access`` is called just BEFORE fit: from that point on the job has touched private
+    data, so its budget is spent whatever happens next (even a data-dependent failure reveals
+    something); only a job that fails before this point may be refunded.
+    """
+    if on_data_access is not None:
+        on_data_access()
+    t0 = time.perf_counter()
+    mech.fit(source)
+    t1 = time.perf_counter()
+    synthetic = mech.sample(rows)
+    t2 = time.perf_counter()
+    return Release(mech, synthetic, t1 - t0, t2 - t1)
