@@ -119,8 +119,9 @@ def split_budget(epsilon: float, weights: Iterable[float]) -> list[float]:
         raise ValueError(f"weights must be non-negative with a positive sum, got {w}")
     total = sum(w)
     parts = [epsilon * x / total for x in w]
-    # float rounding could make the sum a hair larger than epsilon: shave the excess
-    excess = math.fsum(parts) - epsilon
-    if excess > 0:
-        parts = [p * (1 - 4e-16) - excess / len(parts) for p in parts]
+    # float rounding can make the exact sum a hair larger than epsilon: nudge parts down until it is not
+    budget = Fraction(epsilon)
+    while sum(Fraction(p) for p in parts) > budget:
+        i = max(range(len(parts)), key=parts.__getitem__)
+        parts[i] = math.nextafter(parts[i], 0.0)
     return parts
