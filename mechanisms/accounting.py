@@ -125,3 +125,70 @@ def split_budget(epsilon: float, weights: Iterable[float]) -> list[float]:
         i = max(range(len(parts)), key=parts.__getitem__)
         parts[i] = math.nextafter(parts[i], 0.0)
     return parts
+
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian mechanism calibration (RDP through dp-accounting; PLD as a cross-check)
+# ----------------------------------------------------------------------------------------------
+# A release of k Gaussian mechanisms, each with noise standard deviation = sigma x (its L2
+# sensitivity), i.e. each with "noise multiplier" sigma. Each one is rho-zCDP with rho = 1/(2 sigma^2),
+# equivalently (alpha, alpha/(2 sigma^2))-RDP for every alpha > 1. That holds for the continuous
+# Gaussian and for the discrete (lattice) Gaussian that OpenDP samples (Canonne, Kamath & Steinke
+# 2020; OpenDP's privacy map returns exactly rho = sensitivity^2 / (2 scale^2)), so the RDP
+# accountant is the sound one to calibrate with. The PLD accountant treats the noise as the
+# continuous Gaussian: tighter, used here only as a second opinion (cross-check in tests).
+
+_SIGMA_BRACKET = (1e-3, 1e7)  # noise multipliers searched by bisection
+_SIGMA_REL_TOL = 1e-9
+
+
+def _check_gaussian_args(epsilon: float, delta: float, count: int) -> None:
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be positive and finite, got epsilon={epsilon!r}")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1), got delta={delta!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got count={count!r}")
+
+
+def gaussian_rdp_epsilon(noise_multiplier: float, delta: float, *, count: int = 1) -> float:
+    """epsilon at ``delta`` of ``count`` composed Gaussian mechanisms with this noise multiplier,
+    by the RDP accountant of ``dp_accounting`` (its improved RDP -> (eps, delta) conversion)."""
+    from dp_accounting import dp_event, rdp
+
+    if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
+        raise ValueError(f"noise_multiplier must be positive and finite, got noise_multiplier={noise_multiplier!r}")
+    _check_gaussian_args(1.0, delta, count)
+    acc = rdp.RdpAccountant()
+    acc.compose(dp_event.GaussianDpEvent(float(noise_multiplier)), count)
+    return float(acc.get_epsilon(delta))
+
+
+def gaussian_pld_epsilon(noise_multiplier: float, delta: float, *, count: int = 1) -> float:
+    """Second opinion: epsilon at ``delta`` by the privacy-loss-distribution accountant of
+    ``dp_accounting`` (near-exact for the continuous Gaussian; never above the RDP value)."""
+    from dp_accounting import dp_event, pld
+
+    if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
+        raise ValueError(f"noise_multiplier must be positive and finite, got noise_multiplier={noise_multiplier!r}")
+    _check_gaussian_args(1.0, delta, count)
+    acc = pld.PLDAccountant()
+    acc.compose(dp_event.GaussianDpEvent(float(noise_multiplier)), count)
+    return float(acc.get_epsilon(delta))
+
+
+def calibrate_gaussian_rdp(epsilon: float, delta: float, *, count: int = 1) -> float:
+    """Smallest noise multiplier sigma (to a relative 1e-9, rounded UP) such that ``count``
+    Gaussian mechanisms, each with noise std sigma x sensitivity, are (epsilon, delta)-DP together
+    by the RDP accountant. Bisection on the monotone map sigma -> epsilon."""
+    _check_gaussian_args(epsilon, delta, count)
+    lo, hi = _SIGMA_BRACKET
+    if gaussian_rdp_epsilon(hi, delta, count=count) > epsilon:
+        raise ValueError(f"epsilon={epsilon!r} at delta={delta!r} needs a noise multiplier above {hi:g}")
+    while hi / lo - 1 > _SIGMA_REL_TOL:
+        mid = math.sqrt(lo * hi)
+        if gaussian_rdp_epsilon(mid, delta, count=count) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi  # the upper end always satisfies the target
