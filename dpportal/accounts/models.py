@@ -1,0 +1,43 @@
+"""Roles: a steward owns datasets and releases; an analyst downloads releases of datasets a steward
+granted them (grants live on ``Dataset.analysts``)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Profile(models.Model):
+    STEWARD = "steward"
+    ANALYST = "analyst"
+    ROLES = [(STEWARD, "Data steward"), (ANALYST, "Analyst")]
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
+    role = models.CharField(max_length=16, choices=ROLES, default=ANALYST)
+
+    def __str__(self) -> str:
+        return f"{self.user.username} ({self.role})"
+
+
+def role_of(user) -> str | None:
+    if not user.is_authenticated:
+        return None
+    try:
+        return user.profile.role
+    except Profile.DoesNotExist:
+        return None
+
+
+def is_steward(user) -> bool:
+    return role_of(user) == Profile.STEWARD
+
+
+def make_user(username: str, password: str, *, role: str, email: str = ""):
+    """Create a user with a role (used by create_steward, the demo account and tests)."""
+    from django.contrib.auth import get_user_model
+
+    if role not in dict(Profile.ROLES):
+        raise ValueError(f"role must be one of {list(dict(Profile.ROLES))}, got role={role!r}")
+    user = get_user_model().objects.create_user(username=username, password=password, email=email)
+    Profile.objects.create(user=user, role=role)
+    return user

@@ -1,0 +1,76 @@
+"""A release: one mechanism run on a dataset (charged to its budget), or a free draw of more rows
+from an earlier release's private summary (``parent`` set, no privacy cost)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models
+
+from mechanisms.schema import Schema
+
+
+class Release(models.Model):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+
+    dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="releases")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="draws")
+
+    mechanism = models.CharField(max_length=64)
+    params = models.JSONField(default=dict)
+    epsilon = models.CharField(max_length=40)  # exactly as requested (the ledger parses it exactly)
+    delta = models.CharField(max_length=40, default="0")
+    rows = models.PositiveIntegerField()
+    schema = models.JSONField()  # snapshot of the confirmed public schema used
+    schema_fingerprint = models.CharField(max_length=64)
+    software_version = models.CharField(max_length=32, blank=True)
+
+    status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED, db_index=True)
+    data_touched = models.BooleanField(default=False)  # set right BEFORE the mechanism reads data
+    progress = models.FloatField(default=0.0)  # 0..1
+    stage = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)  # steward-only (may depend on data)
+    report = models.JSONField(null=True, blank=True)  # privacy report (public facts)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
+    summary_file = models.CharField(max_length=500, blank=True)  # private summary npz
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"release {self.pk} ({self.mechanism}, {self.status})"
+
+    @property
+    def is_draw(self) -> bool:
+        return self.parent_id is not None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.DONE, self.FAILED)
+
+    def public_schema(self) -> Schema:
+        return Schema.from_dict(self.schema)
+
+    def output_path(self) -> Path:
+        return Path(settings.DATA_DIR) / self.output_file
+
+    def summary_path(self) -> Path:
+        return Path(settings.DATA_DIR) / self.summary_file
+
+    def storage_dir(self) -> Path:
+        return Path(settings.RELEASE_DIR) / str(self.pk)
+
+    def origin(self) -> "Release":
+        """The charged release whose private summary this one samples from."""
+        return self.parent if self.parent_id else self

@@ -1,0 +1,183 @@
+"""dpportal settings: everything deploy-specific comes from the environment (see docs/operations.md).
+
+Embedded defaults need no server: SQLite under DPPORTAL_DATA_DIR and kombu's filesystem broker.
+DATABASE_URL switches to PostgreSQL, CELERY_BROKER_URL (or REDIS_URL) to Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from .env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Private storage: uploads, synthetic outputs, private summaries, the filesystem broker. Never
+# under static/ or a served URL: files leave only through views that check access.
+DATA_DIR = Path(env_str("DPPORTAL_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+UPLOAD_DIR = DATA_DIR / "uploads"
+RELEASE_DIR = DATA_DIR / "releases"
+
+
+def _secret_key() -> str:
+    key = env_str("DJANGO_SECRET_KEY")
+    if key:
+        return key
+    # Local runs: a random key kept in the private data directory (never in the repository).
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "dpportal.accounts",
+    "dpportal.datasets",
+    "dpportal.releases",
+    "dpportal.ledger",
+    "dpportal.api",
+] + env_list("DPPORTAL_EXTRA_APPS", [])
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dpportal.urls"
+WSGI_APPLICATION = "dpportal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "dpportal.accounts.context.role",
+            ],
+        },
+    },
+]
+
+_database_url = env_str("DATABASE_URL")
+DATABASES = {
+    "default": parse_database_url(_database_url) if _database_url else {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / "db.sqlite3",
+        "OPTIONS": {"timeout": 20},
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+WHITENOISE_USE_FINDERS = True  # serve static/ directly in `make run` (no collectstatic needed)
+
+# Security (production values come from the environment; see docs/operations.md)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env_bool("DJANGO_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Upload limits (each checked while streaming, with a message naming the limit)
+DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
+DPPORTAL_MAX_ROWS = env_int("DPPORTAL_MAX_ROWS", 2_000_000, minimum=1)
+DPPORTAL_MAX_COLUMNS = env_int("DPPORTAL_MAX_COLUMNS", 200, minimum=1)
+DPPORTAL_MAX_FIELD_LENGTH = env_int("DPPORTAL_MAX_FIELD_LENGTH", 1000, minimum=1)
+DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, minimum=1)
+DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
+# The whole request body (file included) may not exceed the upload cap by much; Django itself does
+# not count file data against DATA_UPLOAD_MAX_MEMORY_SIZE, so the upload view enforces the cap.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = None  # set below once DATA_DIR exists
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # non-file fields (schema JSON, forms)
+
+# Celery
+_broker = env_str("CELERY_BROKER_URL") or env_str("REDIS_URL")
+BROKER_DIR = DATA_DIR / "broker"
+CELERY_TASK_TIME_LIMIT = env_int("DPPORTAL_TASK_TIME_LIMIT", 3600, minimum=10)
+CELERY_TASK_SOFT_TIME_LIMIT = max(CELERY_TASK_TIME_LIMIT - 30, 5)
+if _broker:
+    CELERY_BROKER_URL = _broker
+    # Redis redelivers an unacknowledged task after the visibility timeout: keep it above the
+    # hard time limit so a long job is never delivered twice while it still runs.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
+else:
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+        "polling_interval": env_float("DPPORTAL_BROKER_POLLING_INTERVAL", 0.1, minimum=0.01),
+    }
+CELERY_TASK_IGNORE_RESULT = True  # job state lives in the Release row
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ALWAYS_EAGER = env_bool("DPPORTAL_TASKS_EAGER", False)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
+}
+
+for _d in (UPLOAD_DIR, RELEASE_DIR, BROKER_DIR / "queue", BROKER_DIR / "processed", UPLOAD_DIR / "tmp"):
+    _d.mkdir(parents=True, exist_ok=True)
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "tmp")
