@@ -1,0 +1,552 @@
+"""pMSE mechanism: the exponential mechanism over synthesizer parameters with a CART propensity utility.
+
+Snoke & Slavković, "pMSE Mechanism: Differentially Private Synthetic Data with Maximal Distributional
+Similarity" (PSD 2018), ``papers/pmse-mechanism.txt``: Algorithm 1 (pMSE), Algorithm 2 (sampling),
+Theorem 2 (sensitivity 1/n), Section 6 (the N(0, 1e5) prior).
+
+Algorithm as implemented
+------------------------
+1. Synthesis model g(θ): a sequential linear-Gaussian model over the d numeric columns, in a chosen
+   column order, on the PUBLIC unit scale (``Schema.to_unit``: (x - lower) / (upper - lower)):
+   ``X_1 ~ N(b_1, σ_1²)``, ``X_j | X_<j ~ N(b_j + Σ_{k<j} B_jk X_k, σ_j²)``; θ holds the d intercepts,
+   the d(d-1)/2 slopes and the d log-variances (k = d(d+3)/2 numbers). Synthetic values are then
+   clipped to the public bounds (and rounded for integer columns), exactly as released rows are.
+2. Utility u(X, θ) = (1/m) Σ_k pMSE(X, X^s_k(θ)) (Algorithm 1): stack the n real rows (label 0) and
+   n synthetic rows (label 1), fit a Gini CART, pMSE = (1/2n) Σ_i (p̂_i − 1/2)² with in-sample p̂.
+   The m synthetic sets use COMMON RANDOM NUMBERS: standard normals Z_1..Z_m drawn once per fit
+   from ``noise.rng`` (data-independent), X^s_k(θ) = g(θ, Z_k). So u is a fixed deterministic
+   function of θ for the whole chain (a proper target, no pseudo-marginal noise), and Theorem 2
+   applies to it for every Z (the bound is a sup over synthetic sets, appendix eq. 8).
+3. Sample θ from f(θ) ∝ exp(−ε_r u(X, θ) / (2Δu)) · Π N(θ_i; 0, 1e5) with a random-walk Metropolis
+   chain, ε_r = ε / l, Δu = 1/n. The chain starts at a fixed data-independent point; during burn-in
+   the proposal is adapted (global scale towards an acceptance rate of ``TARGET_ACCEPT`` and, from
+   half-way, the empirical covariance of the chain); after burn-in it is frozen. The l released θ
+   are the chain states at l equally spaced iterations after burn-in (thinning = iterations // l).
+4. ``sample(n)``: rows split into l near-equal blocks, block i drawn from g(θ_i) with fresh normals
+   from ``noise.rng`` and decoded with ``Schema.from_unit`` (post-processing).
+
+Trees (``tree`` parameter)
+--------------------------
+``strict`` (default): depth-1 trees, no complexity pruning. Greedy = optimal for one split, so
+    Theorem 2 holds. The split is found exactly over all columns and all thresholds (sort + cumsum).
+``paper``: greedy Gini trees to ``depth`` (0 = rpart's maximum, 30) with rpart's complexity
+    parameter: a split is kept only if it reduces the MISCLASSIFICATION risk by more than
+    cp × (root risk) per split (cost-complexity pruning at alpha = cp · n, computed exactly bottom-up).
+    Greedy deeper trees can exceed the 1/n bound (paper Table 1: 0.3%–2.5% of neighbouring pairs),
+    so the ε claim is then heuristic; the privacy report says so.
+Both modes are fitted by :func:`tree_pmse`, a level-wise greedy CART vectorized over all m
+synthetic sets at once (each set is one root node).
+
+Privacy (replace-one neighbours, n public)
+------------------------------------------
+For a FIXED partition of the stacked data, replacing one real record (label 0) moves it from one
+leaf j to another leaf k. pMSE = (1/2n)(Σ_i a_i²/m_i − n/2) with a_i the synthetic count and m_i
+the size of leaf i. Leaf j loses a label-0 row: a_j²/m_j grows by a_j²/(m_j(m_j − 1)) ∈ [0, 1)
+(a_j ≤ m_j − 1); leaf k gains one: a_k²/m_k shrinks by a_k²/(m_k(m_k + 1)) ∈ [0, 1). The optimal
+depth-1 tree maximises Σ a²/m over the same family of threshold partitions for X and X', so
+|pMSE(X) − pMSE(X')| ≤ sup over partitions < 1/(2n) ≤ 1/n = Δu (Theorem 2's constant, which we
+keep: the factor-2 slack is the paper's and is harmless). The average over m synthetic sets keeps
+the bound. The exponential mechanism with Δu is then ε_r-DP per released θ; l draws compose to
+l·ε_r = ε (basic composition). MCMC only approximates exact sampling: a caveat in every report.
+The MCMC accept/reject uniforms go through ``noise.uniform`` (they act on private scores); the
+synthetic normals, proposals and the released rows use ``noise.rng`` (data-independent).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from .accounting import PrivacyCost
+from .base import Mechanism, ParamSpec
+from .noise import Noise
+from .schema import Schema, TableSource
+
+# -- tuning constants ------------------------------------------------------------------------------
+PRIOR_VARIANCE = 1e5  # the paper's "very flat" N(0, 100 000) prior on every parameter (Section 6)
+UNLIMITED_DEPTH = 30  # rpart's maxdepth ceiling, used for depth = 0 ("unlimited")
+TARGET_ACCEPT = 0.25  # random-walk Metropolis sweet spot (0.234 asymptotically, ~0.3-0.4 in low d)
+ADAPT_EVERY = 50  # burn-in iterations between proposal adaptations
+COV_JITTER = 1e-8  # ridge added to the empirical proposal covariance (unit-scale parameters)
+GAIN_TOL = 1e-9  # a split must raise Σ a²/m by more than this (relative) to count as a gain
+INIT_LOG_VAR = math.log(1.0 / 12.0)  # start: variance of a uniform on the unit scale
+DEFAULT_PROPOSAL_SCALE = 0.05
+MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenly thinned  # initial random-walk sd on the unit scale, adapted during burn-in
+
+
+# =================================================================================================
+# CART pMSE (Algorithm 1), vectorized over groups
+# =================================================================================================
+
+def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None = None) -> np.ndarray:
+    """pMSE of a greedy Gini classification tree fitted in-sample, for G independent groups at once.
+
+    ``V``: (G, N, d) predictors; ``y``: (N,) or (G, N) labels in {0, 1} (1 = synthetic).
+    ``depth``: maximum depth (1 = one split: exact, greedy = optimal). ``alpha``: rpart
+    cost-complexity on the misclassification risk (alpha = cp × root risk) or None for no pruning.
+    Returns (G,) pMSE values (1/N) Σ (p̂ − 1/2)².
+
+    Level-wise: every column keeps the row order sorted by (node, value); a level computes, for all
+    nodes and all thresholds, Σ a²/m of the two children by segmented cumulative sums, takes the
+    best split per node (ties broken towards the first column / lowest threshold), then stable-sorts
+    each order by child id (keeping value order inside a child). Nodes whose risk ≤ alpha can never
+    carry a kept split, so they are not grown (an exact pre-pruning, as in rpart).
+    """
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim != 3:
+        raise ValueError(f"V must have shape (G, N, d), got shape={V.shape}")
+    G, N, d = V.shape
+    y = np.broadcast_to(np.asarray(y), (G, N)).astype(np.float64).ravel()
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got depth={depth}")
+    flat = V.reshape(G * N, d)
+    offsets = (np.arange(G) * N)[:, None]
+    orders = [(np.argsort(V[:, :, c], axis=1) + offsets).ravel() for c in range(d)]
+    node = np.repeat(np.arange(G), N)
+    A = np.bincount(node, weights=y, minlength=G)
+    M = np.bincount(node, minlength=G).astype(np.float64)
+    levels = []  # per level: (A, M, split mask, index of left child in the next level)
+    for level in range(depth):
+        risk = np.minimum(A, M - A)
+        active = (M >= 2) & (risk > (alpha if alpha is not None else 0.0))
+        if not active.any():
+            levels.append((A, M, np.zeros(len(A), bool), None))
+            break
+        best, col, thr = _best_splits(flat, y, orders, node, A, M, active)
+        gain = best - A * A / np.maximum(M, 1)
+        split = active & (gain > GAIN_TOL * np.maximum(A, 1))
+        if not split.any():
+            levels.append((A, M, split, None))
+            break
+        left_of = np.full(len(A), -1)
+        left_of[split] = 2 * np.arange(int(split.sum()))
+        # children of the rows in split nodes
+        keep = split[node]
+        rows = np.flatnonzero(keep)
+        nd = node[rows]
+        goes_right = flat[rows, col[nd]] > thr[nd]
+        child = np.full(len(node), -1)
+        child[rows] = left_of[nd] + goes_right
+        levels.append((A, M, split, left_of))
+        node = child
+        orders = [o[keep[o]] for o in orders]
+        orders = [o[np.argsort(node[o], kind="stable")] for o in orders]
+        n_child = 2 * int(split.sum())
+        A = np.bincount(node[rows], weights=y[rows], minlength=n_child)
+        M = np.bincount(node[rows], minlength=n_child).astype(np.float64)
+    else:
+        levels.append((A, M, np.zeros(len(A), bool), None))
+    return _prune_and_score(levels, alpha) / N
+
+
+def _best_splits(flat, y, orders, node, A, M, active):
+    """Best (score, column, threshold) per node over all columns; score = Σ_children a²/m."""
+    n_nodes = len(A)
+    best = np.full(n_nodes, -np.inf)
+    col = np.zeros(n_nodes, dtype=np.int64)
+    thr = np.zeros(n_nodes)
+    for c, o in enumerate(orders):
+        o = o[active[node[o]]]
+        nd = node[o]
+        v = flat[o, c]
+        yy = y[o]
+        start_mask = np.empty(len(o), bool)
+        start_mask[0] = True
+        np.not_equal(nd[1:], nd[:-1], out=start_mask[1:])
+        starts = np.flatnonzero(start_mask)
+        seg = np.cumsum(start_mask) - 1
+        cs = np.cumsum(yy)
+        a_l = cs - (cs[starts] - yy[starts])[seg]
+        m_l = (np.arange(len(o)) - starts[seg] + 1).astype(np.float64)
+        a_r = A[nd] - a_l
+        m_r = M[nd] - m_l
+        valid = np.empty(len(o), bool)
+        valid[-1] = False
+        np.less(v[:-1], v[1:], out=valid[:-1])
+        valid &= ~np.r_[start_mask[1:], True]  # the last row of a node leaves an empty right child
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(valid, a_l * a_l / m_l + a_r * a_r / m_r, -np.inf)
+        seg_best = np.maximum.reduceat(score, starts)
+        hit = np.flatnonzero(valid & (score == seg_best[seg]))
+        if hit.size == 0:
+            continue
+        segs, first = np.unique(seg[hit], return_index=True)
+        pos = hit[first]
+        nodes = nd[starts[segs]]
+        better = seg_best[segs] > best[nodes]
+        nodes, pos = nodes[better], pos[better]
+        best[nodes] = score[pos]
+        col[nodes] = c
+        thr[nodes] = v[pos]
+    return best, col, thr
+
+
+def _prune_and_score(levels, alpha) -> np.ndarray:
+    """Bottom-up: optional cost-complexity pruning (misclassification risk + alpha per leaf), then
+    Σ over the kept leaves of m (a/m − 1/2)² for each root (group)."""
+    a_pen = 0.0 if alpha is None else float(alpha)
+    val = cost = None
+    for A, M, split, left_of in reversed(levels):
+        leaf_val = np.where(M > 0, A * A / np.maximum(M, 1) - A + M / 4.0, 0.0)
+        leaf_cost = np.minimum(A, M - A) + a_pen
+        if val is None or left_of is None:
+            val, cost = leaf_val, leaf_cost
+            continue
+        li = np.where(split, left_of, 0)
+        sub_val = np.where(split, val[li] + val[li + 1], leaf_val)
+        sub_cost = np.where(split, cost[li] + cost[li + 1], leaf_cost)
+        keep = split & ((sub_cost < leaf_cost) if alpha is not None else True)
+        val = np.where(keep, sub_val, leaf_val)
+        cost = np.where(keep, sub_cost, leaf_cost)
+    return val
+
+
+# =================================================================================================
+# Exponential mechanism: log-weights, exact grid sampler (audited), Metropolis sampler
+# =================================================================================================
+
+def log_weight(u, *, epsilon: float, sensitivity: float):
+    """Log of the exponential-mechanism weight exp(−ε u / (2Δu)) (Definition 2, equation 2)."""
+    return -epsilon * np.asarray(u, dtype=np.float64) / (2.0 * sensitivity)
+
+
+def log_prior(theta: np.ndarray) -> float:
+    """The flat N(0, PRIOR_VARIANCE) prior on every parameter (keeps the target proper)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    return float(-np.sum(theta * theta) / (2.0 * PRIOR_VARIANCE))
+
+
+def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float, noise: Noise) -> int:
+    """Exact exponential mechanism over a finite public grid of candidates (lower utility = better).
+
+    Returns the index of the chosen candidate, drawn by inverting the CDF of the normalised weights
+    with one ``noise.uniform()`` draw. Used to audit the mechanism's weighting on a small θ grid.
+    """
+    lw = log_weight(utilities, epsilon=epsilon, sensitivity=sensitivity)
+    p = np.exp(lw - lw.max())
+    cdf = np.cumsum(p / p.sum())
+    return int(min(np.searchsorted(cdf, noise.uniform(), side="right"), len(cdf) - 1))
+
+
+def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *, scale: float,
+               burn_in: int, iterations: int, keep: int, noise: Noise,
+               progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, dict]:
+    """Random-walk Metropolis with a proposal adapted during burn-in, frozen afterwards.
+
+    Returns the ``keep`` states at iterations burn_in + (i+1)·(iterations // keep), i < keep, and
+    diagnostics (PRIVATE: acceptance rates depend on the data; never put them in a report).
+    The accept step compares ``noise.uniform()`` with the ratio of private scores; proposals use
+    ``noise.rng`` (data-independent standard normals, scaled by the adapted proposal).
+    """
+    k = len(theta0)
+    total = burn_in + iterations
+    thin = iterations // keep
+    if thin < 1:
+        raise ValueError(f"iterations must be at least the number of releases, got iterations={iterations}, "
+                         f"releases={keep}")
+    rng = noise.rng
+    uniforms = noise.uniform(size=total)
+    chol = np.eye(k) * scale
+    log_s = 0.0  # log multiplier on the proposal, adapted during burn-in (Robbins-Monro)
+    windows = 0  # adaptation windows since the proposal shape last changed
+    shaped = False  # proposal shaped by the chain's covariance yet?
+    record = max(1, iterations // MAX_TRACE)
+    main_trace = []
+    cur = np.array(theta0, dtype=np.float64)
+    cur_lp = log_target(cur)
+    trace = np.empty((burn_in, k))
+    acc_window = acc_burn = acc_main = 0
+    kept = []
+    for it in range(total):
+        prop = cur + math.exp(log_s) * (chol @ rng.standard_normal(k))
+        prop_lp = log_target(prop)
+        accept = bool(np.isfinite(prop_lp)) and math.log(uniforms[it]) < prop_lp - cur_lp
+        if accept:
+            cur, cur_lp = prop, prop_lp
+        if it < burn_in:
+            trace[it] = cur
+            acc_window += accept
+            acc_burn += accept
+            if (it + 1) % ADAPT_EVERY == 0:
+                windows += 1
+                log_s += 2.0 * (acc_window / ADAPT_EVERY - TARGET_ACCEPT) / math.sqrt(windows)
+                acc_window = 0
+                if it + 1 >= burn_in // 2 and it + 1 >= 10 * k:  # shape from the chain's covariance
+                    cov = np.atleast_2d(np.cov(trace[(it + 1) // 4: it + 1], rowvar=False)) * (2.38 ** 2 / k)
+                    try:
+                        chol = np.linalg.cholesky(cov + COV_JITTER * np.eye(k))
+                    except np.linalg.LinAlgError:
+                        continue
+                    if not shaped:  # new proposal shape: restart the scale adaptation from 2.38²/k
+                        shaped, log_s, windows = True, 0.0, 0
+        else:
+            acc_main += accept
+            j = it - burn_in + 1
+            if j % record == 0:
+                main_trace.append(cur.copy())
+            if j % thin == 0 and len(kept) < keep:
+                kept.append(cur.copy())
+        if progress is not None:
+            progress(it + 1, total)
+    diagnostics = {"accept_burn_in": acc_burn / max(burn_in, 1), "accept_main": acc_main / max(iterations, 1),
+                   "proposal_multiplier": math.exp(log_s), "burn_in_trace": trace,
+                   "trace": np.array(main_trace).reshape(-1, k), "trace_every": record}
+    return np.array(kept), diagnostics
+
+
+# =================================================================================================
+# Synthesis model g(θ) and the utility u(X, θ)
+# =================================================================================================
+
+LOG_VAR_LIMIT = 50.0  # log-variances are clipped to ±50 inside g(θ) (σ up to e^25) to stay finite
+
+
+class LinearGaussianModel:
+    """Sequential linear-Gaussian model on the unit scale; θ = (intercepts, slopes, log-variances).
+
+    Column j (in model order) is drawn given the already FINISHED (clipped / rounded) columns < j,
+    so the model describes the released values themselves.
+    """
+
+    def __init__(self, d: int, finish: Callable[[np.ndarray, int], np.ndarray]):
+        if d < 1:
+            raise ValueError(f"the model needs at least one column, got d={d}")
+        self.d = d
+        self.finish = finish
+        self.rows, self.cols = np.tril_indices(d, -1)
+        self.n_params = 2 * d + len(self.rows)
+
+    def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        d = self.d
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"θ must have {self.n_params} entries, got shape={theta.shape}")
+        B = np.zeros((d, d))
+        B[self.rows, self.cols] = theta[d:d + len(self.rows)]
+        sd = np.exp(0.5 * np.clip(theta[-d:], -LOG_VAR_LIMIT, LOG_VAR_LIMIT))
+        return theta[:d], B, sd
+
+    def initial(self) -> np.ndarray:
+        """Data-independent starting point: mean 1/2, no slopes, variance of a uniform on [0, 1]."""
+        return np.concatenate([np.full(self.d, 0.5), np.zeros(len(self.rows)), np.full(self.d, INIT_LOG_VAR)])
+
+    def generate(self, theta: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        """Synthetic unit-scale rows from standard normals ``Z`` (..., n, d), finished per column."""
+        b0, B, sd = self.unpack(theta)
+        X = np.empty_like(Z)
+        for j in range(self.d):
+            col = b0[j] + sd[j] * Z[..., j]
+            if j:
+                col += X[..., :j] @ B[j, :j]
+            X[..., j] = self.finish(col, j)
+        return X
+
+    def names(self, columns: list[str]) -> list[str]:
+        """Human-readable parameter names (for reports and benchmarks)."""
+        out = [f"intercept[{c}]" for c in columns]
+        out += [f"slope[{columns[r]}<-{columns[c]}]" for r, c in zip(self.rows, self.cols)]
+        out += [f"log_var[{c}]" for c in columns]
+        return out
+
+
+class PMSEUtility:
+    """u(X, θ): mean pMSE over m synthetic sets made from fixed normals Z (common random numbers)."""
+
+    def __init__(self, X: np.ndarray, model: LinearGaussianModel, Z: np.ndarray, *, depth: int,
+                 alpha: float | None):
+        X = np.asarray(X, dtype=np.float64)
+        m, n, d = Z.shape
+        if X.shape != (n, d):
+            raise ValueError(f"real data must have shape {(n, d)}, got shape={X.shape}")
+        self.n, self.model, self.Z, self.depth, self.alpha = n, model, Z, depth, alpha
+        self.V = np.empty((m, 2 * n, d))
+        self.V[:, :n] = X
+        self.y = np.r_[np.zeros(n), np.ones(n)]
+
+    def per_set(self, theta: np.ndarray) -> np.ndarray:
+        self.V[:, self.n:] = self.model.generate(theta, self.Z)
+        return tree_pmse(self.V, self.y, depth=self.depth, alpha=self.alpha)
+
+    def __call__(self, theta: np.ndarray) -> float:
+        return float(self.per_set(theta).mean())
+
+
+def tree_settings(tree: str, depth: int, cp: float, n: int) -> tuple[int, float | None]:
+    """(depth, alpha) for tree_pmse: strict = one exact split, no pruning; paper = rpart-like."""
+    if tree == "strict":
+        return 1, None
+    if tree == "paper":
+        return (depth if depth > 0 else UNLIMITED_DEPTH), cp * n  # root risk of 2n balanced rows = n
+    raise ValueError(f"tree must be 'strict' or 'paper', got tree={tree!r}")
+
+
+# =================================================================================================
+# The mechanism
+# =================================================================================================
+
+class PMSEMechanism(Mechanism):
+    name = "pmse"
+    title = "pMSE mechanism (exponential mechanism, CART propensity utility)"
+    paper = ("Snoke & Slavković (2018), pMSE Mechanism: Differentially Private Synthetic Data with Maximal "
+             "Distributional Similarity (PSD 2018), Algorithms 1-2, Theorem 2")
+    supported_kinds = frozenset({"continuous", "integer"})
+    params = (
+        ParamSpec("tree", "choice", "strict",
+                  "strict: depth-1 trees, exact split, Theorem 2's bound holds. paper: deeper greedy trees "
+                  "with rpart's cp, better utility but greedy fitting can exceed the sensitivity bound.",
+                  choices=("strict", "paper")),
+        ParamSpec("depth", "int", 5, "tree depth in 'paper' mode (0 = unlimited, i.e. rpart's 30)",
+                  minimum=0, maximum=UNLIMITED_DEPTH),
+        ParamSpec("cp", "float", 0.01, "rpart complexity parameter in 'paper' mode (fraction of the root "
+                  "misclassification risk a split must remove)", minimum=0.0, maximum=1.0),
+        ParamSpec("m", "int", 5, "synthetic sets per utility evaluation (fixed normals reused across θ)",
+                  minimum=1, maximum=200),
+        ParamSpec("releases", "int", 1, "number l of parameter draws released, each at epsilon/l; rows are "
+                  "split evenly among them", minimum=1, maximum=100),
+        ParamSpec("iterations", "int", 1000, "MCMC iterations after burn-in (thinning = iterations / releases)",
+                  minimum=1, maximum=1_000_000),
+        ParamSpec("burn_in", "int", 500, "MCMC burn-in iterations (proposal adapted during burn-in only)",
+                  minimum=0, maximum=1_000_000),
+        ParamSpec("proposal_scale", "float", DEFAULT_PROPOSAL_SCALE,
+                  "initial random-walk standard deviation on the unit scale (adapted during burn-in)",
+                  minimum=1e-6, maximum=10.0),
+        ParamSpec("column_order", "str", None, "comma-separated column order of the sequential model "
+                  "(empty = schema order)", optional=True),
+    )
+
+    def __init__(self, schema: Schema, **kw):
+        super().__init__(schema, **kw)
+        self.order = self._parse_order(self.params["column_order"], schema)
+        self.n: int | None = None
+        self.thetas: np.ndarray | None = None
+        self.diagnostics: dict = {}  # PRIVATE (data-dependent): for benchmarks/stewards, never reported
+
+    @staticmethod
+    def _parse_order(text: str | None, schema: Schema) -> list[str]:
+        names = schema.names
+        if text is None or not text.strip():
+            return list(names)
+        order = [t.strip() for t in text.split(",") if t.strip()]
+        if sorted(order) != sorted(names) or len(set(order)) != len(order):
+            raise ValueError(f"column_order must list every kept column exactly once ({names}), got "
+                             f"column_order={text!r}")
+        return order
+
+    # -- model plumbing --------------------------------------------------------------------------
+    def _model(self) -> LinearGaussianModel:
+        cols = [self.schema.column(c) for c in self.order]
+        lower = np.array([c.lower for c in cols])
+        width = np.array([c.upper - c.lower for c in cols])
+        is_int = [c.kind == "integer" for c in cols]
+        lo_int = np.array([math.ceil(c.lower) if c.kind == "integer" else 0.0 for c in cols])
+        hi_int = np.array([math.floor(c.upper) if c.kind == "integer" else 0.0 for c in cols])
+
+        def finish(v: np.ndarray, j: int) -> np.ndarray:
+            v = np.clip(v, 0.0, 1.0)
+            if is_int[j]:  # the released integer, back on the unit scale
+                v = (np.clip(np.rint(lower[j] + v * width[j]), lo_int[j], hi_int[j]) - lower[j]) / width[j]
+            return v
+
+        return LinearGaussianModel(len(cols), finish)
+
+    def _unit(self, frame: pd.DataFrame) -> np.ndarray:
+        idx = [self.schema.names.index(c) for c in self.order]
+        return self.schema.to_unit(frame)[:, idx]
+
+    # -- Algorithm 2 -----------------------------------------------------------------------------
+    def _fit(self, source: TableSource) -> None:
+        p = self.params
+        X = self._unit(source.frame())
+        n = len(X)
+        if n < 2:
+            raise ValueError(f"the pMSE mechanism needs at least 2 rows, got n={n}")
+        self.n = n
+        model = self._model()
+        depth, alpha = tree_settings(p["tree"], p["depth"], p["cp"], n)
+        Z = self.noise.rng.standard_normal((p["m"], n, model.d))  # data-independent, fixed for the chain
+        utility = PMSEUtility(X, model, Z, depth=depth, alpha=alpha)
+        eps_each = self.epsilon / p["releases"]
+        sensitivity = 1.0 / n  # Theorem 2 (replace-one, n public)
+
+        def log_target(theta: np.ndarray) -> float:
+            return float(log_weight(utility(theta), epsilon=eps_each, sensitivity=sensitivity)) + log_prior(theta)
+
+        def report(i: int, total: int) -> None:
+            self.progress(i / total, f"MCMC iteration {i}/{total}")
+
+        self.progress(0.0, "MCMC start")
+        self.thetas, self.diagnostics = metropolis(
+            log_target, model.initial(), scale=p["proposal_scale"], burn_in=p["burn_in"],
+            iterations=p["iterations"], keep=p["releases"], noise=self.noise, progress=report)
+
+    def sample(self, n: int) -> pd.DataFrame:
+        n = self._check_rows(n)
+        model = self._model()
+        l = len(self.thetas)
+        sizes = np.full(l, n // l) + (np.arange(l) < n % l)
+        parts = [model.generate(theta, self.noise.rng.standard_normal((int(k), model.d)))
+                 for theta, k in zip(self.thetas, sizes) if k > 0]
+        U = np.concatenate(parts)
+        pos = [self.order.index(c) for c in self.schema.names]
+        return self.schema.from_unit(U[:, pos])
+
+    def sample_sets(self, n: int) -> list[pd.DataFrame]:
+        """l synthetic tables of n rows, one per released θ (for multiple-imputation combining rules)."""
+        n = self._check_rows(n)
+        model = self._model()
+        pos = [self.order.index(c) for c in self.schema.names]
+        return [self.schema.from_unit(model.generate(t, self.noise.rng.standard_normal((n, model.d)))[:, pos])
+                for t in self.thetas]
+
+    # -- reporting -------------------------------------------------------------------------------
+    def privacy_cost(self) -> PrivacyCost:
+        p = self.params
+        caveats = ["MCMC sampling only approximates the exponential mechanism's distribution; the epsilon "
+                   "guarantee holds for exact sampling (the chain is finite, its start and proposal are "
+                   "data-independent, but convergence is not certified)"]
+        if p["releases"] > 1:
+            caveats.append("the l released parameter draws come from one chain (thinned), so they are only "
+                           "approximately independent draws of the mechanism")
+        if p["tree"] == "paper":
+            caveats.append("greedy CART deeper than one split can exceed the 1/n sensitivity bound of Theorem 2 "
+                           "(the paper measures 0.3%-2.5% of neighbouring pairs); the epsilon claim is then not "
+                           "a proven guarantee")
+        return PrivacyCost(
+            epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats),
+            details={"per_release_epsilon": self.epsilon / p["releases"], "releases": p["releases"],
+                     "utility_sensitivity": "1/n (Theorem 2)",
+                     "sensitivity_value": (1.0 / self.n) if self.n else None,
+                     "tree": p["tree"], "composition": "basic: l draws at epsilon/l each"},
+        )
+
+    def report(self) -> dict:
+        p = self.params
+        model = self._model()
+        depth, _ = tree_settings(p["tree"], p["depth"], p["cp"], self.n or 1)
+        return {
+            "model": "sequential linear-Gaussian on the public unit scale",
+            "column_order": self.order,
+            "parameters": model.names(self.order),
+            "tree": p["tree"], "tree_depth": depth, "cp": p["cp"] if p["tree"] == "paper" else None,
+            "synthetic_sets_per_utility": p["m"], "mcmc_burn_in": p["burn_in"],
+            "mcmc_iterations": p["iterations"], "thinning": p["iterations"] // p["releases"],
+            "prior": f"N(0, {PRIOR_VARIANCE:g}) on every parameter (variances on the log scale)",
+            "n": self.n,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {"thetas": np.asarray(self.thetas, dtype=np.float64), "order": list(self.order), "n": self.n}
+
+    def _load_summary(self, summary: dict[str, Any]) -> None:
+        order = [str(c) for c in summary["order"]]
+        if sorted(order) != sorted(self.schema.names):
+            raise ValueError(f"summary column order {order} does not match the schema's columns {self.schema.names}")
+        self.order = order
+        self.n = int(summary["n"]) if summary.get("n") is not None else None
+        thetas = np.asarray(summary["thetas"], dtype=np.float64)
+        if thetas.ndim != 2 or thetas.shape[1] != self._model().n_params:
+            raise ValueError(f"summary thetas have shape {thetas.shape}, expected (l, {self._model().n_params})")
+        self.thetas = thetas
