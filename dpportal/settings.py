@@ -57,6 +57,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "dpportal.datasets.middleware.UploadSizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -178,6 +179,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
 }
 
-for _d in (UPLOAD_DIR, RELEASE_DIR, BROKER_DIR / "queue", BROKER_DIR / "processed", UPLOAD_DIR / "tmp"):
+for _d in (STATIC_ROOT, UPLOAD_DIR, RELEASE_DIR, BROKER_DIR / "queue", BROKER_DIR / "processed", UPLOAD_DIR / "tmp"):
     _d.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "tmp")

@@ -1,6 +1,44 @@
+from importlib.util import find_spec
+
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from dpportal.datasets import views as datasets
+from dpportal.releases import views as releases
+
 urlpatterns = [
+    path("", datasets.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/", include("dpportal.api.urls")),
+    # datasets
+    path("datasets/", datasets.dataset_list, name="dpportal-datasets"),
+    path("datasets/upload/", datasets.dataset_upload, name="dpportal-upload"),
+    path("datasets/<int:pk>/", datasets.dataset_detail, name="dpportal-dataset"),
+    path("datasets/<int:pk>/schema/", datasets.dataset_schema, name="dpportal-schema"),
+    path("datasets/<int:pk>/schema.json", datasets.dataset_schema_export, name="dpportal-schema-export"),
+    path("datasets/<int:pk>/schema/import/", datasets.dataset_schema_import, name="dpportal-schema-import"),
+    path("datasets/<int:pk>/budget/", datasets.dataset_budget, name="dpportal-budget"),
+    path("datasets/<int:pk>/grants/", datasets.dataset_grant, name="dpportal-grant"),
+    # releases
+    path("datasets/<int:pk>/releases/new/", releases.release_new, name="dpportal-release-new"),
+    path("releases/<int:pk>/", releases.release_detail, name="dpportal-release"),
+    path("releases/<int:pk>/status.json", releases.release_status, name="dpportal-release-status"),
+    path("releases/<int:pk>/synthetic.csv", releases.release_download, name="dpportal-release-csv"),
+    path("releases/<int:pk>/manifest.json", releases.release_manifest, name="dpportal-release-manifest"),
+    path("releases/<int:pk>/draw/", releases.release_draw, name="dpportal-release-draw"),
 ]
+
+# Apps built beside this skeleton plug in their own URLs when present (ledger, dashboards).
+def _has_urls(app: str) -> bool:
+    try:
+        return find_spec(f"dpportal.{app}.urls") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+for _app in ("ledger", "dashboards"):
+    if _has_urls(_app):
+        urlpatterns.append(path("", include(f"dpportal.{_app}.urls")))

@@ -1,0 +1,61 @@
+"""Token authentication for the JSON API: ``Authorization: Token <key>``. API views are CSRF-exempt
+because they never read the session cookie; errors are JSON with an ``error`` message."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from django.contrib.auth.models import AnonymousUser
+from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from .models import Token
+
+
+class ApiError(Exception):
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def error(message: str, status: int) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def json_body(request) -> dict:
+    if not request.body:
+        raise ApiError("the request body must be a JSON object")
+    try:
+        data = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(f"the request body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def api_view(*methods: str, auth: bool = True):
+    def decorator(view):
+        @csrf_exempt
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in methods:
+                return error(f"method {request.method} not allowed; use {', '.join(methods)}", 405)
+            request.user = AnonymousUser()
+            if auth:
+                header = request.META.get("HTTP_AUTHORIZATION", "")
+                scheme, _, key = header.partition(" ")
+                user = Token.user_for(key.strip()) if scheme.lower() in ("token", "bearer") and key else None
+                if user is None:
+                    return error("authentication required: send 'Authorization: Token <key>' "
+                                 "(POST /api/auth/token/ issues one)", 401)
+                request.user = user
+            try:
+                return view(request, *args, **kwargs)
+            except Http404:
+                return error("not found", 404)
+            except ApiError as exc:
+                return error(str(exc), exc.status)
+        return wrapper
+    return decorator

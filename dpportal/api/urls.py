@@ -1,0 +1,20 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("auth/token/", views.token, name="dpportal-api-token"),
+    path("mechanisms/", views.mechanisms, name="dpportal-api-mechanisms"),
+    # datasets
+    path("datasets/", views.datasets, name="dpportal-api-datasets"),
+    path("datasets/<int:pk>/", views.dataset, name="dpportal-api-dataset"),
+    path("datasets/<int:pk>/schema/", views.schema, name="dpportal-api-schema"),
+    path("datasets/<int:pk>/budget/", views.budget, name="dpportal-api-budget"),
+    path("datasets/<int:pk>/releases/", views.dataset_releases, name="dpportal-api-dataset-releases"),
+    path("datasets/<int:pk>/ledger/", views.dataset_ledger, name="dpportal-api-ledger"),
+    # releases
+    path("releases/<int:pk>/", views.release, name="dpportal-api-release"),
+    path("releases/<int:pk>/draws/", views.release_draws, name="dpportal-api-release-draws"),
+    path("releases/<int:pk>/synthetic.csv", views.release_csv, name="dpportal-api-release-csv"),
+    path("releases/<int:pk>/manifest.json", views.release_manifest, name="dpportal-api-release-manifest"),
+]

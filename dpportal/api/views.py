@@ -1,0 +1,193 @@
+"""The JSON API: the same workflow as the web pages, through the same services (docs/api.md)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import authenticate
+from django.http import JsonResponse
+
+from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, release_for_owner,
+                                      release_for_viewer, require_steward, visible_datasets)
+from dpportal.datasets import services as dataset_services
+from dpportal.datasets.upload import UploadError, parse_markers, store_upload
+from dpportal.ledger import services as ledger
+from dpportal.releases import services as release_services
+from dpportal.releases.manifest import manifest, public_report
+from dpportal.releases.models import Release
+from dpportal.releases.views import csv_response, status_dict
+from mechanisms import registry
+
+from .auth import ApiError, api_view, json_body
+from .models import Token
+
+
+def dataset_dict(dataset, *, for_owner: bool) -> dict:
+    data = {"id": dataset.pk, "name": dataset.name, "url": f"/api/datasets/{dataset.pk}/"}
+    if not for_owner:
+        return data
+    data.update(
+        rows=dataset.n_rows, columns=dataset.header, encoding=dataset.encoding, delimiter=dataset.delimiter,
+        missing_markers=dataset.missing_markers, original_filename=dataset.original_filename,
+        created_at=dataset.created_at.isoformat(), raw_data=dataset.has_raw,
+        schema_confirmed=bool(dataset.schema), schema=dataset.schema,
+        schema_draft=dataset.schema_draft, schema_draft_source=dataset.draft_source,
+        schema_draft_note=("SUGGESTIONS computed from the private data: confirm them as public knowledge "
+                           "(PUT /schema/) before any release"),
+        budget=ledger.remaining(dataset),
+        supported_mechanisms=registry.supporting(dataset.confirmed_schema()) if dataset.schema else [],
+    )
+    return data
+
+
+def release_dict(release: Release, *, for_owner: bool) -> dict:
+    data = status_dict(release, for_owner=for_owner)
+    data.update(dataset=release.dataset_id, mechanism=release.mechanism, params=release.params,
+                epsilon=release.epsilon, delta=release.delta, rows=release.rows,
+                drawn_from_release=release.parent_id, url=f"/api/releases/{release.pk}/",
+                privacy=public_report(release, for_owner=for_owner))
+    if release.status == Release.DONE:
+        data["synthetic_csv"] = f"/api/releases/{release.pk}/synthetic.csv"
+        data["manifest"] = f"/api/releases/{release.pk}/manifest.json"
+    if for_owner:
+        data.update(created_at=release.created_at.isoformat(), data_touched=release.data_touched,
+                    started_at=release.started_at and release.started_at.isoformat(),
+                    finished_at=release.finished_at and release.finished_at.isoformat())
+    return data
+
+
+@api_view("POST", auth=False)
+def token(request):
+    data = json_body(request) if request.content_type == "application/json" else request.POST
+    username, password = data.get("username"), data.get("password")
+    if not isinstance(username, str) or not isinstance(password, str) or not username or not password:
+        raise ApiError("send username and password")
+    user = authenticate(request, username=username, password=password)
+    if user is None:
+        raise ApiError("wrong username or password", 400)
+    return JsonResponse({"token": Token.issue(user)}, status=201)
+
+
+@api_view("GET")
+def mechanisms(request):
+    return JsonResponse({"mechanisms": registry.describe_all()})
+
+
+@api_view("GET", "POST")
+def datasets(request):
+    if request.method == "GET":
+        items = [dataset_dict(d, for_owner=d.owner_id == request.user.pk) for d in visible_datasets(request.user)]
+        return JsonResponse({"datasets": items})
+    require_steward(request.user)
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ApiError("send the CSV as multipart form field 'file'")
+    try:
+        raw_markers = request.POST.get("missing_markers")
+        markers = parse_markers(raw_markers, empty_is_missing=request.POST.get("empty_is_missing", "1") != "0")
+        dataset = store_upload(upload, owner=request.user, name=request.POST.get("name", ""), markers=markers)
+    except UploadError as exc:
+        raise ApiError(str(exc), 400) from None
+    return JsonResponse(dataset_dict(dataset, for_owner=True), status=201)
+
+
+@api_view("GET")
+def dataset(request, pk):
+    d = dataset_for_viewer(request.user, pk)
+    return JsonResponse(dataset_dict(d, for_owner=d.owner_id == request.user.pk))
+
+
+@api_view("GET", "PUT")
+def schema(request, pk):
+    d = dataset_for_owner(request.user, pk)
+    if request.method == "GET":
+        try:
+            return JsonResponse(dataset_services.export_schema(d))
+        except dataset_services.SchemaRejected as exc:
+            raise ApiError(str(exc), 404) from None
+    try:
+        dataset_services.confirm_schema(d, dataset_services.parse_schema_json(json_body(request)))
+    except dataset_services.SchemaRejected as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(dataset_dict(d, for_owner=True))
+
+
+@api_view("GET", "PUT")
+def budget(request, pk):
+    d = dataset_for_owner(request.user, pk)
+    if request.method == "PUT":
+        data = json_body(request)
+        if "epsilon" not in data:
+            raise ApiError("send the epsilon cap as 'epsilon' (and optionally 'delta')")
+        try:
+            entry = ledger.set_caps(d, epsilon=_amount(data["epsilon"], "epsilon"),
+                                    delta=_amount(data.get("delta", "0"), "delta"), user=request.user)
+        except ledger.LedgerError as exc:
+            raise ApiError(str(exc)) from None
+        out = ledger.remaining(d)
+        if entry is not None and getattr(entry, "warning", ""):
+            out["warning"] = entry.warning
+        return JsonResponse(out)
+    return JsonResponse(ledger.remaining(d))
+
+
+def _amount(value, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ApiError(f"{name} must be a number or a decimal string, got {name}={value!r}")
+    return str(value)
+
+
+@api_view("GET", "POST")
+def dataset_releases(request, pk):
+    if request.method == "GET":
+        d = dataset_for_viewer(request.user, pk)
+        owner = d.owner_id == request.user.pk
+        qs = d.releases.all() if owner else d.releases.filter(status=Release.DONE)
+        return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
+    d = dataset_for_owner(request.user, pk)
+    data = json_body(request)
+    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows"})
+    if unknown:
+        raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
+    if "epsilon" not in data or "mechanism" not in data:
+        raise ApiError("send at least 'mechanism' and 'epsilon'")
+    try:
+        release = release_services.plan_release(d, request.user, release_services.ReleaseRequest(
+            mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
+            delta=_amount(data.get("delta", "0"), "delta"), params=data.get("params") or {},
+            rows=data.get("rows", d.n_rows)))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(release_dict(release, for_owner=True), status=201)
+
+
+@api_view("GET")
+def dataset_ledger(request, pk):
+    return JsonResponse(ledger.entries_json(dataset_for_owner(request.user, pk)))
+
+
+@api_view("GET")
+def release(request, pk):
+    r = release_for_viewer(request.user, pk)
+    return JsonResponse(release_dict(r, for_owner=r.dataset.owner_id == request.user.pk))
+
+
+@api_view("POST")
+def release_draws(request, pk):
+    r = release_for_owner(request.user, pk)
+    try:
+        draw = release_services.draw_more(r, request.user, json_body(request).get("rows"))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(release_dict(draw, for_owner=True), status=201)
+
+
+@api_view("GET")
+def release_csv(request, pk):
+    return csv_response(release_for_viewer(request.user, pk))
+
+
+@api_view("GET")
+def release_manifest(request, pk):
+    r = release_for_viewer(request.user, pk)
+    if r.status != Release.DONE:
+        raise ApiError("the release is not finished", 404)
+    return JsonResponse(manifest(r, for_owner=r.dataset.owner_id == request.user.pk))

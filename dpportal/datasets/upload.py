@@ -1,0 +1,227 @@
+"""Streaming a CSV upload into private storage, with limits checked while reading.
+
+Order of work, so that a refused upload leaves nothing behind:
+1. copy the request's file in chunks to a temporary file under ``UPLOAD_DIR/tmp`` (size limit);
+2. sniff the encoding (UTF-8 with or without BOM, else Windows-1252) and the delimiter;
+3. one streaming pass with the csv module: header, ragged rows, columns, rows, field length;
+4. a schema DRAFT from (a prefix of) the data: suggestions only, steward-only;
+5. move the file to its final name and create the Dataset row (file removed again on failure).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from django.conf import settings
+from django.db import transaction
+
+from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, draft_schema, read_raw_csv
+
+from .models import Dataset
+
+CHUNK = 1024 * 1024  # copy/read granularity
+SNIFF_BYTES = 64 * 1024  # sample size for encoding and delimiter sniffing
+DELIMITERS = ",;\t|"
+ENCODINGS = ("utf-8-sig", "cp1252")  # tried in order; utf-8-sig also reads plain UTF-8
+
+
+class UploadError(ValueError):
+    """A refused upload, with a message naming the problem for the steward."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int
+    max_rows: int
+    max_columns: int
+    max_field_length: int
+
+    @classmethod
+    def from_settings(cls) -> "Limits":
+        return cls(settings.DPPORTAL_MAX_UPLOAD_BYTES, settings.DPPORTAL_MAX_ROWS,
+                   settings.DPPORTAL_MAX_COLUMNS, settings.DPPORTAL_MAX_FIELD_LENGTH)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    encoding: str
+    delimiter: str
+    header: list[str]
+    n_rows: int
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def parse_markers(text: str | list | None, *, empty_is_missing: bool = True) -> list[str]:
+    """'?, NA' -> ['', '?', 'NA'] (the empty cell counts as missing unless switched off)."""
+    if text is None:
+        return list(DEFAULT_MISSING_MARKERS)
+    items = text if isinstance(text, list) else text.split(",")
+    markers = [str(m).strip() for m in items]
+    out = [""] if empty_is_missing else []
+    for m in markers:
+        if len(m) > 50:
+            raise UploadError(f"a missing-value marker may be at most 50 characters, got {m[:60]!r}")
+        if m and m not in out:
+            out.append(m)
+    if "" in markers and "" not in out:
+        out.insert(0, "")
+    return out
+
+
+def copy_limited(fileobj, dest: Path, max_bytes: int) -> int:
+    size = 0
+    with open(dest, "wb") as out:
+        chunks = fileobj.chunks(CHUNK) if hasattr(fileobj, "chunks") else iter(lambda: fileobj.read(CHUNK), b"")
+        for chunk in chunks:
+            size += len(chunk)
+            if size > max_bytes:
+                raise UploadError(f"the file is larger than the upload limit of {_mb(max_bytes)}")
+            out.write(chunk)
+    if size == 0:
+        raise UploadError("the file is empty")
+    return size
+
+
+def sniff_encoding(path: Path) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    if b"\x00" in head:
+        raise UploadError("the file contains NUL bytes: it looks binary (or UTF-16), not a CSV text file")
+    for enc in ENCODINGS:
+        decoder = codecs.getincrementaldecoder(enc)()
+        try:
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(CHUNK), b""):
+                    if b"\x00" in chunk:
+                        raise UploadError("the file contains NUL bytes: it looks binary, not a CSV text file")
+                    decoder.decode(chunk)
+                decoder.decode(b"", final=True)
+            return enc
+        except UnicodeDecodeError:
+            continue
+    raise UploadError("the file is neither UTF-8 nor Windows-1252 text: save it as UTF-8 CSV")
+
+
+def sniff_delimiter(path: Path, encoding: str) -> str:
+    with open(path, encoding=encoding, newline="") as fh:
+        sample = fh.read(SNIFF_BYTES)
+    if "\n" in sample and len(sample) == SNIFF_BYTES:
+        sample = sample[: sample.rfind("\n")]
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        first = sample.split("\n", 1)[0]
+        counts = {d: first.count(d) for d in DELIMITERS}
+        best = max(counts, key=counts.get)
+        return best if counts[best] > 0 else ","
+
+
+def inspect_csv(path: Path, limits: Limits) -> Inspection:
+    encoding = sniff_encoding(path)
+    delimiter = sniff_delimiter(path, encoding)
+    csv.field_size_limit(max(limits.max_field_length + 1, 1024))
+    n_rows = 0
+    with open(path, encoding=encoding, newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
+        try:
+            header = next(reader, None)
+            if not header or all(not h.strip() for h in header):
+                raise UploadError("the file has no header row (the first line must name the columns)")
+            header = [h.strip() for h in header]
+            _check_header(header, limits)
+            width = len(header)
+            for row in reader:
+                if not row:
+                    continue  # blank line (pandas skips them too)
+                n_rows += 1
+                if len(row) != width:
+                    raise UploadError(f"row {n_rows} (line {reader.line_num}) has {len(row)} fields, "
+                                      f"the header has {width}: every row needs the same number of fields")
+                if n_rows > limits.max_rows:
+                    raise UploadError(f"the file has more than {limits.max_rows:,} data rows (the row limit)")
+                longest = max(map(len, row))
+                if longest > limits.max_field_length:
+                    raise UploadError(f"row {n_rows} has a field of {longest:,} characters; the limit is "
+                                      f"{limits.max_field_length:,} characters per field")
+        except csv.Error as exc:
+            if "field larger than field limit" in str(exc):
+                raise UploadError(f"line {reader.line_num} has a field longer than the limit of "
+                                  f"{limits.max_field_length:,} characters") from None
+            raise UploadError(f"the file is not valid CSV near line {reader.line_num}: {exc}") from None
+    if n_rows == 0:
+        raise UploadError("the file has a header but no data rows")
+    return Inspection(encoding=encoding, delimiter=delimiter, header=header, n_rows=n_rows)
+
+
+def _check_header(header: list[str], limits: Limits) -> None:
+    if len(header) > limits.max_columns:
+        raise UploadError(f"the file has {len(header):,} columns; the limit is {limits.max_columns:,}")
+    empty = [i + 1 for i, h in enumerate(header) if not h]
+    if empty:
+        raise UploadError(f"column(s) {empty} have an empty name in the header row")
+    seen, dups = set(), []
+    for h in header:
+        if h in seen and h not in dups:
+            dups.append(h)
+        seen.add(h)
+    if dups:
+        raise UploadError(f"duplicate column names in the header: {[d[:40] for d in dups]}")
+    too_long = [h for h in header if len(h) > 200]
+    if too_long:
+        raise UploadError(f"column names may be at most 200 characters, got {too_long[0][:40]!r}...")
+
+
+def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
+    try:
+        raw = read_raw_csv(path, nrows=settings.DPPORTAL_DRAFT_SAMPLE_ROWS, encoding=info.encoding,
+                           sep=info.delimiter)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise UploadError(f"the file could not be parsed as CSV: {str(exc).splitlines()[0]}") from None
+    if list(raw.columns) != info.header:
+        raise UploadError("the header could not be read consistently (check quoting in the first line)")
+    try:
+        return draft_schema(raw, missing_markers=markers).to_dict()
+    except SchemaError as exc:
+        raise UploadError(str(exc)) from None
+
+
+def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limits | None = None) -> Dataset:
+    """Validate and store an uploaded CSV; returns the new Dataset. Raises UploadError (and leaves
+    nothing in storage) when the file is refused."""
+    limits = limits or Limits.from_settings()
+    name = (name or "").strip()
+    original = os.path.basename(str(getattr(fileobj, "name", "") or "upload.csv")).replace("\x00", "")[:255]
+    if not name:
+        name = os.path.splitext(original)[0] or "dataset"
+    if len(name) > 200:
+        raise UploadError(f"the name may be at most 200 characters, got {len(name)}")
+    upload_dir = Path(settings.UPLOAD_DIR)
+    (upload_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    key = uuid.uuid4().hex
+    tmp = upload_dir / "tmp" / f"{key}.part"
+    final = upload_dir / f"{key}.csv"
+    try:
+        size = copy_limited(fileobj, tmp, limits.max_bytes)
+        info = inspect_csv(tmp, limits)
+        draft = draft_for(tmp, info, markers)
+        os.replace(tmp, final)
+        with transaction.atomic():
+            return Dataset.objects.create(
+                owner=owner, name=name, original_filename=original,
+                file_path=str(final.relative_to(settings.DATA_DIR)), file_size=size,
+                encoding=info.encoding, delimiter=info.delimiter, n_rows=info.n_rows, header=info.header,
+                missing_markers=markers, schema_draft=draft, draft_source="data")
+    except BaseException:
+        for p in (tmp, final):
+            p.unlink(missing_ok=True)
+        raise

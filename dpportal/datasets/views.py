@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from dpportal.accounts.access import dataset_for_owner, dataset_for_viewer, require_steward, visible_datasets
+from dpportal.accounts.models import Profile
+from dpportal.ledger import services as ledger
+from dpportal.releases.models import Release
+from mechanisms.schema import KINDS
+
+from . import services
+from .forms import BudgetForm, GrantForm, SchemaImportForm, UploadForm
+from .upload import UploadError, parse_markers, store_upload
+
+
+@login_required
+def home(request):
+    return redirect("dpportal-datasets")
+
+
+@login_required
+def dataset_list(request):
+    datasets = list(visible_datasets(request.user))
+    for d in datasets:
+        d.is_owner = d.owner_id == request.user.pk
+        d.budget_text = ledger.remaining_text(d) if d.is_owner else ""
+    return render(request, "datasets/list.html", {"datasets": datasets})
+
+
+@login_required
+def dataset_upload(request):
+    require_steward(request.user)
+    form = UploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            markers = parse_markers(form.cleaned_data["markers"],
+                                    empty_is_missing=form.cleaned_data["empty_is_missing"])
+            dataset = store_upload(form.cleaned_data["file"], owner=request.user, name=form.cleaned_data["name"],
+                                   markers=markers)
+        except UploadError as exc:
+            form.add_error("file", str(exc))
+        else:
+            messages.success(request, f"Uploaded {dataset.n_rows:,} rows. Review the schema suggestions next.")
+            return redirect("dpportal-schema", dataset.pk)
+    return render(request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def dataset_detail(request, pk):
+    dataset = dataset_for_viewer(request.user, pk)
+    owner = dataset.owner_id == request.user.pk
+    releases = dataset.releases.all() if owner else dataset.releases.filter(status=Release.DONE)
+    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases.select_related("parent")}
+    if owner:
+        ctx["budget"] = ledger.remaining(dataset)
+        ctx["analysts"] = dataset.analysts.order_by("username")
+        ctx["grant_form"] = GrantForm()
+    return render(request, "datasets/detail.html", ctx)
+
+
+def _column_rows(dataset, schema, post=None):
+    """Per column: the working values (posted, confirmed, or suggested) and the suggestion."""
+    draft = dataset.schema_draft or {}
+    suggested = {c["name"]: c for c in draft.get("columns", [])}
+    current = {c.name: c.to_dict() for c in schema.columns} if schema else {}
+    rows = []
+    for i, name in enumerate(dataset.header):
+        cur = current.get(name) or suggested.get(name) or {"name": name, "kind": "excluded"}
+        if post is not None:
+            cur = {f: post.get(f"col-{i}-{f}", "") for f in ("kind", "lower", "upper", "bins", "fill", "other")}
+            cur["categories"] = [c for c in post.get(f"col-{i}-categories", "").splitlines() if c.strip()]
+        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name)})
+    return rows
+
+
+@login_required
+def dataset_schema(request, pk):
+    dataset = dataset_for_owner(request.user, pk)
+    schema = dataset.working_schema()
+    error = None
+    markers = schema.missing_markers if schema else dataset.missing_markers
+    if request.method == "POST":
+        try:
+            if not request.POST.get("public_ack"):
+                raise services.SchemaRejected("tick the box to confirm that every value on this page is public "
+                                              "knowledge (not learned from this private file)")
+            markers = parse_markers(request.POST.get("markers", ""),
+                                    empty_is_missing=bool(request.POST.get("empty_is_missing")))
+            new = services.schema_from_post(dataset, request.POST, markers)
+            services.confirm_schema(dataset, new)
+        except (services.SchemaRejected, UploadError) as exc:
+            error = str(exc)
+        else:
+            messages.success(request, "Schema confirmed as public metadata.")
+            return redirect("dpportal-dataset", dataset.pk)
+    ctx = {
+        "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
+        "rows": _column_rows(dataset, schema, request.POST if request.method == "POST" else None),
+        "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
+        "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
+    }
+    return render(request, "datasets/schema.html", ctx, status=400 if error else 200)
+
+
+@login_required
+def dataset_schema_export(request, pk):
+    dataset = dataset_for_owner(request.user, pk)
+    try:
+        data = services.export_schema(dataset)
+    except services.SchemaRejected:
+        raise Http404("no schema") from None
+    resp = HttpResponse(json.dumps(data, indent=2), content_type="application/json")
+    resp["Content-Disposition"] = f'attachment; filename="schema-{dataset.pk}.json"'
+    return resp
+
+
+@login_required
+@require_POST
+def dataset_schema_import(request, pk):
+    dataset = dataset_for_owner(request.user, pk)
+    form = SchemaImportForm(request.POST, request.FILES)
+    try:
+        if not form.is_valid():
+            raise services.SchemaRejected("upload a schema JSON file or paste its text")
+        upload = form.cleaned_data.get("schema_file")
+        text = upload.read(2_000_001) if upload else form.cleaned_data.get("schema_text", "").encode()
+        if not text.strip():
+            raise services.SchemaRejected("upload a schema JSON file or paste its text")
+        if len(text) > 2_000_000:
+            raise services.SchemaRejected("the schema JSON is larger than 2 MB")
+        services.import_schema(dataset, services.parse_schema_json(text.decode("utf-8", errors="replace")))
+    except services.SchemaRejected as exc:
+        messages.error(request, f"Schema not imported: {exc}")
+    else:
+        messages.success(request, "Schema imported as a draft: review and confirm it below.")
+    return redirect("dpportal-schema", dataset.pk)
+
+
+@login_required
+def dataset_budget(request, pk):
+    dataset = dataset_for_owner(request.user, pk)
+    form = BudgetForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            entry = ledger.set_caps(dataset, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data["delta"],
+                                    user=request.user)
+        except ledger.LedgerError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if entry is not None and getattr(entry, "warning", ""):
+                messages.warning(request, entry.warning)
+            messages.success(request, "Privacy budget saved.")
+            return redirect("dpportal-dataset", dataset.pk)
+    ctx = {"dataset": dataset, "form": form, "budget": ledger.remaining(dataset),
+           "presets": services.BUDGET_PRESETS}
+    return render(request, "datasets/budget.html", ctx, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def dataset_grant(request, pk):
+    dataset = dataset_for_owner(request.user, pk)
+    form = GrantForm(request.POST)
+    if form.is_valid():
+        user = get_user_model().objects.filter(username=form.cleaned_data["username"],
+                                               profile__role=Profile.ANALYST).first()
+        if user is None:
+            messages.error(request, f"no analyst named {form.cleaned_data['username']!r}")
+        elif form.cleaned_data["action"] == "grant":
+            dataset.analysts.add(user)
+            messages.success(request, f"{user.username} can now download this dataset's releases.")
+        else:
+            dataset.analysts.remove(user)
+            messages.success(request, f"{user.username} no longer has access.")
+    return redirect("dpportal-dataset", dataset.pk)

@@ -1,0 +1,73 @@
+"""The release form, generated from the chosen mechanism's ParamSpec list."""
+
+from __future__ import annotations
+
+from django import forms
+
+from mechanisms.base import ParamSpec
+
+PARAM_PREFIX = "param_"
+
+
+def _field(spec: ParamSpec, schema) -> forms.Field:
+    required = False  # empty means "default" (or "derive automatically" for optional params)
+    help_text = spec.help + (" Leave empty for the automatic value." if spec.optional else "")
+    attrs = {}
+    if spec.minimum is not None:
+        attrs["min"] = spec.minimum
+    if spec.maximum is not None:
+        attrs["max"] = spec.maximum
+    if spec.type == "int":
+        return forms.IntegerField(required=required, help_text=help_text, initial=spec.default,
+                                  widget=forms.NumberInput(attrs=attrs))
+    if spec.type == "float":
+        return forms.CharField(required=required, help_text=help_text, initial=spec.default, max_length=40,
+                               widget=forms.TextInput(attrs={"inputmode": "decimal"}))
+    if spec.type == "bool":
+        return forms.BooleanField(required=False, help_text=help_text, initial=bool(spec.default))
+    if spec.type == "choice":
+        return forms.ChoiceField(choices=[(c, c) for c in spec.choices], help_text=help_text, initial=spec.default)
+    if spec.type == "column":
+        names = schema.names if schema is not None else []
+        choices = ([("", "(automatic)")] if spec.optional else []) + [(n, n) for n in names]
+        return forms.ChoiceField(choices=choices, required=not spec.optional, help_text=help_text,
+                                 initial=spec.default)
+    return forms.CharField(required=required, help_text=help_text, initial=spec.default, max_length=500)
+
+
+class ReleaseForm(forms.Form):
+    epsilon = forms.CharField(max_length=40, help_text="Privacy loss charged to the dataset's budget, e.g. 1 or 0.5")
+    delta = forms.CharField(max_length=40, required=False, initial="0",
+                            help_text="Needed by approximate-DP mechanisms only, e.g. 1e-6")
+    rows = forms.IntegerField(min_value=1, help_text="Number of synthetic rows")
+
+    def __init__(self, *args, mechanism_cls=None, schema=None, n_rows=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mechanism_cls = mechanism_cls
+        if n_rows:
+            self.fields["rows"].initial = n_rows
+        if mechanism_cls is not None and not mechanism_cls.needs_delta:
+            self.fields["delta"].widget = forms.HiddenInput()
+        self.param_names = []
+        for spec in (mechanism_cls.params if mechanism_cls else ()):
+            name = PARAM_PREFIX + spec.name
+            self.fields[name] = _field(spec, schema)
+            self.fields[name].label = spec.name
+            self.param_names.append(name)
+
+    def params(self) -> dict:
+        """Submitted parameter values; empty ones are left out (the mechanism's default applies)."""
+        out = {}
+        specs = {s.name: s for s in self.mechanism_cls.params}
+        for name in self.param_names:
+            value = self.cleaned_data.get(name)
+            key = name[len(PARAM_PREFIX):]
+            if value in (None, "") and specs[key].type != "bool":
+                if specs[key].optional:
+                    out[key] = None
+                continue
+            out[key] = value
+        return out
+
+    def param_fields(self):
+        return [self[n] for n in self.param_names]

@@ -1,0 +1,49 @@
+"""The release manifest: what was released and how, as plain JSON (no seeds, no raw data)."""
+
+from __future__ import annotations
+
+from .models import Release
+
+
+def manifest(release: Release, *, for_owner: bool) -> dict:
+    origin = release.origin()
+    report = origin.report or {}
+    data = {
+        "manifest_version": 1,
+        "release": release.pk,
+        "dataset": {"id": release.dataset_id, "name": release.dataset.name},
+        "schema_sha256": release.schema_fingerprint,
+        "schema": release.schema,
+        "mechanism": release.mechanism,
+        "parameters": report.get("parameters", release.params),
+        "epsilon": origin.epsilon,
+        "delta": origin.delta,
+        "guarantee": report.get("guarantee"),
+        "caveats": report.get("caveats", []),
+        "neighbouring": report.get("neighbouring"),
+        "privacy_details": report.get("details", {}),
+        "noise_backend": report.get("noise_backend"),
+        "rows": release.rows,
+        "drawn_from_release": release.parent_id,
+        "software_version": release.software_version,
+    }
+    if release.parent_id:
+        data["note"] = ("more rows drawn from release %d's private summary: post-processing, no additional "
+                        "privacy cost" % release.parent_id)
+    if for_owner:
+        data["timestamps"] = {"requested": _iso(release.created_at), "started": _iso(release.started_at),
+                              "finished": _iso(release.finished_at)}
+    else:  # analysts: day only, so no job duration can be read from it (timing side channel)
+        data["timestamps"] = {"released_on": release.finished_at.date().isoformat() if release.finished_at else None}
+    return data
+
+
+def _iso(t):
+    return t.isoformat() if t else None
+
+
+def public_report(release: Release, *, for_owner: bool) -> dict | None:
+    report = (release.origin().report or None)
+    if report is None or for_owner:
+        return report
+    return {k: v for k, v in report.items() if not k.startswith("seconds")}

@@ -1,0 +1,270 @@
+"""Planning and running releases. Views and the API call these; the Celery task is a thin wrapper
+around :func:`execute`.
+
+Planning validates everything that needs no private data (mechanism, schema kinds, epsilon, delta,
+parameters, rows), then in ONE transaction creates the Release row and has the ledger reserve its
+cost; the job is queued only when that transaction commits. Any refusal leaves nothing charged and
+nothing queued.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+import dpportal
+from dpportal.ledger import services as ledger
+from mechanisms import registry
+from mechanisms.accounting import exact
+from mechanisms.base import load_summary, save_summary
+from mechanisms.io import write_synthetic_csv
+from mechanisms.noise import Noise
+from mechanisms.runner import Release as RunnerRelease
+from mechanisms.runner import build, run
+
+from .models import Release
+
+log = logging.getLogger(__name__)
+
+PROGRESS_WRITE_INTERVAL = 0.5  # seconds between progress writes to the database (keeps the DB quiet)
+# Overall progress bands: loading, fitting (mechanism's own progress), sampling, writing files
+BAND_FIT = (0.05, 0.80)
+BAND_SAMPLE = 0.85
+BAND_WRITE = 0.95
+
+
+class ReleaseRequestError(ValueError):
+    """A refused release request; the message names the problem. Nothing was charged or queued."""
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    mechanism: str
+    epsilon: str
+    delta: str
+    params: dict
+    rows: int
+
+
+def _text(value, name: str) -> str:
+    if value is None:
+        return "0" if name == "delta" else ""
+    if isinstance(value, bool):
+        raise ReleaseRequestError(f"{name} must be a number, got {name}={value!r}")
+    return str(value).strip()[:40]
+
+
+def parse_rows(value) -> int:
+    limit = settings.DPPORTAL_MAX_SYNTHETIC_ROWS
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        rows = int(str(value).strip()) if not isinstance(value, int) else value
+    except (TypeError, ValueError):
+        raise ReleaseRequestError(f"rows must be a whole number, got rows={value!r}") from None
+    if not 1 <= rows <= limit:
+        raise ReleaseRequestError(f"rows must be between 1 and {limit:,}, got rows={rows}")
+    return rows
+
+
+def validate(dataset, req: ReleaseRequest):
+    """Everything checkable without private data. Returns (mechanism object, cleaned params)."""
+    schema = dataset.confirmed_schema()
+    if schema is None:
+        raise ReleaseRequestError("confirm the dataset's schema before planning a release")
+    if not dataset.has_raw:
+        raise ReleaseRequestError("the raw data of this dataset was deleted: no new releases can be made")
+    if not isinstance(req.mechanism, str) or req.mechanism not in registry.names():
+        raise ReleaseRequestError(f"unknown mechanism {req.mechanism!r}; available: {registry.names()}")
+    if req.mechanism not in registry.supporting(schema):
+        cls = registry.get(req.mechanism)
+        bad = sorted(schema.kinds - cls.supported_kinds)
+        raise ReleaseRequestError(f"mechanism {req.mechanism!r} does not support the schema's column kind(s) "
+                                  f"{bad}; choose one of {registry.supporting(schema)}")
+    if not isinstance(req.params, dict):
+        raise ReleaseRequestError(f"params must be an object of name: value, got {type(req.params).__name__}")
+    try:
+        mech = build(req.mechanism, schema, epsilon=req.epsilon, delta=req.delta or "0", params=req.params)
+    except ValueError as exc:
+        raise ReleaseRequestError(str(exc).splitlines()[0]) from None
+    return mech
+
+
+def plan_release(dataset, user, req: ReleaseRequest) -> Release:
+    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
+    epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
+    req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
+    mech = validate(dataset, req)
+    schema = dataset.confirmed_schema()
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
+                epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
+                schema_fingerprint=schema.fingerprint(), software_version=dpportal.__version__,
+                stage="queued")
+            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
+            transaction.on_commit(lambda: _enqueue(release.pk))
+    except ledger.BudgetExceeded as exc:
+        raise ReleaseRequestError(str(exc)) from None
+    except ledger.LedgerError as exc:
+        raise ReleaseRequestError(str(exc)) from None
+    return release
+
+
+def draw_more(release: Release, user, rows) -> Release:
+    """More rows from a finished release's private summary: post-processing, no privacy cost."""
+    origin = release.origin()
+    if origin.status != Release.DONE or not origin.summary_file:
+        raise ReleaseRequestError("more rows can be drawn only from a finished release")
+    rows = parse_rows(rows)
+    with transaction.atomic():
+        draw = Release.objects.create(
+            dataset=origin.dataset, created_by=user, parent=origin, mechanism=origin.mechanism,
+            params=origin.params, epsilon=origin.epsilon, delta=origin.delta, rows=rows, schema=origin.schema,
+            schema_fingerprint=origin.schema_fingerprint, software_version=dpportal.__version__,
+            stage="queued")
+        transaction.on_commit(lambda: _enqueue(draw.pk))
+    return draw
+
+
+def _jsonable(params: dict) -> dict:
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
+
+
+def _enqueue(release_id: int) -> None:
+    from .tasks import run_release
+
+    run_release.delay(release_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# The worker side
+# --------------------------------------------------------------------------------------------------
+
+def claim(release_id: int) -> bool:
+    """Atomically move a queued release to running; False if another delivery got it first."""
+    return Release.objects.filter(pk=release_id, status=Release.QUEUED).update(
+        status=Release.RUNNING, started_at=timezone.now(), stage="starting", progress=0.01) == 1
+
+
+def fail_abandoned(release_id: int) -> bool:
+    """A redelivered message for a release still marked running: its worker died mid-job (acks_late
+    + reject_on_worker_lost redeliver it). Mark it failed, never run it twice; the budget is spent
+    if the job had touched data, refunded otherwise."""
+    changed = Release.objects.filter(pk=release_id, status=Release.RUNNING).update(
+        status=Release.FAILED, finished_at=timezone.now(), stage="failed",
+        error="the worker running this job stopped unexpectedly (killed or lost)")
+    if changed:
+        _close_ledger(Release.objects.get(pk=release_id))
+    return changed == 1
+
+
+class _Progress:
+    def __init__(self, release_id: int):
+        self.release_id = release_id
+        self.last = 0.0
+
+    def __call__(self, fraction: float, stage: str, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
+            return
+        self.last = now
+        Release.objects.filter(pk=self.release_id, status=Release.RUNNING).update(
+            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200])
+
+    def fit(self, fraction: float, stage: str) -> None:
+        lo, hi = BAND_FIT
+        self(lo + (hi - lo) * fraction, stage)
+
+
+def execute(release_id: int) -> None:
+    """Run a claimed release to completion. Every failure is recorded on the row, never raised."""
+    release = Release.objects.select_related("dataset", "parent").get(pk=release_id)
+    progress = _Progress(release_id)
+    workdir = release.storage_dir()
+    tmpdir = workdir.with_name(f"{workdir.name}.tmp")
+    try:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        tmpdir.mkdir(parents=True)
+        if release.is_draw:
+            result = _draw(release, progress)
+        else:
+            result = _fit_and_sample(release, progress)
+        progress(BAND_WRITE, "writing the synthetic table", force=True)
+        write_synthetic_csv(result.synthetic, tmpdir / "synthetic.csv")
+        if not release.is_draw:
+            with open(tmpdir / "summary.npz", "wb") as fh:
+                save_summary(result.mechanism.summary(), fh)
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.replace(tmpdir, workdir)  # outputs appear all at once, never half-written
+        rel = workdir.relative_to(settings.DATA_DIR)
+        report = release.parent.report if release.is_draw else _report(result)
+        Release.objects.filter(pk=release_id).update(
+            status=Release.DONE, progress=1.0, stage="done", finished_at=timezone.now(), report=report,
+            output_file=str(rel / "synthetic.csv"),
+            summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"))
+    except BaseException as exc:  # noqa: BLE001 - record every failure, including time limits
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        log.exception("release %s failed", release_id)
+        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        Release.objects.filter(pk=release_id).update(
+            status=Release.FAILED, stage="failed", finished_at=timezone.now(), error=message)
+        if not isinstance(exc, Exception):
+            _close_ledger(Release.objects.get(pk=release_id))
+            raise
+    _close_ledger(Release.objects.get(pk=release_id))
+
+
+def _close_ledger(release: Release) -> None:
+    """Finished: spent. Failed: refunded only if it never touched data (the ledger decides).
+    Draws of more rows are post-processing and were never charged."""
+    if release.is_draw:
+        return
+    if release.status == Release.DONE:
+        ledger.settle(release)
+    else:
+        ledger.close_failed(release, reason="job failed")
+
+
+def _mark_data_touched(release_id: int) -> None:
+    Release.objects.filter(pk=release_id).update(data_touched=True, stage="reading data")
+
+
+def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:
+    schema = release.public_schema()
+    progress(0.02, "preparing", force=True)
+    mech = build(release.mechanism, schema, epsilon=release.epsilon, delta=release.delta,
+                 params=release.params, noise=Noise.secure_backend(), progress=progress.fit)
+    source = release.dataset.source(schema)
+    result = run(mech, source, release.rows, on_data_access=lambda: _mark_data_touched(release.pk))
+    progress(BAND_SAMPLE, "synthetic rows drawn", force=True)
+    return result
+
+
+def _draw(release: Release, progress: _Progress) -> RunnerRelease:
+    origin = release.parent
+    progress(0.1, "loading the private summary", force=True)
+    cls = registry.get(origin.mechanism)
+    with open(origin.summary_path(), "rb") as fh:
+        summary = load_summary(fh)
+    mech = cls.from_summary(origin.public_schema(), summary, epsilon=float(exact(origin.epsilon)),
+                            delta=float(exact(origin.delta)), params=origin.params, noise=Noise.secure_backend())
+    progress(0.3, "drawing rows", force=True)
+    t0 = time.perf_counter()
+    synthetic = mech.sample(release.rows)
+    return RunnerRelease(mech, synthetic, 0.0, time.perf_counter() - t0)
+
+
+def _report(result: RunnerRelease) -> dict:
+    report = result.report()
+    report["seconds_fit"] = round(result.seconds_fit, 3)
+    report["seconds_sample"] = round(result.seconds_sample, 3)
+    return report

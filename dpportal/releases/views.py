@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from dpportal.accounts.access import dataset_for_owner, release_for_owner, release_for_viewer
+from dpportal.ledger import services as ledger
+from mechanisms import registry
+
+from . import services
+from .forms import ReleaseForm
+from .manifest import manifest, public_report
+from .models import Release
+
+
+def _choices(schema):
+    supported = set(registry.supporting(schema)) if schema else set()
+    return [{"name": n, "title": registry.get(n).title, "supported": n in supported} for n in registry.names()]
+
+
+@login_required
+def release_new(request, pk):
+    dataset = dataset_for_owner(request.user, pk)
+    schema = dataset.confirmed_schema()
+    choices = _choices(schema)
+    supported = [c["name"] for c in choices if c["supported"]]
+    name = request.POST.get("mechanism") or request.GET.get("mechanism") or (supported[0] if supported else None)
+    cls = registry.get(name) if name in supported else None
+    form = ReleaseForm(request.POST if request.method == "POST" else None, mechanism_cls=cls, schema=schema,
+                       n_rows=dataset.n_rows)
+    error = None
+    if schema is None:
+        error = "Confirm the schema before planning a release."
+    elif cls is None:
+        error = f"Choose a mechanism that supports this schema ({', '.join(supported) or 'none available'})."
+    elif request.method == "POST" and form.is_valid():
+        try:
+            release = services.plan_release(dataset, request.user, services.ReleaseRequest(
+                mechanism=name, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data.get("delta") or "0",
+                params=form.params(), rows=form.cleaned_data["rows"]))
+        except services.ReleaseRequestError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Release {release.pk} queued; its cost is reserved on the budget.")
+            return redirect("dpportal-release", release.pk)
+    ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": cls, "error": error,
+           "budget": ledger.remaining(dataset)}
+    return render(request, "releases/new.html", ctx, status=400 if (error and request.method == "POST") else 200)
+
+
+@login_required
+def release_detail(request, pk):
+    release = release_for_viewer(request.user, pk)
+    owner = release.dataset.owner_id == request.user.pk
+    ctx = {"release": release, "dataset": release.dataset, "is_owner": owner,
+           "report": public_report(release, for_owner=owner),
+           "report_json": json.dumps(public_report(release, for_owner=owner), indent=2)}
+    if owner:
+        ctx["budget"] = ledger.remaining(release.dataset)
+        ctx["draws"] = release.origin().draws.all()
+    return render(request, "releases/detail.html", ctx)
+
+
+def status_dict(release: Release, *, for_owner: bool) -> dict:
+    data = {"id": release.pk, "status": release.status, "progress": round(release.progress * 100, 1),
+            "stage": release.stage if for_owner else release.status, "finished": release.is_finished}
+    if for_owner and release.status == Release.FAILED:
+        data["error"] = release.error
+    return data
+
+
+@login_required
+def release_status(request, pk):
+    release = release_for_viewer(request.user, pk)
+    return JsonResponse(status_dict(release, for_owner=release.dataset.owner_id == request.user.pk))
+
+
+def csv_response(release: Release) -> FileResponse:
+    if release.status != Release.DONE or not release.output_file or not release.output_path().is_file():
+        raise Http404("not available")
+    name = f"dpportal-release-{release.pk}-{release.mechanism}.csv"
+    return FileResponse(open(release.output_path(), "rb"), as_attachment=True, filename=name,
+                        content_type="text/csv; charset=utf-8")
+
+
+@login_required
+def release_download(request, pk):
+    return csv_response(release_for_viewer(request.user, pk))
+
+
+@login_required
+def release_manifest(request, pk):
+    release = release_for_viewer(request.user, pk)
+    if release.status != Release.DONE:
+        raise Http404("not available")
+    resp = JsonResponse(manifest(release, for_owner=release.dataset.owner_id == request.user.pk),
+                        json_dumps_params={"indent": 2})
+    resp["Content-Disposition"] = f'attachment; filename="dpportal-release-{release.pk}-manifest.json"'
+    return resp
+
+
+@login_required
+@require_POST
+def release_draw(request, pk):
+    release = release_for_owner(request.user, pk)
+    try:
+        draw = services.draw_more(release, request.user, request.POST.get("rows"))
+    except services.ReleaseRequestError as exc:
+        messages.error(request, str(exc))
+        return redirect("dpportal-release", release.pk)
+    messages.success(request, f"Drawing {draw.rows:,} more rows (no privacy cost).")
+    return redirect("dpportal-release", draw.pk)
