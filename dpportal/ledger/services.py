@@ -155,8 +155,14 @@ def _report_guarantee(release) -> tuple[str, str]:
 
 
 def _resolve(release, kind: str, note: str = "") -> LedgerEntry:
-    res = _reservation(release)
-    _lock_budget(res.dataset_id)
+    # lock FIRST, read after: a SQLite transaction that reads before its first write cannot wait
+    # for the write lock (it fails at once with "database is locked")
+    if getattr(release, "dataset_id", None):
+        _lock_budget(release.dataset_id)
+        res = _reservation(release)
+    else:
+        res = _reservation(release)
+        _lock_budget(res.dataset_id)
     existing = LedgerEntry.objects.filter(resolves_id=res.pk).first()
     if existing is not None:
         if existing.kind == kind:
@@ -234,6 +240,8 @@ def refund(release, *, reason: str = "") -> LedgerEntry:
 def close_failed(release, *, reason: str = "") -> LedgerEntry:
     """For a failed job: refund if it never touched private data, otherwise settle as spent."""
     with transaction.atomic():
+        if getattr(release, "dataset_id", None):
+            _lock_budget(release.dataset_id)  # lock before the first read (see _resolve)
         if _data_touched(release):
             return _resolve(release, LedgerEntry.SPEND, f"job failed after touching data: {reason}".strip(": "))
         return _resolve(release, LedgerEntry.REFUND, f"job failed before touching data: {reason}".strip(": "))
@@ -250,13 +258,13 @@ def set_caps(dataset, *, epsilon, delta, user) -> LedgerEntry | None:
     except ValueError as exc:
         raise InvalidAmount(str(exc)) from None
     with transaction.atomic():
-        if not Budget.objects.filter(dataset_id=dataset.pk).exists():
+        if Budget.objects.filter(dataset_id=dataset.pk).update(head_seq=F("head_seq")) == 0:  # the lock
             try:
                 with transaction.atomic():
                     Budget.objects.create(dataset_id=dataset.pk)
             except IntegrityError:
                 pass  # created concurrently
-        _lock_budget(dataset.pk)
+            _lock_budget(dataset.pk)
         b = Budget.objects.get(dataset_id=dataset.pk)
         eps_used, delta_used = b.eps_spent + b.eps_reserved, b.delta_spent + b.delta_reserved
         if eps_cap < eps_used:
