@@ -334,7 +334,7 @@ def remaining_text(dataset) -> str:
 
 def entries(dataset):
     return (LedgerEntry.objects.filter(dataset_id=dataset.pk)
-            .select_related("resolution", "release").order_by("seq"))
+            .select_related("resolution", "resolves", "release").order_by("seq"))
 
 
 def entries_json(dataset) -> dict:
