@@ -110,7 +110,10 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--synthetic", required=True)
     e.add_argument("--schema", required=True)
     e.add_argument("--target", default=None)
-    e.add_argument("--test", default=None)
+    e.add_argument("--test", default=None, help="real held-out CSV for TSTR (needs --target)")
+    e.add_argument("--seed", type=int, default=0, help="seed of the (non-private) evaluation sampling")
+    e.add_argument("--fast", action="store_true", help="TSTR on fewer rows with fewer trees")
+    e.add_argument("--compact", action="store_true", help="one-line JSON")
     return p
 
 
