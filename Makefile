@@ -14,7 +14,11 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
+run: venv
+	PY=$(PY) PORT=$(PORT) ./scripts/run.sh
+
 test: venv
+	./scripts/ensure-system-packages.sh
 	$(PY) -m pytest -q
 
 clean:

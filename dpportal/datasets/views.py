@@ -49,7 +49,7 @@ def dataset_upload(request):
         else:
             messages.success(request, f"Uploaded {dataset.n_rows:,} rows. Review the schema suggestions next.")
             return redirect("dpportal-schema", dataset.pk)
-    return render(request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "datasets/upload.html", {"form": form})
 
 
 @login_required
@@ -106,7 +106,7 @@ def dataset_schema(request, pk):
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
-    return render(request, "datasets/schema.html", ctx, status=400 if error else 200)
+    return render(request, "datasets/schema.html", ctx)
 
 
 @login_required
@@ -160,7 +160,7 @@ def dataset_budget(request, pk):
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {"dataset": dataset, "form": form, "budget": ledger.remaining(dataset),
            "presets": services.BUDGET_PRESETS}
-    return render(request, "datasets/budget.html", ctx, status=400 if form.errors else 200)
+    return render(request, "datasets/budget.html", ctx)
 
 
 @login_required

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, release_for_owner, release_for_viewer
@@ -48,9 +49,10 @@ def release_new(request, pk):
         else:
             messages.success(request, f"Release {release.pk} queued; its cost is reserved on the budget.")
             return redirect("dpportal-release", release.pk)
-    ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": cls, "error": error,
+    mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class
+    ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset)}
-    return render(request, "releases/new.html", ctx, status=400 if (error and request.method == "POST") else 200)
+    return render(request, "releases/new.html", ctx)
 
 
 @login_required
@@ -61,9 +63,18 @@ def release_detail(request, pk):
            "report": public_report(release, for_owner=owner),
            "report_json": json.dumps(public_report(release, for_owner=owner), indent=2)}
     if owner:
+        ctx["dashboard_url"] = _dashboard_url(release)
         ctx["budget"] = ledger.remaining(release.dataset)
         ctx["draws"] = release.origin().draws.all()
     return render(request, "releases/detail.html", ctx)
+
+
+def _dashboard_url(release: Release) -> str | None:
+    """The utility dashboard (issue 9) registers URL name ``dpportal-release-dashboard``."""
+    try:
+        return reverse("dpportal-release-dashboard", args=[release.pk])
+    except NoReverseMatch:
+        return None
 
 
 def status_dict(release: Release, *, for_owner: bool) -> dict:

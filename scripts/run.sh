@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make run`: migrate, create the demo steward (once), start a Celery worker and the web server.
+# Ctrl-C stops both. Embedded defaults (SQLite + filesystem broker) need no server; DATABASE_URL and
+# CELERY_BROKER_URL / REDIS_URL switch to PostgreSQL / Redis.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+PORT=${PORT:-8000}
+HOST=${HOST:-127.0.0.1}
+
+"$PY" manage.py migrate --noinput -v0
+"$PY" manage.py create_demo_steward
+
+"$PY" -m celery -A dpportal worker --loglevel=INFO --concurrency="${WORKERS:-1}" --prefetch-multiplier=1 &
+WORKER=$!
+cleanup() {
+  trap - INT TERM EXIT
+  kill -TERM "$WORKER" 2>/dev/null || true
+  [ -n "${WEB:-}" ] && kill -TERM "$WEB" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+echo "dpportal: serving http://$HOST:$PORT (Ctrl-C stops web and worker)"
+"$PY" manage.py runserver "$HOST:$PORT" --noreload &
+WEB=$!
+wait -n "$WORKER" "$WEB"
