@@ -8,7 +8,7 @@ Algorithm as implemented
 ------------------------
 1. Synthesis model g(θ): a sequential linear-Gaussian model over the d numeric columns, in a chosen
    column order, on the PUBLIC unit scale (``Schema.to_unit``: (x - lower) / (upper - lower)):
-   ``X_1 ~ N(b_1, σ_1²)``, ``X_j | X_<j ~ N(b_j + Σ_{k<j} B_jk X_k, σ_j²)``; θ holds the d intercepts,
+   ``X_1 ~ N(b_1, σ_1²)``, ``X_j | X_<j ~ N(b_j + Σ_{k<j} B_jk (X_k − 1/2), σ_j²)``; θ holds the d intercepts,
    the d(d-1)/2 slopes and the d log-variances (k = d(d+3)/2 numbers). Synthetic values are then
    clipped to the public bounds (and rounded for integer columns), exactly as released rows are.
 2. Utility u(X, θ) = (1/m) Σ_k pMSE(X, X^s_k(θ)) (Algorithm 1): stack the n real rows (label 0) and
@@ -69,10 +69,12 @@ from .schema import Schema, TableSource
 PRIOR_VARIANCE = 1e5  # the paper's "very flat" N(0, 100 000) prior on every parameter (Section 6)
 UNLIMITED_DEPTH = 30  # rpart's maxdepth ceiling, used for depth = 0 ("unlimited")
 TARGET_ACCEPT = 0.25  # random-walk Metropolis sweet spot (0.234 asymptotically, ~0.3-0.4 in low d)
-ADAPT_EVERY = 50  # burn-in iterations between proposal adaptations
+ADAPT_EVERY = 25  # burn-in iterations between proposal adaptations
+ADAPT_GAIN = 3.0  # log-scale step per window: (acceptance - target) * gain; an empty window shrinks by e^-0.75
 COV_JITTER = 1e-8  # ridge added to the empirical proposal covariance (unit-scale parameters)
 GAIN_TOL = 1e-9  # a split must raise Σ a²/m by more than this (relative) to count as a gain
 INIT_LOG_VAR = math.log(1.0 / 12.0)  # start: variance of a uniform on the unit scale
+CENTRE = 0.5  # regressors enter as (x_k - 1/2): the public mid-range, so intercepts and slopes decorrelate
 DEFAULT_PROPOSAL_SCALE = 0.05
 MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenly thinned  # initial random-walk sd on the unit scale, adapted during burn-in
 
@@ -132,14 +134,44 @@ def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None =
         child[rows] = left_of[nd] + goes_right
         levels.append((A, M, split, left_of))
         node = child
-        orders = [o[keep[o]] for o in orders]
-        orders = [o[np.argsort(node[o], kind="stable")] for o in orders]
         n_child = 2 * int(split.sum())
+        key = node.astype(np.int16) if n_child < 2 ** 15 else node  # int16 keys: numpy's radix sort
+        orders = [o[keep[o]] for o in orders]
+        orders = [o[np.argsort(key[o], kind="stable")] for o in orders]
         A = np.bincount(node[rows], weights=y[rows], minlength=n_child)
         M = np.bincount(node[rows], minlength=n_child).astype(np.float64)
     else:
         levels.append((A, M, np.zeros(len(A), bool), None))
     return _prune_and_score(levels, alpha) / N
+
+
+def depth1_pmse(real_sorted: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """Exact pMSE of the optimal one-split Gini tree, real (label 0) vs synthetic (label 1) rows.
+
+    ``real_sorted``: (n, d) real columns, each sorted ascending (sorted once per fit); ``S``: (G, n, d)
+    synthetic sets of the same size n. For every group, the best split maximises
+    Σ_children a²/m over all columns and all thresholds t ∈ data values (left child = values ≤ t).
+    Counts at each threshold come from sorting the synthetic column and two ``searchsorted`` calls;
+    only the last position of a run of equal values is a valid threshold. Equals
+    ``tree_pmse(..., depth=1)`` (a test checks it) at a fraction of the cost.
+    """
+    G, n, d = S.shape
+    best = np.full(G, n / 2.0)  # no split: Σ a²/m = n² / 2n
+    for c in range(d):
+        r = real_sorted[:, c]
+        r_last = np.r_[r[1:] > r[:-1], True]
+        s_all = np.sort(S[:, :, c], axis=1)
+        for g in range(G):
+            s = s_all[g]
+            s_last = np.r_[s[1:] > s[:-1], True]
+            a = np.r_[np.flatnonzero(s_last) + 1.0, np.searchsorted(s, r[r_last], side="right")]
+            k = np.r_[np.searchsorted(r, s[s_last], side="right"), np.flatnonzero(r_last) + 1.0]
+            m_l = a + k
+            m_r = 2.0 * n - m_l
+            with np.errstate(divide="ignore", invalid="ignore"):
+                score = np.where(m_l > 0, a * a / m_l, 0.0) + np.where(m_r > 0, (n - a) ** 2 / m_r, 0.0)
+            best[g] = max(best[g], float(score.max()))
+    return (best - n / 2.0) / (2.0 * n)
 
 
 def _best_splits(flat, y, orders, node, A, M, active):
@@ -173,8 +205,9 @@ def _best_splits(flat, y, orders, node, A, M, active):
         hit = np.flatnonzero(valid & (score == seg_best[seg]))
         if hit.size == 0:
             continue
-        segs, first = np.unique(seg[hit], return_index=True)
-        pos = hit[first]
+        sh = seg[hit]  # non-decreasing: keep the first hit of every segment
+        first = np.r_[True, sh[1:] != sh[:-1]]
+        segs, pos = sh[first], hit[first]
         nodes = nd[starts[segs]]
         better = seg_best[segs] > best[nodes]
         nodes, pos = nodes[better], pos[better]
@@ -231,13 +264,17 @@ def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float,
     return int(min(np.searchsorted(cdf, noise.uniform(), side="right"), len(cdf) - 1))
 
 
-def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *, scale: float,
+def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *, scale,
                burn_in: int, iterations: int, keep: int, noise: Noise,
-               progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, dict]:
+               progress: Callable[[int, int], None] | None = None,
+               warmup_target: Callable[[np.ndarray], float] | None = None, warmup: int = 0,
+               ) -> tuple[np.ndarray, dict]:
     """Random-walk Metropolis with a proposal adapted during burn-in, frozen afterwards.
 
     Returns the ``keep`` states at iterations burn_in + (i+1)·(iterations // keep), i < keep, and
     diagnostics (PRIVATE: acceptance rates depend on the data; never put them in a report).
+    The first ``warmup`` burn-in iterations may target ``warmup_target`` instead (a smoother
+    utility that brings the chain near the mode); the rest of the chain targets ``log_target``.
     The accept step compares ``noise.uniform()`` with the ratio of private scores; proposals use
     ``noise.rng`` (data-independent standard normals, scaled by the adapted proposal).
     """
@@ -249,20 +286,24 @@ def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *,
                          f"releases={keep}")
     rng = noise.rng
     uniforms = noise.uniform(size=total)
-    chol = np.eye(k) * scale
+    chol = np.diag(np.broadcast_to(np.asarray(scale, dtype=np.float64), (k,)))
     log_s = 0.0  # log multiplier on the proposal, adapted during burn-in (Robbins-Monro)
-    windows = 0  # adaptation windows since the proposal shape last changed
-    shaped = False  # proposal shaped by the chain's covariance yet?
     record = max(1, iterations // MAX_TRACE)
     main_trace = []
+    if warmup > burn_in:
+        raise ValueError(f"warmup must not exceed burn_in, got warmup={warmup}, burn_in={burn_in}")
+    target = warmup_target if (warmup_target is not None and warmup > 0) else log_target
     cur = np.array(theta0, dtype=np.float64)
-    cur_lp = log_target(cur)
+    cur_lp = target(cur)
     trace = np.empty((burn_in, k))
     acc_window = acc_burn = acc_main = 0
     kept = []
     for it in range(total):
+        if it == warmup and target is not log_target:
+            target = log_target
+            cur_lp = target(cur)
         prop = cur + math.exp(log_s) * (chol @ rng.standard_normal(k))
-        prop_lp = log_target(prop)
+        prop_lp = target(prop)
         accept = bool(np.isfinite(prop_lp)) and math.log(uniforms[it]) < prop_lp - cur_lp
         if accept:
             cur, cur_lp = prop, prop_lp
@@ -271,17 +312,20 @@ def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *,
             acc_window += accept
             acc_burn += accept
             if (it + 1) % ADAPT_EVERY == 0:
-                windows += 1
-                log_s += 2.0 * (acc_window / ADAPT_EVERY - TARGET_ACCEPT) / math.sqrt(windows)
+                log_s += ADAPT_GAIN * (acc_window / ADAPT_EVERY - TARGET_ACCEPT)
                 acc_window = 0
-                if it + 1 >= burn_in // 2 and it + 1 >= 10 * k:  # shape from the chain's covariance
-                    cov = np.atleast_2d(np.cov(trace[(it + 1) // 4: it + 1], rowvar=False)) * (2.38 ** 2 / k)
+                half = (it + 1) // 2
+                if it + 1 >= burn_in // 2 and len(np.unique(trace[half: it + 1, 0])) > 2 * k:
+                    # shape the proposal like the chain's recent covariance (Haario et al.'s AM)
+                    cov = np.atleast_2d(np.cov(trace[half: it + 1], rowvar=False)) * (2.38 ** 2 / k)
                     try:
-                        chol = np.linalg.cholesky(cov + COV_JITTER * np.eye(k))
+                        new = np.linalg.cholesky(cov + COV_JITTER * np.eye(k))
                     except np.linalg.LinAlgError:
                         continue
-                    if not shaped:  # new proposal shape: restart the scale adaptation from 2.38²/k
-                        shaped, log_s, windows = True, 0.0, 0
+                    # keep the current overall step size: rescale so the new shape has the old mean sd
+                    old_sd = math.exp(log_s) * np.sqrt(np.mean(np.sum(chol ** 2, axis=1)))
+                    chol = new
+                    log_s = math.log(old_sd / np.sqrt(np.mean(np.sum(chol ** 2, axis=1))))
         else:
             acc_main += accept
             j = it - burn_in + 1
@@ -301,6 +345,7 @@ def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *,
 # Synthesis model g(θ) and the utility u(X, θ)
 # =================================================================================================
 
+LOG_VAR_STEP = 10.0  # log-variances move ~10x more than means per step (relative vs absolute scale)
 LOG_VAR_LIMIT = 50.0  # log-variances are clipped to ±50 inside g(θ) (σ up to e^25) to stay finite
 
 
@@ -333,6 +378,10 @@ class LinearGaussianModel:
         """Data-independent starting point: mean 1/2, no slopes, variance of a uniform on [0, 1]."""
         return np.concatenate([np.full(self.d, 0.5), np.zeros(len(self.rows)), np.full(self.d, INIT_LOG_VAR)])
 
+    def proposal_scales(self, scale: float) -> np.ndarray:
+        """Initial random-walk sds: ``scale`` for intercepts and slopes, LOG_VAR_STEP x for log-variances."""
+        return np.concatenate([np.full(self.d + len(self.rows), scale), np.full(self.d, LOG_VAR_STEP * scale)])
+
     def generate(self, theta: np.ndarray, Z: np.ndarray) -> np.ndarray:
         """Synthetic unit-scale rows from standard normals ``Z`` (..., n, d), finished per column."""
         b0, B, sd = self.unpack(theta)
@@ -340,7 +389,7 @@ class LinearGaussianModel:
         for j in range(self.d):
             col = b0[j] + sd[j] * Z[..., j]
             if j:
-                col += X[..., :j] @ B[j, :j]
+                col += (X[..., :j] - CENTRE) @ B[j, :j]
             X[..., j] = self.finish(col, j)
         return X
 
@@ -356,18 +405,37 @@ class PMSEUtility:
     """u(X, θ): mean pMSE over m synthetic sets made from fixed normals Z (common random numbers)."""
 
     def __init__(self, X: np.ndarray, model: LinearGaussianModel, Z: np.ndarray, *, depth: int,
-                 alpha: float | None):
+                 alpha: float | None, pairwise: bool = False):
         X = np.asarray(X, dtype=np.float64)
         m, n, d = Z.shape
         if X.shape != (n, d):
             raise ValueError(f"real data must have shape {(n, d)}, got shape={X.shape}")
         self.n, self.model, self.Z, self.depth, self.alpha = n, model, Z, depth, alpha
-        self.V = np.empty((m, 2 * n, d))
-        self.V[:, :n] = X
-        self.y = np.r_[np.zeros(n), np.ones(n)]
+        self.pairwise = pairwise
+        X = self.features(X)
+        d = X.shape[-1]
+        if depth == 1 and alpha is None:  # strict mode: the fast exact one-split path
+            self.real_sorted = np.sort(X, axis=0)
+        else:
+            self.real_sorted = None
+            self.V = np.empty((m, 2 * n, d))
+            self.V[:, :n] = X
+            self.y = np.r_[np.zeros(n), np.ones(n)]
+
+    def features(self, X: np.ndarray) -> np.ndarray:
+        """Predictors Z = f(X^comb) of Algorithm 1: the columns, plus (pairwise) the centred products
+        (x_j − 1/2)(x_k − 1/2), j < k, so that one split can see the sign and size of a dependence."""
+        if not self.pairwise or X.shape[-1] < 2:
+            return X
+        j, k = np.triu_indices(X.shape[-1], 1)
+        C = X - CENTRE
+        return np.concatenate([X, C[..., j] * C[..., k]], axis=-1)
 
     def per_set(self, theta: np.ndarray) -> np.ndarray:
-        self.V[:, self.n:] = self.model.generate(theta, self.Z)
+        S = self.features(self.model.generate(theta, self.Z))
+        if self.real_sorted is not None:
+            return depth1_pmse(self.real_sorted, S)
+        self.V[:, self.n:] = S
         return tree_pmse(self.V, self.y, depth=self.depth, alpha=self.alpha)
 
     def __call__(self, theta: np.ndarray) -> float:
@@ -398,6 +466,10 @@ class PMSEMechanism(Mechanism):
                   "strict: depth-1 trees, exact split, Theorem 2's bound holds. paper: deeper greedy trees "
                   "with rpart's cp, better utility but greedy fitting can exceed the sensitivity bound.",
                   choices=("strict", "paper")),
+        ParamSpec("features", "choice", "pairwise",
+                  "CART predictors: the columns, or (pairwise) also the centred products of column pairs, "
+                  "so one split can detect a dependence (a fixed per-record map: the bound still holds)",
+                  choices=("pairwise", "columns")),
         ParamSpec("depth", "int", 5, "tree depth in 'paper' mode (0 = unlimited, i.e. rpart's 30)",
                   minimum=0, maximum=UNLIMITED_DEPTH),
         ParamSpec("cp", "float", 0.01, "rpart complexity parameter in 'paper' mode (fraction of the root "
@@ -408,7 +480,7 @@ class PMSEMechanism(Mechanism):
                   "split evenly among them", minimum=1, maximum=100),
         ParamSpec("iterations", "int", 1000, "MCMC iterations after burn-in (thinning = iterations / releases)",
                   minimum=1, maximum=1_000_000),
-        ParamSpec("burn_in", "int", 500, "MCMC burn-in iterations (proposal adapted during burn-in only)",
+        ParamSpec("burn_in", "int", 1000, "MCMC burn-in iterations (proposal adapted during burn-in only)",
                   minimum=0, maximum=1_000_000),
         ParamSpec("proposal_scale", "float", DEFAULT_PROPOSAL_SCALE,
                   "initial random-walk standard deviation on the unit scale (adapted during burn-in)",
@@ -467,20 +539,26 @@ class PMSEMechanism(Mechanism):
         model = self._model()
         depth, alpha = tree_settings(p["tree"], p["depth"], p["cp"], n)
         Z = self.noise.rng.standard_normal((p["m"], n, model.d))  # data-independent, fixed for the chain
-        utility = PMSEUtility(X, model, Z, depth=depth, alpha=alpha)
+        utility = PMSEUtility(X, model, Z, depth=depth, alpha=alpha, pairwise=p["features"] == "pairwise")
         eps_each = self.epsilon / p["releases"]
         sensitivity = 1.0 / n  # Theorem 2 (replace-one, n public)
 
-        def log_target(theta: np.ndarray) -> float:
-            return float(log_weight(utility(theta), epsilon=eps_each, sensitivity=sensitivity)) + log_prior(theta)
+        def log_target(theta: np.ndarray, u: Callable[[np.ndarray], float] = utility) -> float:
+            return float(log_weight(u(theta), epsilon=eps_each, sensitivity=sensitivity)) + log_prior(theta)
+
+        warm, warmup = None, 0
+        if p["tree"] == "paper":  # burn-in on the smooth, cheap strict utility (see module docstring)
+            smooth = PMSEUtility(X, model, Z, depth=1, alpha=None, pairwise=True)
+            warm, warmup = (lambda theta: log_target(theta, smooth)), p["burn_in"]
 
         def report(i: int, total: int) -> None:
             self.progress(i / total, f"MCMC iteration {i}/{total}")
 
         self.progress(0.0, "MCMC start")
         self.thetas, self.diagnostics = metropolis(
-            log_target, model.initial(), scale=p["proposal_scale"], burn_in=p["burn_in"],
-            iterations=p["iterations"], keep=p["releases"], noise=self.noise, progress=report)
+            log_target, model.initial(), scale=model.proposal_scales(p["proposal_scale"]), burn_in=p["burn_in"],
+            iterations=p["iterations"], keep=p["releases"], noise=self.noise, progress=report,
+            warmup_target=warm, warmup=warmup)
 
     def sample(self, n: int) -> pd.DataFrame:
         n = self._check_rows(n)
