@@ -1,0 +1,97 @@
+"""Turn benchmarks/out/compare-*.json into docs/benchmarks.md (tables: mean ± sd over repetitions)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+METRICS = [("tvd_1way", "1-way TVD ↓"), ("tvd_2way", "2-way TVD ↓"), ("assoc_diff", "assoc. diff ↓"),
+           ("pmse_cart", "pMSE (CART) ↓"), ("tstr", "TSTR AUC ↑"), ("seconds", "time s"),
+           ("peak_rss_mib", "peak MiB")]
+
+
+def _fmt(vals: list[float]) -> str:
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "–"
+    m = statistics.fmean(vals)
+    digits = 1 if m >= 10 else 3
+    if len(vals) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {statistics.stdev(vals):.{digits}f}"
+
+
+def tables(results: list[dict]) -> tuple[str, dict]:
+    groups = defaultdict(list)
+    status = {}
+    for r in results:
+        key = (r["dataset"], r["epsilon"], r["family"], r["mechanism"])
+        if r.get("status") == "ok":
+            groups[key].append(r)
+        else:
+            status.setdefault(key, r.get("status"))
+    lines, best = [], {}
+    for ds in dict.fromkeys(r["dataset"] for r in results):
+        lines.append(f"\n### {ds}\n")
+        for eps in sorted({r["epsilon"] for r in results if r["dataset"] == ds}):
+            lines.append(f"\n**epsilon = {eps}**\n")
+            lines.append("| mechanism | " + " | ".join(h for _, h in METRICS) + " |")
+            lines.append("|---|" + "---|" * len(METRICS))
+            keys = [k for k in dict.fromkeys((r["dataset"], r["epsilon"], r["family"], r["mechanism"])
+                                             for r in results) if k[0] == ds and k[1] == eps]
+            for k in keys:
+                label = ("" if k[2] == "dpportal" else "SmartNoise ") + k[3]
+                if k in groups:
+                    rows = groups[k]
+                    cells = [_fmt([r.get(m) for r in rows]) for m, _ in METRICS]
+                    for fam in ("dpportal", "smartnoise"):
+                        if k[2] == fam:
+                            b = best.setdefault((ds, eps, fam), {})
+                            t2 = statistics.fmean(r["tvd_2way"] for r in rows)
+                            if "tvd_2way" not in b or t2 < b["tvd_2way"][0]:
+                                b["tvd_2way"] = (t2, k[3], statistics.fmean(r["seconds"] for r in rows))
+                            ts = [r["tstr"] for r in rows if r.get("tstr") is not None]
+                            if ts and ("tstr" not in b or statistics.fmean(ts) > b["tstr"][0]):
+                                b["tstr"] = (statistics.fmean(ts), k[3])
+                else:
+                    cells = [status.get(k, "–")] + ["–"] * (len(METRICS) - 1)
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines), best
+
+
+def summary(best: dict) -> str:
+    out = ["| dataset | ε | best dpportal (2-way TVD, time) | best peer (2-way TVD, time) | best dpportal TSTR | best peer TSTR |",
+           "|---|---|---|---|---|---|"]
+    for (ds, eps) in dict.fromkeys((k[0], k[1]) for k in best):
+        d, p = best.get((ds, eps, "dpportal"), {}), best.get((ds, eps, "smartnoise"), {})
+
+        def tv(b):
+            return f"{b['tvd_2way'][1]}: {b['tvd_2way'][0]:.3f} ({b['tvd_2way'][2]:.0f} s)" if "tvd_2way" in b else "–"
+
+        def ts(b):
+            return f"{b['tstr'][1]}: {b['tstr'][0]:.3f}" if "tstr" in b else "–"
+        out.append(f"| {ds} | {eps} | {tv(d)} | {tv(p)} | {ts(d)} | {ts(p)} |")
+    return "\n".join(out)
+
+
+def write_report(path: Path) -> Path:
+    data = json.loads(Path(path).read_text())
+    meta, results = data["meta"], data["results"]
+    body, best = tables(results)
+    doc = ROOT / "docs" / f"benchmarks-{meta['mode']}.md"
+    doc.write_text(
+        f"# Benchmark results ({meta['mode']} mode)\n\n"
+        f"Command: `{meta['command']}` (from the repo root; `make bench{'-quick' if meta['mode'] == 'quick' else ''}`).\n"
+        f"Finished {meta['finished']}, {meta['seconds']} s in all, on the 2-core development machine.\n"
+        f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"
+        "## Best per dataset\n\n" + summary(best) + "\n\n## All runs (mean ± sd over repetitions)\n" + body + "\n")
+    print(f"wrote {doc}")
+    return doc
+
+
+if __name__ == "__main__":
+    write_report(Path(sys.argv[1]))
