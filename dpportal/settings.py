@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "dpportal.releases",
     "dpportal.ledger",
     "dpportal.api",
+    "dpportal.dashboards",
 ] + env_list("DPPORTAL_EXTRA_APPS", [])
 
 MIDDLEWARE = [

@@ -63,6 +63,7 @@ TSTR_MAX_TRAIN = 10_000  # training rows per classifier: 24 fits stay under ~25 
 TSTR_MAX_TEST = 20_000  # scoring is cheap
 TSTR_FAST_TRAIN = 3_000  # fast mode (web worker): fewer rows ...
 TSTR_FAST_TEST = 5_000
+TSTR_MIN_ROWS = 100  # fewer real rows than this: no TSTR (a 20-row test split says nothing)
 TSTR_HOLDOUT_FRACTION = 0.2  # real rows held out for testing when no test file is given
 DCR_QUERY_ROWS = 2_000  # synthetic / holdout rows whose closest-record distance is computed
 DCR_REFERENCE_ROWS = 20_000  # real reference rows they are compared with
@@ -652,8 +653,10 @@ def evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, tar
     progress = progress or (lambda f, s: None)
     if len(real) < 2 or len(synthetic) < 2:
         raise ValueError(f"need at least 2 real and 2 synthetic rows, got {len(real)} and {len(synthetic)}")
-    schema.check_columns(list(real.columns))
-    schema.check_columns(list(synthetic.columns))
+    for label, frame in (("real", real), ("synthetic", synthetic)):
+        missing = [n for n in schema.names if n not in frame.columns]
+        if missing:
+            raise ValueError(f"the {label} table lacks column(s) {missing}")
     if target is not None and target not in schema.names:
         raise ValueError(f"target must be a kept column of the schema, got target={target!r}")
     rng = np.random.default_rng(seed)
@@ -680,7 +683,9 @@ def evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, tar
     res["mmd"] = stage("mmd", 0.4, lambda: _mmd_section(Xr, Xs, rng))
     res["privacy"] = stage("privacy", 0.45, lambda: _privacy_section(schema, real, synthetic, Xr, Xs, rng))
     res["ml"] = None
-    if target is not None:
+    if target is not None and len(real) < TSTR_MIN_ROWS:
+        res["ml_skipped"] = f"TSTR needs at least {TSTR_MIN_ROWS} real rows, got {len(real)}"
+    elif target is not None:
         tst = _normalise(schema, test) if test is not None else None
         sub = lambda f, s: progress(0.5 + 0.5 * f, s)  # noqa: E731
         with threadpool_limits(limits=1):  # OpenMP spin-waits badly on a loaded 2-core machine
@@ -752,8 +757,16 @@ def load_prepared(schema: Schema, path: str, *, synthetic: bool = False) -> pd.D
         raw = read_raw_csv(path)
     except OSError as exc:
         raise ValueError(f"cannot read {path!r}: {exc.strerror}") from None
-    if synthetic:
-        raw = undo_formula_guard(schema, raw)
+    return prepare_synthetic(schema, raw) if synthetic else schema.prepare(raw)
+
+
+def prepare_synthetic(schema: Schema, raw: pd.DataFrame) -> pd.DataFrame:
+    """A synthetic table (CSV strings or a mechanism's output) on the public scale: the formula guard
+    undone, excluded columns (never synthesized) filled with blanks before :meth:`Schema.prepare`."""
+    raw = undo_formula_guard(schema, raw.astype(str))
+    for c in schema.columns:
+        if c.kind == "excluded" and c.name not in raw:
+            raw[c.name] = ""
     return schema.prepare(raw)
 
 

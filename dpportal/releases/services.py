@@ -191,6 +191,7 @@ def execute(release_id: int) -> None:
     progress = _Progress(release_id)
     workdir = release.storage_dir()
     tmpdir = workdir.with_name(f"{workdir.name}.tmp")
+    result = None
     try:
         shutil.rmtree(tmpdir, ignore_errors=True)
         tmpdir.mkdir(parents=True)
@@ -221,6 +222,11 @@ def execute(release_id: int) -> None:
             _close_ledger(Release.objects.get(pk=release_id))
             raise
     _close_ledger(Release.objects.get(pk=release_id))
+    # Utility evaluation (dashboards, issue 9): after the release is done and settled; steward-only,
+    # and it never fails the release (it records its own failure).
+    from dpportal.dashboards.services import evaluate_finished_release
+
+    evaluate_finished_release(release_id, result.synthetic if result is not None else None)
 
 
 def _close_ledger(release: Release) -> None:

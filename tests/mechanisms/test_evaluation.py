@@ -280,3 +280,8 @@ def test_cli_prints_json_and_undoes_the_formula_guard(tmp_path):
     assert rc == 0
     out = json.loads(buf.getvalue())
     assert out["summary"]["tvd_1way_mean"] == 0.0 and out["n_real"] == 4
+
+
+def test_tstr_is_skipped_on_tiny_tables_with_the_reason():
+    res = ev.evaluate(SCHEMA, table(40, 1), table(40, 2), target="y")
+    assert res["ml"] is None and "at least 100 real rows, got 40" in res["ml_skipped"]

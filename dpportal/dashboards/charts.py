@@ -1,0 +1,101 @@
+"""Plotly figures as plain dicts ({"data": [...], "layout": {...}}), drawn by static/dashboards/
+dashboards.js with the vendored plotly.js (no CDN, no Python plotly import on the request path)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+REAL = "#5f6b7a"
+SYNTHETIC = "#2857a4"
+OTHER = "#c2572b"
+BASE_LAYOUT = {"margin": {"l": 50, "r": 10, "t": 36, "b": 60}, "paper_bgcolor": "rgba(0,0,0,0)",
+               "plot_bgcolor": "rgba(0,0,0,0)", "legend": {"orientation": "h", "y": -0.25}}
+MAX_LABEL = 24  # category labels are cut to this many characters on axes
+
+
+def _layout(title: str, **kw) -> dict:
+    return {**BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}}, **kw}
+
+
+def _short(labels: list[str]) -> list[str]:
+    return [s if len(s) <= MAX_LABEL else s[:MAX_LABEL - 1] + "…" for s in labels]
+
+
+def column_overlay(col: dict, extra: list[tuple[str, dict]] = (), synthetic_name: str = "synthetic") -> dict:
+    """Bar chart of the cell shares of one column: real vs synthetic (vs other releases' synthetic)."""
+    labels = _short(col["cells"]["labels"])
+    data = [{"type": "bar", "name": "real", "x": labels, "y": col["cells"]["real"], "marker": {"color": REAL}},
+            {"type": "bar", "name": synthetic_name, "x": labels, "y": col["cells"]["synthetic"],
+             "marker": {"color": SYNTHETIC}}]
+    title = f"{col['name']} (TVD {col['tvd']:.3f}"
+    for name, other in extra:
+        data.append({"type": "bar", "name": name, "x": labels, "y": other["cells"]["synthetic"],
+                     "marker": {"color": OTHER}})
+        title += f" / {other['tvd']:.3f}"
+    return {"data": data, "layout": _layout(title + ")", barmode="group",
+                                            yaxis={"title": {"text": "share"}, "tickformat": ".0%"})}
+
+
+def heatmap(matrix: list[list[float]], names: list[str], title: str, *, diverging: bool) -> dict:
+    names = _short(names)
+    trace = {"type": "heatmap", "z": matrix, "x": names, "y": names, "zmin": -1, "zmax": 1,
+             "colorscale": "RdBu", "reversescale": True,
+             "hovertemplate": "%{y} / %{x}: %{z:.3f}<extra></extra>"}
+    if diverging:
+        peak = max((abs(v) for row in matrix for v in row), default=0.0) or 1.0
+        trace.update(zmin=-peak, zmax=peak)
+    return {"data": [trace], "layout": _layout(title, yaxis={"autorange": "reversed"},
+                                               margin={"l": 110, "r": 10, "t": 36, "b": 110})}
+
+
+def tstr_bars(ml: dict) -> dict:
+    key = ml["primary_metric"]
+    models = [m for m in ml["models"] if m["train"] == "synthetic"]
+    real = {m["model"]: m.get(key) for m in ml["models"] if m["train"] == "real"}
+    names = [m["model"].split(" (")[0] for m in models]
+    data = [{"type": "bar", "name": "train on synthetic", "x": names, "y": [m.get(key) for m in models],
+             "marker": {"color": SYNTHETIC}},
+            {"type": "bar", "name": "train on real", "x": names, "y": [real.get(m["model"]) for m in models],
+             "marker": {"color": REAL}}]
+    label = key.replace("_", " ").upper()
+    return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
+                                            barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]})}
+
+
+def dcr_histogram(privacy: dict) -> dict:
+    h = privacy["dcr"]["histogram"]
+    edges = h["edges"]
+    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+    width = (edges[1] - edges[0]) if len(edges) > 1 else 1.0
+    data = [{"type": "bar", "name": "synthetic rows", "x": centers, "y": h["synthetic"], "width": width,
+             "opacity": 0.6, "marker": {"color": SYNTHETIC}},
+            {"type": "bar", "name": "real holdout rows", "x": centers, "y": h["holdout"], "width": width,
+             "opacity": 0.6, "marker": {"color": REAL}}]
+    return {"data": data, "layout": _layout("Distance to the closest real record (DCR)", barmode="overlay",
+                                            xaxis={"title": {"text": "distance"}},
+                                            yaxis={"title": {"text": "rows"}})}
+
+
+UTILITY_METRICS = [
+    ("tvd_1way_mean", "1-way TVD (lower is better)"),
+    ("tvd_2way_mean", "2-way TVD (lower is better)"),
+    ("pmse_cart", "pMSE, CART (lower is better)"),
+    ("tstr", "TSTR score (higher is better)"),
+]
+
+
+def utility_vs_epsilon(points: list[dict], key: str, title: str) -> dict:
+    """One line per mechanism: metric ``key`` of each evaluated release against its epsilon."""
+    by_mech: dict[str, list[dict]] = defaultdict(list)
+    for p in points:
+        if p["summary"].get(key) is not None:
+            by_mech[p["mechanism"]].append(p)
+    data = []
+    for mech, pts in sorted(by_mech.items()):
+        pts.sort(key=lambda p: p["epsilon"])
+        data.append({"type": "scatter", "mode": "lines+markers", "name": mech,
+                     "x": [p["epsilon"] for p in pts], "y": [p["summary"][key] for p in pts],
+                     "text": [f"release {p['id']}" for p in pts],
+                     "hovertemplate": "%{text}<br>ε %{x}<br>%{y:.4f}<extra>" + mech + "</extra>"})
+    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log"},
+                                            yaxis={"rangemode": "tozero"})}

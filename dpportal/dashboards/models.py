@@ -1,0 +1,47 @@
+"""Stored utility evaluations (steward-only: computed from the RAW data, not privacy-protected).
+
+One :class:`Evaluation` per release, filled by the worker after the release is done (see
+:func:`dpportal.dashboards.services.evaluate_release`). Its results never enter a download, the
+manifest or the API for analysts.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Evaluation(models.Model):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    STATUSES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"),
+                (SKIPPED, "skipped")]
+
+    release = models.OneToOneField("releases.Release", on_delete=models.CASCADE, related_name="evaluation")
+    status = models.CharField(max_length=16, choices=STATUSES, default=PENDING)
+    progress = models.FloatField(default=0.0)  # 0..1
+    stage = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    target = models.CharField(max_length=200, blank=True)  # TSTR target column used ("" = none)
+    results = models.JSONField(null=True, blank=True)  # mechanisms.evaluation.evaluate output
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"evaluation of release {self.release_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.DONE, self.FAILED, self.SKIPPED)
+
+
+class DashboardConfig(models.Model):
+    """Per-dataset evaluation settings chosen by the steward (the TSTR target column)."""
+
+    dataset = models.OneToOneField("datasets.Dataset", on_delete=models.CASCADE, related_name="dashboard_config")
+    target = models.CharField(max_length=200, blank=True)  # "" = guess from the schema
+
+    def __str__(self) -> str:
+        return f"dashboard settings of dataset {self.dataset_id}"

@@ -1,0 +1,169 @@
+"""Utility evaluation of releases (issue 9), run by the worker after a release is done.
+
+The worker calls ONE function, :func:`evaluate_finished_release`, after the release is settled: the
+privacy cost is already spent and the synthetic table already written, so whatever happens here
+never fails the release. Results are NOT private (computed from the raw data): steward-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from django.utils import timezone
+
+from dpportal.releases.models import Release
+from mechanisms import evaluation
+from mechanisms.schema import Schema
+
+from .models import DashboardConfig, Evaluation
+
+log = logging.getLogger(__name__)
+
+EVAL_MAX_REAL_ROWS = 200_000  # real rows read for evaluation; larger tables are sampled while streaming
+EVAL_CHUNK_ROWS = 100_000
+PROGRESS_WRITE_INTERVAL = 0.5  # seconds between progress writes (keeps the database quiet)
+MAX_GUESSED_TARGET_LEVELS = 20  # a guessed TSTR target must be a categorical column with few levels
+FAST = True  # the worker uses the fast TSTR settings (fewer rows and trees)
+
+ProgressFn = Callable[[float, str], None]
+
+
+def evaluate_finished_release(release_id: int, synthetic: pd.DataFrame | None = None) -> None:
+    """Worker hook: evaluate a DONE release; never raises an ``Exception`` (the release stays done)."""
+    try:
+        release = Release.objects.select_related("dataset").get(pk=release_id)
+        if release.status != Release.DONE:
+            return
+        evaluate_release(release, synthetic_frame=synthetic)
+    except Exception:  # noqa: BLE001 - evaluation is informative only; log and move on
+        log.exception("release %s: evaluation could not be recorded", release_id)
+
+
+def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = None,
+                     synthetic_frame: pd.DataFrame | None = None,
+                     progress: ProgressFn | None = None) -> Evaluation:
+    """Compare the release's synthetic table with the real table; store the JSON results.
+
+    ``real_source_frame`` / ``synthetic_frame`` may be passed when the caller holds them (prepared or
+    raw string frames); otherwise they are read from private storage. Failures are recorded on the
+    :class:`Evaluation` row (status "failed"), never raised.
+    """
+    ev, _ = Evaluation.objects.get_or_create(release=release)
+    Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.RUNNING, progress=0.0, stage="loading",
+                                               error="", started_at=timezone.now(), finished_at=None)
+    write = _Progress(ev.pk, progress)
+    try:
+        schema = release.public_schema()
+        target = target_for(release.dataset, schema)
+        real, real_note = (_real_frame(release, schema) if real_source_frame is None
+                           else (schema.prepare(real_source_frame), None))
+        if real is None:
+            _finish(ev, Evaluation.SKIPPED, error=real_note)
+            return _reload(ev)
+        syn = _synthetic_frame(release, schema, synthetic_frame)
+        write(0.05, "evaluating", force=True)
+        results = evaluation.evaluate(schema, real, syn, target=target or None, seed=release.pk, fast=FAST,
+                                      progress=lambda f, s: write(0.05 + 0.95 * f, s))
+        results["real_rows"] = real_note or {"rows_used": len(real), "rows_total": len(real), "fraction": 1.0}
+        results["target_source"] = "steward" if _configured_target(release.dataset) else (
+            "guessed (last categorical column)" if target else "none")
+        _finish(ev, Evaluation.DONE, results=results, target=target or "")
+    except Exception as exc:  # noqa: BLE001 - recorded and shown as "evaluation failed"
+        log.exception("release %s: evaluation failed", release.pk)
+        _finish(ev, Evaluation.FAILED, error=(str(exc).splitlines() or [type(exc).__name__])[0][:500]
+                or type(exc).__name__)
+    return _reload(ev)
+
+
+def target_for(dataset, schema: Schema) -> str | None:
+    """The steward's TSTR target if set (and still in the schema), else a guess from the PUBLIC
+    schema: the last kept categorical column with 2..20 categories."""
+    configured = _configured_target(dataset)
+    if configured and configured in schema.names:
+        return configured
+    for c in reversed(schema.kept):
+        if c.kind == "categorical" and 2 <= len(c.categories) <= MAX_GUESSED_TARGET_LEVELS:
+            return c.name
+    return None
+
+
+def target_choices(schema: Schema) -> list[str]:
+    return [c.name for c in schema.kept if c.kind in ("categorical", "integer")]
+
+
+def set_target(dataset, target: str) -> None:
+    schema = dataset.confirmed_schema()
+    if target and (schema is None or target not in target_choices(schema)):
+        raise ValueError(f"target must be a categorical or integer column of the schema, got target={target!r}")
+    DashboardConfig.objects.update_or_create(dataset=dataset, defaults={"target": target})
+
+
+def _configured_target(dataset) -> str:
+    cfg = DashboardConfig.objects.filter(dataset=dataset).values_list("target", flat=True).first()
+    return cfg or ""
+
+
+def _real_frame(release: Release, schema: Schema) -> tuple[pd.DataFrame | None, dict | str | None]:
+    dataset = release.dataset
+    if not dataset.has_raw:
+        return None, "the raw data of this dataset was deleted: nothing to compare with"
+    source = dataset.source(schema)
+    n = max(int(dataset.n_rows), 1)
+    if n <= EVAL_MAX_REAL_ROWS:
+        frame = source.frame()
+        return frame, {"rows_used": len(frame), "rows_total": len(frame), "fraction": 1.0}
+    keep = EVAL_MAX_REAL_ROWS / n  # Bernoulli sampling while streaming: memory stays bounded
+    rng = np.random.default_rng(release.pk)
+    parts = [ch[rng.random(len(ch)) < keep] for ch in source.chunks(EVAL_CHUNK_ROWS)]
+    frame = pd.concat(parts, ignore_index=True)
+    return frame, {"rows_used": len(frame), "rows_total": n, "fraction": round(len(frame) / n, 6)}
+
+
+def _synthetic_frame(release: Release, schema: Schema, frame: pd.DataFrame | None) -> pd.DataFrame:
+    if frame is None:
+        return evaluation.load_prepared(schema, str(release.output_path()), synthetic=True)
+    return evaluation.prepare_synthetic(schema, frame)
+
+
+class _Progress:
+    def __init__(self, evaluation_id: int, extra: ProgressFn | None):
+        self.evaluation_id = evaluation_id
+        self.extra = extra
+        self.last = 0.0
+
+    def __call__(self, fraction: float, stage: str, *, force: bool = False) -> None:
+        if self.extra is not None:
+            self.extra(fraction, stage)
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
+            return
+        self.last = now
+        Evaluation.objects.filter(pk=self.evaluation_id).update(
+            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200])
+
+
+def _finish(ev: Evaluation, status: str, *, results=None, error: str = "", target: str = "") -> None:
+    Evaluation.objects.filter(pk=ev.pk).update(
+        status=status, progress=1.0, stage=status, error=error or "", results=results, target=target,
+        finished_at=timezone.now())
+
+
+def _reload(ev: Evaluation) -> Evaluation:
+    ev.refresh_from_db()
+    return ev
+
+
+def request_reevaluation(release: Release) -> Evaluation:
+    """Mark a release's evaluation pending and queue it (after the transaction commits)."""
+    from django.db import transaction
+
+    from .tasks import evaluate_release_task
+
+    ev, _ = Evaluation.objects.get_or_create(release=release)
+    Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.PENDING, progress=0.0, stage="queued", error="")
+    transaction.on_commit(lambda: evaluate_release_task.delay(release.pk))
+    return _reload(ev)

@@ -1,0 +1,32 @@
+"""{% chart "id" figure %}: a plotly div plus its figure as a json_script element (drawn by
+static/dashboards/dashboards.js; no inline JavaScript)."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html, json_script
+
+register = template.Library()
+
+
+@register.simple_tag
+def chart(cid: str, figure: dict, css: str = ""):
+    data_id = f"{cid}-data"
+    return format_html('<div class="dash-chart {}" id="{}" data-source="{}"></div>{}', css, cid, data_id,
+                       json_script(figure, data_id))
+
+
+@register.filter
+def pct(value) -> str:
+    try:
+        return f"{100 * float(value):.1f}%"
+    except (TypeError, ValueError):
+        return "n/a"
+
+
+@register.filter
+def num(value, digits: int = 3) -> str:
+    try:
+        return f"{float(value):.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return "n/a"
