@@ -1,0 +1,90 @@
+"""Schema confirmation: suggestions must be confirmed; a schema the file does not fit is refused."""
+
+from __future__ import annotations
+
+import json
+
+from dpportal.datasets.models import Dataset
+
+from .data import SMALL_SCHEMA, csv_file
+from .personas import make_dataset
+
+
+def _form_for(dataset, overrides=None):
+    post = {"markers": "?, NA", "empty_is_missing": "1", "public_ack": "1"}
+    for i, col in enumerate(SMALL_SCHEMA["columns"]):
+        post[f"col-{i}-kind"] = col["kind"]
+        for f in ("lower", "upper", "bins", "fill", "other"):
+            if col.get(f) is not None:
+                post[f"col-{i}-{f}"] = str(col[f])
+        post[f"col-{i}-categories"] = "\n".join(col.get("categories", []))
+    post.update(overrides or {})
+    return post
+
+
+def test_the_page_marks_suggestions_from_data(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    page = world.client(world.owner).get(f"/datasets/{d.pk}/schema/").content.decode()
+    assert "suggested from data" in page and "becomes PUBLIC metadata" in page
+
+
+def test_confirming_needs_the_public_knowledge_box(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", _form_for(d, {"public_ack": ""}))
+    assert "public knowledge" in resp.content.decode()
+    assert Dataset.objects.get(pk=d.pk).schema is None
+
+
+def test_it_confirms_a_schema_that_fits(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", _form_for(d))
+    assert resp.status_code == 302
+    d.refresh_from_db()
+    assert d.schema["draft"] is False and d.confirmed_schema().column("age").upper == 90
+
+
+def test_it_refuses_a_schema_the_file_does_not_fit(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    # 'Nice' appears in the file; without it and without an 'other' category, the data does not fit
+    post = _form_for(d, {"col-1-categories": "Paris\nLyon", "col-1-other": ""})
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post)
+    text = resp.content.decode()
+    assert "does not fit this schema" in text and "outside the declared categories" in text
+    assert Dataset.objects.get(pk=d.pk).schema is None
+
+
+def test_it_names_a_bad_bound(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", _form_for(d, {"col-0-upper": "ten"}))
+    assert "upper bound must be a number, got &#x27;ten&#x27;" in resp.content.decode()
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", _form_for(d, {"col-0-upper": "5"}))
+    assert "upper must exceed lower" in resp.content.decode()
+
+
+def test_export_then_import_round_trips(world):
+    client = world.client(world.owner)
+    exported = json.loads(client.get(f"/datasets/{world.dataset.pk}/schema.json").content)
+    d = make_dataset(world.owner, schema=None, budget=None)
+    resp = client.post(f"/datasets/{d.pk}/schema/import/", {"schema_file": csv_file(json.dumps(exported), "s.json")})
+    assert resp.status_code == 302
+    d.refresh_from_db()
+    assert d.draft_source == "import" and d.schema is None  # imported values still need confirming
+    assert d.schema_draft["columns"] == exported["columns"]
+
+
+def test_import_refuses_foreign_columns(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    bad = {"columns": [{"name": "zzz", "kind": "excluded"}, {"name": "age", "kind": "integer", "lower": 0,
+                                                             "upper": 1}]}
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/import/", {"schema_text": json.dumps(bad)},
+                                          follow=True)
+    assert "not in the file: [&#x27;zzz&#x27;]" in resp.content.decode()
+
+
+def test_api_schema_put_refuses_mismatch_with_400(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    schema = json.loads(json.dumps(SMALL_SCHEMA))
+    schema["columns"][2].pop("fill")  # a missing income value and no fill declared
+    resp = world.client(None).put(f"/api/datasets/{d.pk}/schema/", json.dumps(schema),
+                                  content_type="application/json", **world.api(world.owner))
+    assert resp.status_code == 400 and "missing value(s) and no 'fill' declared" in resp.json()["error"]

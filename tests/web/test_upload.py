@@ -1,0 +1,89 @@
+"""Uploads: limits with clear messages, sniffing, and nothing left in storage when refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dpportal.accounts.models import Profile, make_user
+from dpportal.datasets.models import Dataset
+from dpportal.datasets.upload import Limits, UploadError, parse_markers, store_upload
+
+from .data import SMALL_CSV, csv_file, stored_files
+
+LIMITS = Limits(max_bytes=2000, max_rows=10, max_columns=5, max_field_length=20)
+
+
+@pytest.fixture
+def steward(db):
+    return make_user("sue", "pw-sue-12345", role=Profile.STEWARD)
+
+
+def upload(steward, text, limits=LIMITS, markers=("", "?", "NA")):
+    return store_upload(csv_file(text), owner=steward, name="t", markers=list(markers), limits=limits)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "the file is empty"),
+    ("a,b\n", "header but no data rows"),
+    ("a,b\n" + "1,2\n" * 11, "more than 10 data rows"),
+    ("a,b,c,d,e,f\n1,2,3,4,5,6\n", "6 columns; the limit is 5"),
+    ("a,b\n1," + "x" * 25 + "\n", "limit is 20 characters"),
+    ("a,b\n" + "1,2\n" * 5 + "x" * 3000 + "\n", "larger than the upload limit of"),
+    ("a,b\n1,2\n3\n", "row 2 (line 3) has 1 fields, the header has 2"),
+    ("a,a\n1,2\n", "duplicate column names"),
+    ("a,\n1,2\n", "empty name"),
+    (b"a,b\n1,\x00\x00\n", "NUL bytes"),
+    (b"a,b\n\x81\x8d,\x8f\x90\n", "neither UTF-8 nor Windows-1252"),
+])
+def test_it_refuses_bad_files_with_a_clear_message_and_keeps_nothing(steward, settings, text, message):
+    with pytest.raises(UploadError, match=re.escape(message)):
+        upload(steward, text)
+    assert Dataset.objects.count() == 0
+    assert stored_files(settings.DATA_DIR) == []
+
+
+def test_it_sniffs_semicolons_and_windows_1252(steward):
+    text = "name;city;score\nJosé;Zürich;1,5\nAnaïs;Genève;2\n".encode("cp1252")
+    d = upload(steward, text)
+    assert (d.delimiter, d.encoding, d.header, d.n_rows) == (";", "cp1252", ["name", "city", "score"], 2)
+    cats = {c["name"]: c.get("categories") for c in d.schema_draft["columns"]}
+    assert "Zürich" in cats["city"]
+
+
+def test_it_reads_a_utf8_bom_and_quoted_newlines(steward):
+    d = upload(steward, '\ufeffa,b\n"multi\nline",2\nx,3\n'.encode("utf-8"))
+    assert d.header == ["a", "b"] and d.n_rows == 2
+
+
+def test_the_stored_file_is_private_and_the_draft_is_marked_as_suggestions(steward, settings):
+    d = upload(steward, SMALL_CSV, limits=Limits(10**6, 100, 10, 100))
+    assert d.raw_path().is_file() and str(d.raw_path()).startswith(str(settings.UPLOAD_DIR))
+    assert "static" not in d.raw_path().parts
+    assert d.schema_draft["draft"] is True and d.schema is None
+    assert stored_files(settings.UPLOAD_DIR / "tmp") == []
+
+
+def test_missing_markers_are_configurable():
+    assert parse_markers("?, NA") == ["", "?", "NA"]
+    assert parse_markers("n/a", empty_is_missing=False) == ["n/a"]
+    assert parse_markers(["", "-"]) == ["", "-"]
+
+
+def test_the_upload_page_shows_the_limit_message(world, settings):
+    settings.DPPORTAL_MAX_COLUMNS = 2
+    client = world.client(world.owner)
+    resp = client.post("/datasets/upload/", {"file": csv_file(SMALL_CSV), "name": "x", "markers": "?"})
+    assert resp.status_code == 200
+    assert "4 columns; the limit is 2" in resp.content.decode()
+
+
+def test_an_oversized_request_is_refused_before_it_is_read(world, settings):
+    settings.DPPORTAL_MAX_UPLOAD_BYTES = 10
+    client = world.client(world.owner)
+    big = "a,b\n" + "1,2\n" * 400_000  # 1.6 MB > limit + 1 MB multipart slack
+    resp = client.post("/datasets/upload/", {"file": csv_file(big)})
+    assert resp.status_code == 413 and b"upload limit" in resp.content
+    api = world.client(None).post("/api/datasets/", {"file": csv_file(big)}, **world.api(world.owner))
+    assert api.status_code == 413 and "upload limit" in api.json()["error"]
