@@ -67,9 +67,16 @@ from .schema import Schema, TableSource
 
 # -- tuning constants ------------------------------------------------------------------------------
 PRIOR_VARIANCE = 1e5  # the paper's "very flat" N(0, 100 000) prior on every parameter (Section 6)
+PRIOR_BOX = 50.0  # ... truncated to |θ_i| <= 50 on the unit scale (means 50 ranges away, σ from e^-25
+# to e^25): data-independent, and it stops a chain drifting over the flat tails where pMSE saturates
 UNLIMITED_DEPTH = 30  # rpart's maxdepth ceiling, used for depth = 0 ("unlimited")
 TARGET_ACCEPT = 0.25  # random-walk Metropolis sweet spot (0.234 asymptotically, ~0.3-0.4 in low d)
 ADAPT_EVERY = 25  # burn-in iterations between proposal adaptations
+ANNEAL_FRACTION = 0.5  # burn-in share over which the score's weight β rises to 1
+ANNEAL_SCALE = 400.0  # starting β makes the score's factor ε_r/(2Δu) = n ε_r / 2 at most this: even
+# then a saturated θ (pMSE 1/4, e.g. all synthetic values clipped to a bound) is 100 log-units worse
+# than a good one, so the hot start cannot wander off onto that plateau
+MAX_STEP_MULTIPLIER = 20.0  # the adapted proposal never grows beyond 20x its initial size
 ADAPT_GAIN = 3.0  # log-scale step per window: (acceptance - target) * gain; an empty window shrinks by e^-0.75
 COV_JITTER = 1e-8  # ridge added to the empirical proposal covariance (unit-scale parameters)
 GAIN_TOL = 1e-9  # a split must raise Σ a²/m by more than this (relative) to count as a gain
@@ -246,37 +253,48 @@ def log_weight(u, *, epsilon: float, sensitivity: float):
     return -epsilon * np.asarray(u, dtype=np.float64) / (2.0 * sensitivity)
 
 
-def log_prior(theta: np.ndarray) -> float:
-    """The flat N(0, PRIOR_VARIANCE) prior on every parameter (keeps the target proper)."""
+def log_prior(theta: np.ndarray, box: float = PRIOR_BOX) -> float:
+    """The flat N(0, PRIOR_VARIANCE) prior on every parameter (keeps the target proper), truncated
+    to |θ_i| ≤ ``box`` (a public box far beyond any useful unit-scale value; −inf outside)."""
     theta = np.asarray(theta, dtype=np.float64)
+    if not np.all(np.abs(theta) <= box):
+        return -math.inf
     return float(-np.sum(theta * theta) / (2.0 * PRIOR_VARIANCE))
 
 
-def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float, noise: Noise) -> int:
+def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float, noise: Noise,
+                               size: int | None = None):
     """Exact exponential mechanism over a finite public grid of candidates (lower utility = better).
 
-    Returns the index of the chosen candidate, drawn by inverting the CDF of the normalised weights
-    with one ``noise.uniform()`` draw. Used to audit the mechanism's weighting on a small θ grid.
+    Returns the index of the chosen candidate (or ``size`` independent indices), drawn by inverting
+    the CDF of the normalised weights with ``noise.uniform``. It shares :func:`log_weight` with the
+    MCMC sampler, so auditing it on a small θ grid audits the weighting the chain targets.
     """
     lw = log_weight(utilities, epsilon=epsilon, sensitivity=sensitivity)
     p = np.exp(lw - lw.max())
     cdf = np.cumsum(p / p.sum())
-    return int(min(np.searchsorted(cdf, noise.uniform(), side="right"), len(cdf) - 1))
+    idx = np.minimum(np.searchsorted(cdf, noise.uniform(size), side="right"), len(cdf) - 1)
+    return int(idx) if size is None else idx.astype(np.int64)
 
 
-def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *, scale,
+def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scale,
                burn_in: int, iterations: int, keep: int, noise: Noise,
-               progress: Callable[[int, int], None] | None = None,
-               warmup_target: Callable[[np.ndarray], float] | None = None, warmup: int = 0,
-               ) -> tuple[np.ndarray, dict]:
-    """Random-walk Metropolis with a proposal adapted during burn-in, frozen afterwards.
+               prior: Callable[[np.ndarray], float] = log_prior, anneal_from: float = 1.0,
+               warmup_score: Callable[[np.ndarray], float] | None = None, warmup: int = 0,
+               progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, dict]:
+    """Random-walk Metropolis on log f(θ) = score(θ) + prior(θ), proposal adapted during burn-in only.
 
-    Returns the ``keep`` states at iterations burn_in + (i+1)·(iterations // keep), i < keep, and
-    diagnostics (PRIVATE: acceptance rates depend on the data; never put them in a report).
-    The first ``warmup`` burn-in iterations may target ``warmup_target`` instead (a smoother
-    utility that brings the chain near the mode); the rest of the chain targets ``log_target``.
-    The accept step compares ``noise.uniform()`` with the ratio of private scores; proposals use
-    ``noise.rng`` (data-independent standard normals, scaled by the adapted proposal).
+    ``score`` is the exponential mechanism's exponent −ε u(X, θ) / (2Δu). Burn-in only:
+    * annealing: the score is multiplied by β rising geometrically from ``anneal_from`` to 1 over
+      the first ANNEAL_FRACTION of burn-in (a broad, smooth start; large ε makes the target so
+      peaked that an untempered random walk gets trapped in the utility's small bumps);
+    * the first ``warmup`` iterations may use ``warmup_score`` (a smoother, cheaper utility);
+    * the proposal sd is adapted to an acceptance of TARGET_ACCEPT, and from half-way shaped like
+      the chain's covariance (Haario et al.'s adaptive Metropolis).
+    After burn-in the target is exactly ``score + prior`` and the proposal is frozen. Returns the
+    ``keep`` states at iterations burn_in + (i+1)·(iterations // keep), and diagnostics (PRIVATE:
+    acceptance rates depend on the data; never put them in a report). The accept step compares
+    ``noise.uniform()`` draws with the ratio of private scores; proposals use ``noise.rng``.
     """
     k = len(theta0)
     total = burn_in + iterations
@@ -284,48 +302,54 @@ def metropolis(log_target: Callable[[np.ndarray], float], theta0: np.ndarray, *,
     if thin < 1:
         raise ValueError(f"iterations must be at least the number of releases, got iterations={iterations}, "
                          f"releases={keep}")
+    if warmup > burn_in:
+        raise ValueError(f"warmup must not exceed burn_in, got warmup={warmup}, burn_in={burn_in}")
+    if not 0 < anneal_from <= 1:
+        raise ValueError(f"anneal_from must be in (0, 1], got anneal_from={anneal_from}")
     rng = noise.rng
     uniforms = noise.uniform(size=total)
     chol = np.diag(np.broadcast_to(np.asarray(scale, dtype=np.float64), (k,)))
-    log_s = 0.0  # log multiplier on the proposal, adapted during burn-in (Robbins-Monro)
+    log_s = 0.0  # log multiplier on the proposal, adapted during burn-in
+    max_log_s = math.log(MAX_STEP_MULTIPLIER)
+    ramp = max(1, int(ANNEAL_FRACTION * burn_in))
     record = max(1, iterations // MAX_TRACE)
     main_trace = []
-    if warmup > burn_in:
-        raise ValueError(f"warmup must not exceed burn_in, got warmup={warmup}, burn_in={burn_in}")
-    target = warmup_target if (warmup_target is not None and warmup > 0) else log_target
+    f = warmup_score if (warmup_score is not None and warmup > 0) else score
     cur = np.array(theta0, dtype=np.float64)
-    cur_lp = target(cur)
+    cur_s, cur_p = f(cur), prior(cur)
     trace = np.empty((burn_in, k))
     acc_window = acc_burn = acc_main = 0
     kept = []
     for it in range(total):
-        if it == warmup and target is not log_target:
-            target = log_target
-            cur_lp = target(cur)
+        if it == warmup and f is not score:
+            f = score
+            cur_s = f(cur)
+        beta = anneal_from ** max(0.0, 1.0 - it / ramp) if it < burn_in else 1.0
         prop = cur + math.exp(log_s) * (chol @ rng.standard_normal(k))
-        prop_lp = target(prop)
-        accept = bool(np.isfinite(prop_lp)) and math.log(uniforms[it]) < prop_lp - cur_lp
+        prop_p = prior(prop)
+        prop_s = f(prop) if math.isfinite(prop_p) else -math.inf  # outside the prior: no utility needed
+        log_ratio = beta * (prop_s - cur_s) + (prop_p - cur_p) if math.isfinite(prop_p) else -math.inf
+        accept = bool(np.isfinite(log_ratio)) and math.log(uniforms[it]) < log_ratio
         if accept:
-            cur, cur_lp = prop, prop_lp
+            cur, cur_s, cur_p = prop, prop_s, prop_p
         if it < burn_in:
             trace[it] = cur
             acc_window += accept
             acc_burn += accept
             if (it + 1) % ADAPT_EVERY == 0:
-                log_s += ADAPT_GAIN * (acc_window / ADAPT_EVERY - TARGET_ACCEPT)
+                log_s = min(log_s + ADAPT_GAIN * (acc_window / ADAPT_EVERY - TARGET_ACCEPT), max_log_s)
                 acc_window = 0
                 half = (it + 1) // 2
                 if it + 1 >= burn_in // 2 and len(np.unique(trace[half: it + 1, 0])) > 2 * k:
-                    # shape the proposal like the chain's recent covariance (Haario et al.'s AM)
                     cov = np.atleast_2d(np.cov(trace[half: it + 1], rowvar=False)) * (2.38 ** 2 / k)
                     try:
                         new = np.linalg.cholesky(cov + COV_JITTER * np.eye(k))
                     except np.linalg.LinAlgError:
                         continue
-                    # keep the current overall step size: rescale so the new shape has the old mean sd
+                    # keep the overall step size: rescale so the new shape has the old mean sd
                     old_sd = math.exp(log_s) * np.sqrt(np.mean(np.sum(chol ** 2, axis=1)))
                     chol = new
-                    log_s = math.log(old_sd / np.sqrt(np.mean(np.sum(chol ** 2, axis=1))))
+                    log_s = min(math.log(old_sd / np.sqrt(np.mean(np.sum(chol ** 2, axis=1)))), max_log_s)
         else:
             acc_main += accept
             j = it - burn_in + 1
@@ -543,22 +567,23 @@ class PMSEMechanism(Mechanism):
         eps_each = self.epsilon / p["releases"]
         sensitivity = 1.0 / n  # Theorem 2 (replace-one, n public)
 
-        def log_target(theta: np.ndarray, u: Callable[[np.ndarray], float] = utility) -> float:
-            return float(log_weight(u(theta), epsilon=eps_each, sensitivity=sensitivity)) + log_prior(theta)
+        def score(theta: np.ndarray, u: Callable[[np.ndarray], float] = utility) -> float:
+            return float(log_weight(u(theta), epsilon=eps_each, sensitivity=sensitivity))
 
         warm, warmup = None, 0
         if p["tree"] == "paper":  # burn-in on the smooth, cheap strict utility (see module docstring)
             smooth = PMSEUtility(X, model, Z, depth=1, alpha=None, pairwise=True)
-            warm, warmup = (lambda theta: log_target(theta, smooth)), p["burn_in"]
+            warm, warmup = (lambda theta: score(theta, smooth)), p["burn_in"]
 
         def report(i: int, total: int) -> None:
             self.progress(i / total, f"MCMC iteration {i}/{total}")
 
         self.progress(0.0, "MCMC start")
         self.thetas, self.diagnostics = metropolis(
-            log_target, model.initial(), scale=model.proposal_scales(p["proposal_scale"]), burn_in=p["burn_in"],
+            score, model.initial(), scale=model.proposal_scales(p["proposal_scale"]), burn_in=p["burn_in"],
             iterations=p["iterations"], keep=p["releases"], noise=self.noise, progress=report,
-            warmup_target=warm, warmup=warmup)
+            anneal_from=min(1.0, ANNEAL_SCALE / (eps_each / (2.0 * sensitivity))),
+            warmup_score=warm, warmup=warmup)
 
     def sample(self, n: int) -> pd.DataFrame:
         n = self._check_rows(n)
