@@ -228,6 +228,10 @@ def _cell_labels(c: Column) -> list[str]:
 
 
 def _fmt(x: float) -> str:
+    """Short bin-edge labels: 15000 -> 15k, 2500000 -> 2.5M, 0.125 -> 0.125."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g}{suffix}"
     return f"{x:.4g}"
 
 

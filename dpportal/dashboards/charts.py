@@ -9,12 +9,14 @@ REAL = "#5f6b7a"
 SYNTHETIC = "#2857a4"
 OTHER = "#c2572b"
 BASE_LAYOUT = {"margin": {"l": 50, "r": 10, "t": 36, "b": 60}, "paper_bgcolor": "rgba(0,0,0,0)",
-               "plot_bgcolor": "rgba(0,0,0,0)", "legend": {"orientation": "h", "y": -0.25}}
+               "plot_bgcolor": "rgba(0,0,0,0)",
+               "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}}
 MAX_LABEL = 24  # category labels are cut to this many characters on axes
 
 
 def _layout(title: str, **kw) -> dict:
-    return {**BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}}, **kw}
+    return {**BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left",
+                                     "y": 0.98, "yanchor": "top"}, **kw}
 
 
 def _short(labels: list[str]) -> list[str]:
@@ -59,7 +61,8 @@ def tstr_bars(ml: dict) -> dict:
              "marker": {"color": REAL}}]
     label = key.replace("_", " ").upper()
     return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
-                                            barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]})}
+                                            barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]},
+                                            xaxis={"tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110})}
 
 
 def dcr_histogram(privacy: dict) -> dict:
