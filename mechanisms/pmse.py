@@ -90,13 +90,14 @@ MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenl
 # CART pMSE (Algorithm 1), vectorized over groups
 # =================================================================================================
 
-def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None = None) -> np.ndarray:
+def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None = None,
+              min_leaf: int = 1) -> np.ndarray:
     """pMSE of a greedy Gini classification tree fitted in-sample, for G independent groups at once.
 
     ``V``: (G, N, d) predictors; ``y``: (N,) or (G, N) labels in {0, 1} (1 = synthetic).
     ``depth``: maximum depth (1 = one split: exact, greedy = optimal). ``alpha``: rpart
     cost-complexity on the misclassification risk (alpha = cp × root risk) or None for no pruning.
-    Returns (G,) pMSE values (1/N) Σ (p̂ − 1/2)².
+    ``min_leaf``: rpart's minbucket (the mechanism uses 1; synthpop's pMSE metric uses 5). Returns (G,) pMSE values (1/N) Σ (p̂ − 1/2)².
 
     Level-wise: every column keeps the row order sorted by (node, value); a level computes, for all
     nodes and all thresholds, Σ a²/m of the two children by segmented cumulative sums, takes the
@@ -120,11 +121,11 @@ def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None =
     levels = []  # per level: (A, M, split mask, index of left child in the next level)
     for level in range(depth):
         risk = np.minimum(A, M - A)
-        active = (M >= 2) & (risk > (alpha if alpha is not None else 0.0))
+        active = (M >= 2 * min_leaf) & (risk > (alpha if alpha is not None else 0.0))
         if not active.any():
             levels.append((A, M, np.zeros(len(A), bool), None))
             break
-        best, col, thr = _best_splits(flat, y, orders, node, A, M, active)
+        best, col, thr = _best_splits(flat, y, orders, node, A, M, active, min_leaf)
         gain = best - A * A / np.maximum(M, 1)
         split = active & (gain > GAIN_TOL * np.maximum(A, 1))
         if not split.any():
@@ -181,7 +182,7 @@ def depth1_pmse(real_sorted: np.ndarray, S: np.ndarray) -> np.ndarray:
     return (best - n / 2.0) / (2.0 * n)
 
 
-def _best_splits(flat, y, orders, node, A, M, active):
+def _best_splits(flat, y, orders, node, A, M, active, min_leaf=1):
     """Best (score, column, threshold) per node over all columns; score = Σ_children a²/m."""
     n_nodes = len(A)
     best = np.full(n_nodes, -np.inf)
@@ -206,6 +207,8 @@ def _best_splits(flat, y, orders, node, A, M, active):
         valid[-1] = False
         np.less(v[:-1], v[1:], out=valid[:-1])
         valid &= ~np.r_[start_mask[1:], True]  # the last row of a node leaves an empty right child
+        if min_leaf > 1:
+            valid &= (m_l >= min_leaf) & (m_r >= min_leaf)
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where(valid, a_l * a_l / m_l + a_r * a_r / m_r, -np.inf)
         seg_best = np.maximum.reduceat(score, starts)
