@@ -120,8 +120,8 @@ class DPMERF(Mechanism):
                   minimum=1, maximum=100_000),
         ParamSpec("batch_size", "int", None, "Generated rows per step. Empty: 0.1 n clipped to 256..4096.",
                   minimum=16, maximum=100_000, optional=True),
-        ParamSpec("hidden", "str", "auto", "Generator hidden widths, e.g. '200,100'; 'auto' = (4d, 2d) with d the "
-                  "number of feature columns (at least 32, 16), as in the reference code."),
+        ParamSpec("hidden", "str", None, "Generator hidden widths, e.g. '200,100'. Empty: (4d, 2d) with d the "
+                  "number of feature columns (at least 32, 16), as in the reference code.", optional=True),
         ParamSpec("undersample", "float", 1.0, "Labeled mode: keep this fraction of the largest noisy class when "
                   "drawing synthetic labels (post-processing of the released counts; 1 = off).",
                   minimum=1e-3, maximum=1.0),
@@ -169,8 +169,8 @@ class DPMERF(Mechanism):
         """L2 sensitivity of the mean embedding under replace-one: 2 max||h|| / n."""
         return 2.0 * self.feature_norm / n
 
-    def _hidden_widths(self, spec: str) -> tuple[int, ...]:
-        if spec.strip().lower() == "auto":
+    def _hidden_widths(self, spec: str | None) -> tuple[int, ...]:
+        if spec is None:
             d = len(self._num) + len(self._cat)
             return (max(4 * d, MIN_HIDDEN), max(2 * d, MIN_HIDDEN // 2))
         try:
@@ -178,7 +178,7 @@ class DPMERF(Mechanism):
         except ValueError:
             widths = ()
         if not widths or any(w < 1 or w > 10_000 for w in widths):
-            raise ValueError(f"hidden must be 'auto' or comma-separated widths in 1..10000, got hidden={spec!r}")
+            raise ValueError(f"hidden must be comma-separated widths in 1..10000, got hidden={spec!r}")
         return widths
 
     # -- Algorithm 1 ----------------------------------------------------------------------------

@@ -332,7 +332,7 @@ def test_undersampling_reweights_only_the_released_counts():
 @pytest.mark.parametrize("params,message", [
     ({"target": "a"}, "target must be a categorical column, got target='a'"),
     ({"features": 3}, "features must be even (cos + sin pairs), got features=3"),
-    ({"hidden": "10,x"}, "hidden must be 'auto' or comma-separated widths"),
+    ({"hidden": "10,x"}, "hidden must be comma-separated widths in 1..10000, got hidden='10,x'"),
     ({"target": "nope"}, "must name a kept column"),
 ])
 def test_bad_parameters_are_rejected_with_the_value(params, message):
