@@ -761,13 +761,16 @@ def load_prepared(schema: Schema, path: str, *, synthetic: bool = False) -> pd.D
         raw = read_raw_csv(path)
     except OSError as exc:
         raise ValueError(f"cannot read {path!r}: {exc.strerror}") from None
-    return prepare_synthetic(schema, raw) if synthetic else schema.prepare(raw)
+    return prepare_table(schema, raw, synthetic=synthetic)
 
 
-def prepare_synthetic(schema: Schema, raw: pd.DataFrame) -> pd.DataFrame:
-    """A synthetic table (CSV strings or a mechanism's output) on the public scale: the formula guard
-    undone, excluded columns (never synthesized) filled with blanks before :meth:`Schema.prepare`."""
-    raw = undo_formula_guard(schema, raw.astype(str))
+def prepare_table(schema: Schema, raw: pd.DataFrame, *, synthetic: bool) -> pd.DataFrame:
+    """A table (CSV strings, a prepared frame or a mechanism's output) on the public scale. Excluded
+    columns, which are never synthesized and dropped by preparation, are filled with blanks first;
+    for a synthetic table the CSV formula guard is undone."""
+    raw = raw.astype(str)
+    if synthetic:
+        raw = undo_formula_guard(schema, raw)
     for c in schema.columns:
         if c.kind == "excluded" and c.name not in raw:
             raw[c.name] = ""

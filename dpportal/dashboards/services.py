@@ -60,7 +60,7 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         schema = release.public_schema()
         target = target_for(release.dataset, schema)
         real, real_note = (_real_frame(release, schema) if real_source_frame is None
-                           else (schema.prepare(real_source_frame), None))
+                           else (evaluation.prepare_table(schema, real_source_frame, synthetic=False), None))
         if real is None:
             _finish(ev, Evaluation.SKIPPED, error=real_note)
             return _reload(ev)
@@ -126,7 +126,7 @@ def _real_frame(release: Release, schema: Schema) -> tuple[pd.DataFrame | None, 
 def _synthetic_frame(release: Release, schema: Schema, frame: pd.DataFrame | None) -> pd.DataFrame:
     if frame is None:
         return evaluation.load_prepared(schema, str(release.output_path()), synthetic=True)
-    return evaluation.prepare_synthetic(schema, frame)
+    return evaluation.prepare_table(schema, frame, synthetic=True)
 
 
 class _Progress:
