@@ -16,7 +16,15 @@ from .models import Release
 log = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+# Worker loss (ledger engineer's fix, tested by tests/ledger/test_crash.py): when the pool process
+# running a job dies (SIGKILL, OOM), Celery 5.7's retry_on_worker_lost makes the worker's parent send
+# the task again with retries + 1 (reject_on_worker_lost stays the fallback if that send fails).
+# The retry count is what tells the next delivery "your previous worker died" on EVERY broker:
+# kombu's virtual transports (the embedded filesystem broker) requeue without setting
+# delivery_info["redelivered"]. max_retries=None: a retry never re-runs a started job (its claim fails),
+# it only marks the release failed, so there is no loop to bound.
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             retry_on_worker_lost=True, default_retry_delay=0, max_retries=None)
 def run_release(self, release_id: int) -> None:
     if services.claim(release_id):
         services.execute(release_id)
@@ -33,9 +41,10 @@ def run_release(self, release_id: int) -> None:
 
 
 def _worker_lost(request, started_at) -> bool:
-    """Redis marks redelivered messages; on any broker, a job running longer than the hard time
-    limit cannot still be alive (the limit kills it)."""
-    if (request.delivery_info or {}).get("redelivered"):
+    """Redis marks redelivered messages; a retry sent because the pool process died carries
+    retries > 0 (any broker); a job running longer than the hard time limit cannot still be alive
+    (the limit kills it)."""
+    if (request.retries or 0) > 0 or (request.delivery_info or {}).get("redelivered"):
         return True
     limit = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
     return started_at is not None and timezone.now() - started_at > limit
