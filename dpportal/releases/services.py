@@ -208,25 +208,28 @@ def execute(release_id: int) -> None:
         os.replace(tmpdir, workdir)  # outputs appear all at once, never half-written
         rel = workdir.relative_to(settings.DATA_DIR)
         report = release.parent.report if release.is_draw else _report(result)
-        Release.objects.filter(pk=release_id).update(
-            status=Release.DONE, progress=1.0, stage="done", finished_at=timezone.now(), report=report,
-            output_file=str(rel / "synthetic.csv"),
-            summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"))
+        _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report,
+                output_file=str(rel / "synthetic.csv"),
+                summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"))
     except BaseException as exc:  # noqa: BLE001 - record every failure, including time limits
         shutil.rmtree(tmpdir, ignore_errors=True)
         log.exception("release %s failed", release_id)
         message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
-        Release.objects.filter(pk=release_id).update(
-            status=Release.FAILED, stage="failed", finished_at=timezone.now(), error=message)
+        _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
-            _close_ledger(Release.objects.get(pk=release_id))
             raise
-    _close_ledger(Release.objects.get(pk=release_id))
     # Utility evaluation (dashboards, issue 9): after the release is done and settled; steward-only,
     # and it never fails the release (it records its own failure).
     from dpportal.dashboards.services import evaluate_finished_release
 
     evaluate_finished_release(release_id, result.synthetic if result is not None else None)
+
+
+def _finish(release_id: int, **fields) -> None:
+    """Final state and ledger settlement in ONE transaction: whoever sees 'done' sees it spent."""
+    with transaction.atomic():
+        Release.objects.filter(pk=release_id).update(finished_at=timezone.now(), **fields)
+        _close_ledger(Release.objects.get(pk=release_id))
 
 
 def _close_ledger(release: Release) -> None:
