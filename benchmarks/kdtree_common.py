@@ -83,23 +83,6 @@ def rkhs_distance(Z: np.ndarray, w: np.ndarray, X: np.ndarray, kxx: float, gamma
     return float(np.sqrt(max(val, 0.0)))
 
 
-def weighted_points(mech, placement: str = "center") -> tuple[np.ndarray, np.ndarray]:
-    """The released (cell representative, noisy count) pairs in DATA coordinates (numeric schemas).
-
-    'center': the paper's output Q = {(c_i, ṽ_i)}.
-    """
-    rel = mech.released
-    lo, width = mech._cell_bounds(rel.coords, rel.depth)
-    U = lo + 0.5 * width
-    cols = mech.schema.kept
-    Z = np.column_stack([c.lower + U[:, j] * (c.upper - c.lower) for j, c in enumerate(cols)])
-    return Z, rel.weights.astype(float)
-
-
-def synthetic_rows(mech, m: int) -> np.ndarray:
-    return mech.sample(m).to_numpy(dtype=float)
-
-
 def timer() -> callable:
     t0 = time.perf_counter()
     return lambda: time.perf_counter() - t0
