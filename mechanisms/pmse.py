@@ -67,8 +67,13 @@ from .schema import Schema, TableSource
 
 # -- tuning constants ------------------------------------------------------------------------------
 PRIOR_VARIANCE = 1e5  # the paper's "very flat" N(0, 100 000) prior on every parameter (Section 6)
-PRIOR_BOX = 50.0  # ... truncated to |θ_i| <= 50 on the unit scale (means 50 ranges away, σ from e^-25
-# to e^25): data-independent, and it stops a chain drifting over the flat tails where pMSE saturates
+# ... truncated to a public box of parameters that can describe data inside the public bounds (unit
+# scale): intercepts in [-0.5, 1.5], slopes in [-10, 10], σ from 1e-4 to 2 (log σ² in [-18.4, 1.4]).
+# Outside it nearly every synthetic value would be clipped to a bound: pMSE saturates at 1/4 there,
+# and at small ε that flat region's huge prior volume would swamp the posterior (see docs).
+PRIOR_INTERCEPT = (-0.5, 1.5)
+PRIOR_SLOPE = (-10.0, 10.0)
+PRIOR_LOG_VAR = (2 * math.log(1e-4), 2 * math.log(2.0))
 UNLIMITED_DEPTH = 30  # rpart's maxdepth ceiling, used for depth = 0 ("unlimited")
 TARGET_ACCEPT = 0.25  # random-walk Metropolis sweet spot (0.234 asymptotically, ~0.3-0.4 in low d)
 ADAPT_EVERY = 25  # burn-in iterations between proposal adaptations
@@ -256,11 +261,12 @@ def log_weight(u, *, epsilon: float, sensitivity: float):
     return -epsilon * np.asarray(u, dtype=np.float64) / (2.0 * sensitivity)
 
 
-def log_prior(theta: np.ndarray, box: float = PRIOR_BOX) -> float:
+def log_prior(theta: np.ndarray, lower: np.ndarray | float = -math.inf,
+              upper: np.ndarray | float = math.inf) -> float:
     """The flat N(0, PRIOR_VARIANCE) prior on every parameter (keeps the target proper), truncated
-    to |θ_i| ≤ ``box`` (a public box far beyond any useful unit-scale value; −inf outside)."""
+    to the public box [lower, upper] (−inf outside)."""
     theta = np.asarray(theta, dtype=np.float64)
-    if not np.all(np.abs(theta) <= box):
+    if not (np.all(theta >= lower) and np.all(theta <= upper)):
         return -math.inf
     return float(-np.sum(theta * theta) / (2.0 * PRIOR_VARIANCE))
 
@@ -404,6 +410,13 @@ class LinearGaussianModel:
     def initial(self) -> np.ndarray:
         """Data-independent starting point: mean 1/2, no slopes, variance of a uniform on [0, 1]."""
         return np.concatenate([np.full(self.d, 0.5), np.zeros(len(self.rows)), np.full(self.d, INIT_LOG_VAR)])
+
+    def prior_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Public (lower, upper) bounds of the truncated prior, per parameter."""
+        s = len(self.rows)
+        lo = np.r_[np.full(self.d, PRIOR_INTERCEPT[0]), np.full(s, PRIOR_SLOPE[0]), np.full(self.d, PRIOR_LOG_VAR[0])]
+        hi = np.r_[np.full(self.d, PRIOR_INTERCEPT[1]), np.full(s, PRIOR_SLOPE[1]), np.full(self.d, PRIOR_LOG_VAR[1])]
+        return lo, hi
 
     def proposal_scales(self, scale: float) -> np.ndarray:
         """Initial random-walk sds: ``scale`` for intercepts and slopes, LOG_VAR_STEP x for log-variances."""
@@ -573,6 +586,7 @@ class PMSEMechanism(Mechanism):
         def score(theta: np.ndarray, u: Callable[[np.ndarray], float] = utility) -> float:
             return float(log_weight(u(theta), epsilon=eps_each, sensitivity=sensitivity))
 
+        box = model.prior_box()
         warm, warmup = None, 0
         if p["tree"] == "paper":  # burn-in on the smooth, cheap strict utility (see module docstring)
             smooth = PMSEUtility(X, model, Z, depth=1, alpha=None, pairwise=True)
@@ -585,6 +599,7 @@ class PMSEMechanism(Mechanism):
         self.thetas, self.diagnostics = metropolis(
             score, model.initial(), scale=model.proposal_scales(p["proposal_scale"]), burn_in=p["burn_in"],
             iterations=p["iterations"], keep=p["releases"], noise=self.noise, progress=report,
+            prior=lambda theta: log_prior(theta, *box),
             anneal_from=min(1.0, ANNEAL_SCALE / (eps_each / (2.0 * sensitivity))),
             warmup_score=warm, warmup=warmup)
 
@@ -639,7 +654,9 @@ class PMSEMechanism(Mechanism):
             "tree": p["tree"], "tree_depth": depth, "cp": p["cp"] if p["tree"] == "paper" else None,
             "synthetic_sets_per_utility": p["m"], "mcmc_burn_in": p["burn_in"],
             "mcmc_iterations": p["iterations"], "thinning": p["iterations"] // p["releases"],
-            "prior": f"N(0, {PRIOR_VARIANCE:g}) on every parameter (variances on the log scale)",
+            "prior": f"N(0, {PRIOR_VARIANCE:g}) on every parameter (variances on the log scale), truncated to "
+                     f"intercepts {PRIOR_INTERCEPT}, slopes {PRIOR_SLOPE}, log-variances "
+                     f"({PRIOR_LOG_VAR[0]:.2f}, {PRIOR_LOG_VAR[1]:.2f}) on the unit scale",
             "n": self.n,
         }
 
