@@ -6,10 +6,14 @@ says so. Nothing here is reachable from a download, the manifest or an analyst's
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, release_for_owner
@@ -18,9 +22,18 @@ from dpportal.releases.models import Release
 from . import charts, services
 from .models import Evaluation
 
+MAX_OVERLAYS = 60  # per-column charts drawn on one page (wider tables: the first 60, with a note)
+
 
 def _evaluation(release: Release) -> Evaluation | None:
-    return Evaluation.objects.filter(release=release).first()
+    """The release's evaluation; one left "running" past the task time limit was killed with its
+    worker and is shown as failed (the release itself is unaffected)."""
+    ev = Evaluation.objects.filter(release=release).first()
+    if ev is not None and ev.status == Evaluation.RUNNING and ev.started_at is not None:
+        limit = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+        if timezone.now() - ev.started_at > limit:
+            ev.status, ev.error = Evaluation.FAILED, "the worker stopped during the evaluation (killed or lost)"
+    return ev
 
 
 def _cards(release: Release) -> list[tuple[str, str]]:
@@ -35,7 +48,8 @@ def _cards(release: Release) -> list[tuple[str, str]]:
 def _release_charts(results: dict) -> dict:
     cols = results["columns"]
     corr = results["correlation"]
-    out = {"overlays": [(f"col-{i}", charts.column_overlay(c)) for i, c in enumerate(cols)],
+    out = {"overlays": [(f"col-{i}", charts.column_overlay(c)) for i, c in enumerate(cols[:MAX_OVERLAYS])],
+           "overlays_cut": max(0, len(cols) - MAX_OVERLAYS),
            "heatmaps": [("corr-real", charts.heatmap(corr["real"], corr["columns"], "Real", diverging=False)),
                         ("corr-synthetic", charts.heatmap(corr["synthetic"], corr["columns"], "Synthetic",
                                                           diverging=False)),

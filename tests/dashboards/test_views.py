@@ -112,3 +112,16 @@ def test_compare_shows_both_releases(world):
     url = reverse("dpportal-release-compare", args=[world.dataset.pk]) + f"?a={world.release.pk}&b={other.pk}"
     page = world.client(world.owner).get(url).content.decode()
     assert f"release {other.pk}" in page and "cmp-0" in page
+
+
+def test_an_evaluation_left_running_past_the_time_limit_shows_as_failed(world, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    started = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 120)
+    Evaluation.objects.filter(release=world.release).update(status=Evaluation.RUNNING, started_at=started)
+    page = world.client(world.owner).get(reverse("dpportal-release-dashboard", args=[world.release.pk]))
+    assert "Evaluation failed: the worker stopped during the evaluation" in page.content.decode()
+    status = world.client(world.owner).get(reverse("dpportal-evaluation-status", args=[world.release.pk])).json()
+    assert status["status"] == "failed" and status["finished"] is True

@@ -285,3 +285,18 @@ def test_cli_prints_json_and_undoes_the_formula_guard(tmp_path):
 def test_tstr_is_skipped_on_tiny_tables_with_the_reason():
     res = ev.evaluate(SCHEMA, table(40, 1), table(40, 2), target="y")
     assert res["ml"] is None and "at least 100 real rows, got 40" in res["ml_skipped"]
+
+
+def test_cli_runs_tstr_with_a_test_file(tmp_path):
+    (tmp_path / "s.json").write_text(SCHEMA.to_json())
+    table(300, 1).to_csv(tmp_path / "r.csv", index=False)
+    table(300, 2).to_csv(tmp_path / "y.csv", index=False)
+    table(200, 3).to_csv(tmp_path / "t.csv", index=False)
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = cli_main(["evaluate", "--real", str(tmp_path / "r.csv"), "--synthetic", str(tmp_path / "y.csv"),
+                       "--schema", str(tmp_path / "s.json"), "--target", "y", "--test", str(tmp_path / "t.csv"),
+                       "--fast", "--compact"])
+    assert rc == 0
+    ml = json.loads(buf.getvalue())["ml"]
+    assert ml["test"] == "separate real test file" and ml["test_rows"] == 200 and ml["mean"]["roc_auc"]["real"] > 0.7
