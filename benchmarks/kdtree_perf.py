@@ -48,7 +48,8 @@ def bench_adaptive(n: int, d: int = 10, epsilon: float = 1.0) -> dict:
             "fit_s": round(t_fit, 2), "sample_s": round(t_all - t_fit, 2), "fit_plus_sample_s": round(t_all, 2),
             "peak_rss_mib": round(peak_rss_mib(), 1), "rss_before_fit_mib": round(rss0, 1),
             "rows": len(syn), "noised_values": mech.noise.draws,
-            "decision_counts_noised": rep["decision_counts_noised"], "nonempty_leaves": rep["nonempty_leaves"],
+            "decision_counts_noised": mech.diagnostics["decision_counts_noised"],
+            "nonempty_leaves": mech.diagnostics["nonempty_leaves"],
             "released_cells": rep["released_cells"], "h": rep["config"]["levels_independent"],
             "h_adaptive": rep["config"]["levels_adaptive"], "tau": round(rep["config"]["tau"], 1)}
 
@@ -74,7 +75,7 @@ def bench_grid40(n: int, expected_empty: float | None, d: int = 10, epsilon: flo
     return {"bench": "grid40", "n": n, "cells": rep["config"]["cells"], "threshold": round(rep["config"]["threshold"], 1),
             "expected_empty": float(10 ** 40 * dlap_tail(rep["config"]["count_scale"], rep["config"]["T"])),
             "fit_s": round(t_fit, 3), "released_cells": rep["released_cells"],
-            "released_empty_cells": rep["released_empty_cells"]}
+            "released_empty_cells": mech.diagnostics["released_empty_cells"]}
 
 
 def main(argv=None) -> None:

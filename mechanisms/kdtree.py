@@ -215,12 +215,21 @@ def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.nd
 
 @dataclass(frozen=True)
 class _Released:
-    """The private summary: leaf cells, their noisy counts and (adaptive) depths."""
+    """The private summary: released cells, their noisy counts and (adaptive) depths.
+
+    Cells are kept in a canonical order (by depth, then coordinates) so that nothing in the summary
+    tells which released cells were empty in the data.
+    """
 
     coords: np.ndarray  # (L, D) int64 cell coordinates
     depth: np.ndarray  # (L,) int64 tree depth (0 for the grid)
     weights: np.ndarray  # (L,) int64 noisy counts (all >= the threshold)
-    n_empty: int  # how many of the L released cells were empty in the data (implicit sampling)
+
+    @classmethod
+    def canonical(cls, coords, depth, weights) -> "_Released":
+        coords = np.asarray(coords, dtype=np.int64)
+        order = np.lexsort(tuple(coords[:, j] for j in range(coords.shape[1] - 1, -1, -1)) + (np.asarray(depth),))
+        return cls(coords[order], np.asarray(depth, dtype=np.int64)[order], np.asarray(weights, dtype=np.int64)[order])
 
 
 def _theorem3_width(*, n: int, d: int, C: int, epsilon: float, beta: float) -> float:
@@ -257,7 +266,9 @@ class _KDBase(Mechanism):
         self.C = math.prod(self._cat_sizes.values()) if self._cat else 1
         self.released: _Released | None = None
         self.config: dict[str, Any] = {}
-        self.stats: dict[str, Any] = {}
+        # NOT private: counts of non-empty cells/nodes and of released empty cells, for tests and
+        # benchmarks only. Never saved in the summary nor shown in the report (they are not DP).
+        self.diagnostics: dict[str, Any] = {}
 
     # -- geometry ---------------------------------------------------------------------------------
     def _cell_bounds(self, coords: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -300,23 +311,20 @@ class _KDBase(Mechanism):
     # -- summary --------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         rel = self.released
-        return {"coords": rel.coords, "depth": rel.depth, "weights": rel.weights, "n_empty": rel.n_empty,
-                "config": self.config, "stats": self.stats}
+        return {"coords": rel.coords, "depth": rel.depth, "weights": rel.weights, "config": self.config}
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
         D = len(self.schema.kept)
         coords = np.asarray(summary["coords"], dtype=np.int64).reshape(-1, D)
         self.released = _Released(coords, np.asarray(summary["depth"], dtype=np.int64),
-                                  np.asarray(summary["weights"], dtype=np.int64), int(summary["n_empty"]))
+                                  np.asarray(summary["weights"], dtype=np.int64))
         self.config = dict(summary["config"])
-        self.stats = dict(summary.get("stats", {}))
 
     def report(self) -> dict:
         rel = self.released
-        out = {"config": self.config, **self.stats}
+        out = {"config": self.config}  # public: parameters, and functions of the DP release only
         if rel is not None:
-            out.update(released_cells=int(len(rel.weights)), released_empty_cells=int(rel.n_empty),
-                       total_noisy_weight=int(rel.weights.sum()))
+            out.update(released_cells=int(len(rel.weights)), total_noisy_weight=int(rel.weights.sum()))
         return out
 
     def _caveats(self) -> tuple[str, ...]:
@@ -393,9 +401,9 @@ class KDTreeGrid(_KDBase):
         empty_cells = sample_empty_cells(rng, grid, occupied, m)
         empty_w = conditioned_dlap(self.noise, m, scale=cfg["count_scale"], T=cfg["T"])
         all_cells = np.concatenate([cells[keep], empty_cells])
-        self.released = _Released(all_cells, np.zeros(len(all_cells), dtype=np.int64),
-                                  np.concatenate([noisy[keep], empty_w]).astype(np.int64), int(m))
-        self.stats = {"nonempty_cells_noised": int(len(counts))}
+        self.released = _Released.canonical(all_cells, np.zeros(len(all_cells), dtype=np.int64),
+                                            np.concatenate([noisy[keep], empty_w]))
+        self.diagnostics = {"nonempty_cells": int(len(counts)), "released_empty_cells": int(m)}
         self.progress(1.0, "done")
 
     def _cell_bounds(self, coords, depth):
@@ -574,8 +582,8 @@ class KDTreeAdaptive(_KDBase):
             empty_leaves["depth"].append(np.full(len(empty_nodes), h + L))
         self.progress(0.85, "noising leaf counts")
         self.released = self._release_leaves(cfg, grid_h, keys_h, split_empty_h, leaves, empty_leaves, D)
-        self.stats = {"nonempty_leaves": int(sum(len(c) for c in leaves["count"])),
-                      "decision_counts_noised": n_decisions, "empty_nodes_split": n_empty_split}
+        self.diagnostics.update(nonempty_leaves=int(sum(len(c) for c in leaves["count"])),
+                                decision_counts_noised=n_decisions, empty_nodes_split=n_empty_split)
         self.progress(1.0, "done")
 
     def _release_leaves(self, cfg, grid_h, keys_h, split_empty_h, leaves, empty_leaves, D) -> _Released:
@@ -602,10 +610,11 @@ class KDTreeAdaptive(_KDBase):
         ma = binomial(rng, grid_h.total - len(taken), p_t)
         a_coords = sample_empty_cells(rng, grid_h, taken, ma)
         w_empty = conditioned_dlap(self.noise, ma + mb, scale=scale, T=T)
-        return _Released(
+        self.diagnostics = {"released_empty_cells": int(ma + mb)}
+        return _Released.canonical(
             np.concatenate([coords[keep], e_coords[pick], a_coords]),
-            np.concatenate([depth[keep], e_depth[pick], np.full(ma, h, dtype=np.int64)]).astype(np.int64),
-            np.concatenate([noisy[keep], w_empty]).astype(np.int64), int(ma + mb))
+            np.concatenate([depth[keep], e_depth[pick], np.full(ma, h, dtype=np.int64)]),
+            np.concatenate([noisy[keep], w_empty]))
 
     def _cell_bounds(self, coords, depth):
         lo = coords.astype(float)

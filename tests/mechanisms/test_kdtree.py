@@ -116,10 +116,12 @@ def _implicit_vs_explicit(monkeypatch, enumerate_limit):
         m = KDTreeGrid(schema, epsilon=eps, noise=Noise.seeded(seed), width=1 / 40, threshold=2)
         m.fit(src)
         rel = m.released
-        empty = rel.weights[-rel.n_empty:] if rel.n_empty else np.zeros(0, dtype=np.int64)
-        number.append(rel.n_empty)
-        weights.extend(empty.tolist())
-        hits[rel.coords[len(rel.weights) - rel.n_empty:, 0]] += 1
+        empty = ~np.isin(rel.coords[:, 0], [0, 10, 20, 30])  # the occupied cells (count 50 each)
+        assert empty.sum() == m.diagnostics["released_empty_cells"]
+        assert np.all(np.diff(rel.coords[:, 0]) > 0)  # canonical order: position does not tell empty cells
+        number.append(int(empty.sum()))
+        weights.extend(rel.weights[empty].tolist())
+        hits[rel.coords[empty, 0]] += 1
     # Algorithm 4, explicitly: DLap(2/ε) on each of the 36 empty cells, keep those >= 2
     noise = Noise.seeded(10 ** 6)
     eta = noise.laplace_int(np.zeros((runs, 36), dtype=np.int64), scale=2 / eps)
@@ -162,7 +164,7 @@ def test_adaptive_tree_matches_a_brute_force_algorithm_3():
                            levels_adaptive=L, tau=tau, threshold=t)
         m.fit(src)
         impl.append((int(m.config["leaves"]), len(m.released.weights), int(m.released.weights.sum())))
-        empty_splits += m.stats["empty_nodes_split"] > 0
+        empty_splits += m.diagnostics["empty_nodes_split"] > 0
     dec_scale, cnt_scale = 2 * L / (eps / 2), 2 / (eps / 2)
     rng = np.random.default_rng(99)
 
@@ -292,14 +294,14 @@ def test_grid_with_1e40_cells_runs_and_samples_empty_cells_implicitly():
     m.fit(source(schema, X))
     assert m.config["cells"] == str(J)
     rel = m.released
-    assert 10 <= rel.n_empty <= 80
+    assert 10 <= m.diagnostics["released_empty_cells"] <= 80
     keys = CellGrid([10 ** 4] * 10).keys(rel.coords)
     assert len(np.unique(keys)) == len(keys)
     assert len(m.sample(100)) == 100
     # the default (Theorem 5) threshold keeps empty cells out altogether
     m = KDTreeGrid(schema, epsilon=1.0, noise=Noise.seeded(4), width=1e-4)
     m.fit(source(schema, X))
-    assert m.released.n_empty == 0 and len(m.released.weights) > 0
+    assert m.diagnostics["released_empty_cells"] == 0 and len(m.released.weights) > 0
 
 
 def test_default_parameters_follow_the_theorems():
@@ -339,4 +341,7 @@ def test_summary_round_trip_and_runner(name):
     assert np.array_equal(again.released.weights, mech.released.weights)
     s = again.sample(300)
     assert len(s) == 300
-    assert release.report()["mechanism_report"]["released_cells"] == len(mech.released.weights)
+    report = release.report()["mechanism_report"]
+    assert report["released_cells"] == len(mech.released.weights)
+    assert not set(report) & {"nonempty_cells", "nonempty_leaves", "released_empty_cells"}  # not DP: never reported
+    assert "n_empty" not in mech.summary()
