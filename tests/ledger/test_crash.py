@@ -1,13 +1,15 @@
 """Crash: a real Celery worker's pool process is SIGKILLed while a job is inside the mechanism's
 fit (data touched, noise being drawn). The job must end ``failed``, its budget ``spent``, no output
 exposed, and no delivery may run it a second time. A job that fails before reading data, on the
-same worker, is refunded. Embedded defaults: SQLite file database + filesystem broker."""
+same worker, is refunded. SQLite file database; the embedded filesystem broker and a real Redis."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,13 +24,15 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 
 class Scene:
-    def __init__(self, tmp: str):
+    def __init__(self, tmp: str, broker_url: str | None):
         self.tmp = tmp
         self.marker = os.path.join(tmp, "fit-calls")
         self.env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3",
                     "CRASH_MARKER": self.marker, "DPPORTAL_BROKER_POLLING_INTERVAL": "0.05"}
         for name in ("DJANGO_SETTINGS_MODULE", "CELERY_BROKER_URL", "REDIS_URL"):
             self.env.pop(name, None)
+        if broker_url:
+            self.env["CELERY_BROKER_URL"] = broker_url
         self.proc = subprocess.Popen([sys.executable, str(HERE / "crash_driver.py")], cwd=ROOT, env=self.env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
@@ -66,10 +70,37 @@ class Scene:
         return Path(path).read_text(errors="replace") if os.path.exists(path) else ""
 
 
+@pytest.fixture(params=["filesystem", "redis"])
+def broker_url(request, tmp_path):
+    if request.param == "filesystem":
+        yield None  # the embedded default
+        return
+    redis = shutil.which("redis-server")
+    assert redis, "redis-server is missing: run scripts/ensure-system-packages.sh (make test does)"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                               "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "redis-server did not start"
+                time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 @pytest.fixture
-def scene():
+def scene(broker_url):
     with tempfile.TemporaryDirectory(prefix="dpportal-crash-") as tmp:
-        s = Scene(tmp)
+        s = Scene(tmp, broker_url)
         ids = s.driver("setup")  # release A is queued before the worker starts
         s.dataset, s.release = ids["dataset"], ids["release"]
         with open(os.path.join(tmp, "worker.log"), "w") as log:
@@ -110,3 +141,5 @@ def test_sigkill_mid_job_leaves_it_failed_and_spent_and_never_runs_it_twice(scen
     assert (refunded["budget"]["spent"], refunded["budget"]["reserved"], refunded["budget"]["remaining"]) == \
         ("0.5", "0", "0.5")
     assert refunded["chain_ok"]
+    if "CELERY_BROKER_URL" in scene.env:
+        assert "Connected to redis://" in scene.log()  # the worker really used the Redis broker
