@@ -46,16 +46,17 @@ def _stack(X, S):
 # CART engine
 # ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("depth", [1, 2])
-def test_tree_engine_equals_sklearn_greedy_gini_cart(depth):
+@pytest.mark.parametrize("depth,min_leaf", [(1, 1), (2, 1), (2, 5)])
+def test_tree_engine_equals_sklearn_greedy_gini_cart(depth, min_leaf):
     rng = np.random.default_rng(depth)
     n = 800
     X = rng.normal(size=(n, 3))
     S = rng.normal(0.2, 1.2, size=(4, n, 3))
     V, y = _stack(X, S)
-    mine = tree_pmse(V, y, depth=depth)
+    mine = tree_pmse(V, y, depth=depth, min_leaf=min_leaf)
     for g in range(4):
-        p = DecisionTreeClassifier(max_depth=depth, random_state=0).fit(V[g], y).predict_proba(V[g])[:, 1]
+        p = DecisionTreeClassifier(max_depth=depth, min_samples_leaf=min_leaf, random_state=0).fit(
+            V[g], y).predict_proba(V[g])[:, 1]
         assert mine[g] == pytest.approx(np.mean((p - 0.5) ** 2), rel=1e-10, abs=1e-15)
 
 
