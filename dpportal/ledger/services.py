@@ -512,14 +512,16 @@ def verify_all() -> list[ChainReport]:
 
 def _gaussian_multipliers(report: dict) -> list[float]:
     """Noise multipliers (sigma / L2 sensitivity) of the Gaussian mechanisms a release declares in
-    its privacy report: ``details.noise_multiplier`` (+ optional ``details.gaussian_count``) or
-    ``details.gaussian_noise_multipliers`` (a list)."""
+    its privacy report ``details``: ``gaussian_noise_multipliers`` (a list), or
+    ``noise_multiplier`` / ``noise_multiplier_sigma`` (DP-MERF) with an optional count
+    ``gaussian_count`` / ``gaussian_releases`` (DP-MERF)."""
     details = (report or {}).get("details") or {}
-    if isinstance(details.get("gaussian_noise_multipliers"), list):
-        return [float(x) for x in details["gaussian_noise_multipliers"] if float(x) > 0]
-    nm = details.get("noise_multiplier")
-    if isinstance(nm, (int, float)) and nm > 0:
-        count = details.get("gaussian_count", 1)
+    listed = details.get("gaussian_noise_multipliers")
+    if isinstance(listed, list):
+        return [float(x) for x in listed if isinstance(x, (int, float)) and x > 0]
+    nm = details.get("noise_multiplier", details.get("noise_multiplier_sigma"))
+    if isinstance(nm, (int, float)) and not isinstance(nm, bool) and nm > 0:
+        count = details.get("gaussian_count", details.get("gaussian_releases", 1))
         count = count if isinstance(count, int) and count > 0 else 1
         return [float(nm)] * count
     return []

@@ -287,3 +287,11 @@ def test_tighter_accounting_is_informational_for_gaussian_releases(budget, perso
     assert info["basic_epsilon"] == pytest.approx(3.42)
     assert info["epsilon"] < 3.42  # PLD is tighter than the basic sum it is shown beside
     assert services.remaining(budget)["epsilon"]["spent"] == "3.42"  # admission still uses the sum
+
+
+def test_gaussian_multipliers_are_read_from_the_privacy_report():
+    read = services._gaussian_multipliers
+    assert read({"details": {"noise_multiplier_sigma": 3.0, "gaussian_releases": 2}}) == [3.0, 3.0]  # DP-MERF
+    assert read({"details": {"gaussian_noise_multipliers": [1.5, 2.5]}}) == [1.5, 2.5]
+    assert read({"details": {"noise_multiplier": 2.0}}) == [2.0]
+    assert read({"details": {"scale": 2.0}}) == [] and read({}) == []
