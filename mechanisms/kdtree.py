@@ -266,8 +266,8 @@ class _KDBase(Mechanism):
         self.C = math.prod(self._cat_sizes.values()) if self._cat else 1
         self.released: _Released | None = None
         self.config: dict[str, Any] = {}
-        # NOT private: counts of non-empty cells/nodes and of released empty cells, for tests and
-        # benchmarks only. Never saved in the summary nor shown in the report (they are not DP).
+        # NOT differentially private: counts of non-empty cells/nodes and of released empty cells, for
+        # tests and benchmarks only. Never saved in the summary nor shown in the report.
         self.diagnostics: dict[str, Any] = {}
 
     # -- geometry ---------------------------------------------------------------------------------
