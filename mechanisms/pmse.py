@@ -13,15 +13,21 @@ Algorithm as implemented
    clipped to the public bounds (and rounded for integer columns), exactly as released rows are.
 2. Utility u(X, θ) = (1/m) Σ_k pMSE(X, X^s_k(θ)) (Algorithm 1): stack the n real rows (label 0) and
    n synthetic rows (label 1), fit a Gini CART, pMSE = (1/2n) Σ_i (p̂_i − 1/2)² with in-sample p̂.
+   Predictors Z = f(X^comb): the columns, and by default (``features="pairwise"``) also the centred
+   products (x_j − 1/2)(x_k − 1/2): one axis-aligned split on raw columns sees only marginals, so
+   without them the slopes are not identified (a slope trades off against the residual variance).
    The m synthetic sets use COMMON RANDOM NUMBERS: standard normals Z_1..Z_m drawn once per fit
    from ``noise.rng`` (data-independent), X^s_k(θ) = g(θ, Z_k). So u is a fixed deterministic
    function of θ for the whole chain (a proper target, no pseudo-marginal noise), and Theorem 2
    applies to it for every Z (the bound is a sup over synthetic sets, appendix eq. 8).
 3. Sample θ from f(θ) ∝ exp(−ε_r u(X, θ) / (2Δu)) · Π N(θ_i; 0, 1e5) with a random-walk Metropolis
-   chain, ε_r = ε / l, Δu = 1/n. The chain starts at a fixed data-independent point; during burn-in
-   the proposal is adapted (global scale towards an acceptance rate of ``TARGET_ACCEPT`` and, from
-   half-way, the empirical covariance of the chain); after burn-in it is frozen. The l released θ
-   are the chain states at l equally spaced iterations after burn-in (thinning = iterations // l).
+   chain, ε_r = ε / l, Δu = 1/n; the prior is truncated to a public box (``PRIOR_*``). The chain
+   starts at a fixed data-independent point. Burn-in only: the exponent is annealed (weight β from
+   ANNEAL_SCALE / (n ε_r / 2) up to 1), in ``paper`` mode the burn-in targets the cheap, smooth strict
+   utility (a warm-up), and the proposal is adapted (scale towards an acceptance rate of
+   ``TARGET_ACCEPT``; from half-way shaped like the chain's covariance). After burn-in the target is
+   exact and the proposal frozen. The l released θ are the chain states at l equally spaced
+   iterations after burn-in (thinning = iterations // l).
 4. ``sample(n)``: rows split into l near-equal blocks, block i drawn from g(θ_i) with fresh normals
    from ``noise.rng`` and decoded with ``Schema.from_unit`` (post-processing).
 
@@ -45,8 +51,9 @@ the size of leaf i. Leaf j loses a label-0 row: a_j²/m_j grows by a_j²/(m_j(m_
 (a_j ≤ m_j − 1); leaf k gains one: a_k²/m_k shrinks by a_k²/(m_k(m_k + 1)) ∈ [0, 1). The optimal
 depth-1 tree maximises Σ a²/m over the same family of threshold partitions for X and X', so
 |pMSE(X) − pMSE(X')| ≤ sup over partitions < 1/(2n) ≤ 1/n = Δu (Theorem 2's constant, which we
-keep: the factor-2 slack is the paper's and is harmless). The average over m synthetic sets keeps
-the bound. The exponential mechanism with Δu is then ε_r-DP per released θ; l draws compose to
+keep: the factor-2 slack is the paper's and is harmless). The argument only needs the split family
+to be thresholds on a FIXED per-record feature map, so the pairwise products keep the bound, and
+the average over m synthetic sets (fixed Z) keeps it too. The exponential mechanism with Δu is then ε_r-DP per released θ; l draws compose to
 l·ε_r = ε (basic composition). MCMC only approximates exact sampling: a caveat in every report.
 The MCMC accept/reject uniforms go through ``noise.uniform`` (they act on private scores); the
 synthetic normals, proposals and the released rows use ``noise.rng`` (data-independent).
@@ -87,8 +94,8 @@ COV_JITTER = 1e-8  # ridge added to the empirical proposal covariance (unit-scal
 GAIN_TOL = 1e-9  # a split must raise Σ a²/m by more than this (relative) to count as a gain
 INIT_LOG_VAR = math.log(1.0 / 12.0)  # start: variance of a uniform on the unit scale
 CENTRE = 0.5  # regressors enter as (x_k - 1/2): the public mid-range, so intercepts and slopes decorrelate
-DEFAULT_PROPOSAL_SCALE = 0.05
-MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenly thinned  # initial random-walk sd on the unit scale, adapted during burn-in
+DEFAULT_PROPOSAL_SCALE = 0.05  # initial random-walk sd on the unit scale, adapted during burn-in
+MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenly thinned
 
 
 # =================================================================================================
