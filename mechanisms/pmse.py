@@ -53,8 +53,9 @@ depth-1 tree maximises Σ a²/m over the same family of threshold partitions for
 |pMSE(X) − pMSE(X')| ≤ sup over partitions < 1/(2n) ≤ 1/n = Δu (Theorem 2's constant, which we
 keep: the factor-2 slack is the paper's and is harmless). The argument only needs the split family
 to be thresholds on a FIXED per-record feature map, so the pairwise products keep the bound, and
-the average over m synthetic sets (fixed Z) keeps it too. The exponential mechanism with Δu is then ε_r-DP per released θ; l draws compose to
-l·ε_r = ε (basic composition). MCMC only approximates exact sampling: a caveat in every report.
+the average over m synthetic sets (fixed Z) keeps it too. The exponential mechanism with Δu is then
+ε_r-DP per released θ; l draws compose to l·ε_r = ε (basic composition). MCMC only approximates
+exact sampling: a caveat in every report.
 The MCMC accept/reject uniforms go through ``noise.uniform`` (they act on private scores); the
 synthetic normals, proposals and the released rows use ``noise.rng`` (data-independent).
 """
@@ -109,7 +110,8 @@ def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None =
     ``V``: (G, N, d) predictors; ``y``: (N,) or (G, N) labels in {0, 1} (1 = synthetic).
     ``depth``: maximum depth (1 = one split: exact, greedy = optimal). ``alpha``: rpart
     cost-complexity on the misclassification risk (alpha = cp × root risk) or None for no pruning.
-    ``min_leaf``: rpart's minbucket (the mechanism uses 1; synthpop's pMSE metric uses 5). Returns (G,) pMSE values (1/N) Σ (p̂ − 1/2)².
+    ``min_leaf``: rpart's minbucket (the mechanism uses 1; synthpop's pMSE metric uses 5).
+    Returns (G,) pMSE values (1/N) Σ (p̂ − 1/2)².
 
     Level-wise: every column keeps the row order sorted by (node, value); a level computes, for all
     nodes and all thresholds, Σ a²/m of the two children by segmented cumulative sums, takes the
