@@ -66,6 +66,8 @@ class ReleaseForm(forms.Form):
                 if specs[key].optional:
                     out[key] = None
                 continue
+            if value == specs[key].default or str(value) == str(specs[key].default):
+                continue  # the default applies (and a default like "auto" is not re-parsed as "empty")
             out[key] = value
         return out
 

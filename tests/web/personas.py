@@ -41,7 +41,7 @@ class World:
         return {"HTTP_AUTHORIZATION": "Token " + Token.issue(user)}
 
 
-def make_dataset(owner, text: str = SMALL_CSV, schema: dict | None = SMALL_SCHEMA, budget=("2", "0")):
+def make_dataset(owner, text: str = SMALL_CSV, schema: dict | None = SMALL_SCHEMA, budget=("2", "1e-5")):
     dataset = store_upload(csv_file(text), owner=owner, name="people", markers=parse_markers("?, NA"))
     if schema is not None:
         dataset_services.confirm_schema(dataset, dataset_services.parse_schema_json(schema))

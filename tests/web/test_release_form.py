@@ -1,0 +1,64 @@
+"""The release form is generated from each mechanism's ParamSpec list and validates through it."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpportal.releases.models import Release
+from mechanisms import registry
+
+from .data import SMALL_SCHEMA
+
+
+def _supported():
+    from mechanisms.schema import Schema
+
+    return registry.supporting(Schema.from_dict(SMALL_SCHEMA))
+
+
+def _defaults(cls) -> dict:
+    """What the browser submits for an untouched form."""
+    post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20"}
+    for spec in cls.params:
+        if spec.type == "bool":
+            if spec.default:
+                post[f"param_{spec.name}"] = "on"
+        elif spec.default is not None:
+            post[f"param_{spec.name}"] = str(spec.default)
+    return post
+
+
+def test_unsupported_mechanisms_are_listed_but_not_offered(world):
+    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/").content.decode()
+    for name in registry.names():
+        if name not in _supported():
+            assert f'value="{name}" disabled' in page, name
+
+
+@pytest.mark.parametrize("name", _supported())
+def test_each_supported_mechanism_gets_its_form_and_defaults_validate(world, name):
+    cls = registry.get(name)
+    client = world.client(world.owner)
+    url = f"/datasets/{world.dataset.pk}/releases/new/?mechanism={name}"
+    page = client.get(url).content.decode()
+    for spec in cls.params:
+        assert f'name="param_{spec.name}"' in page, spec.name
+    resp = client.post(url, _defaults(cls))
+    assert resp.status_code == 302, resp.content.decode().split("<main>")[1][:1500]
+    release = Release.objects.latest("pk")
+    assert release.mechanism == name and release.status == "queued"
+
+
+def test_a_parameter_out_of_range_is_named(world):
+    cls = next((registry.get(n) for n in _supported()
+                if any(p.type == "int" and p.minimum is not None for p in registry.get(n).params)), None)
+    if cls is None:
+        pytest.skip("no supported mechanism has a bounded integer parameter")
+    spec = next(p for p in cls.params if p.type == "int" and p.minimum is not None)
+    post = {**_defaults(cls), f"param_{spec.name}": str(int(spec.minimum) - 1)}
+    resp = world.client(world.owner).post(f"/datasets/{world.dataset.pk}/releases/new/?mechanism={cls.name}", post)
+    text = resp.content.decode()
+    assert resp.status_code == 200 and (spec.name in text), text.split("<main>")[1][:1500]
+    assert f"parameter &#x27;{spec.name}&#x27; must be &gt;= {spec.minimum}" in text
+    assert ("must be" in text or "greater than" in text)
+    assert Release.objects.count() == 1
