@@ -300,3 +300,15 @@ def test_cli_runs_tstr_with_a_test_file(tmp_path):
     assert rc == 0
     ml = json.loads(buf.getvalue())["ml"]
     assert ml["test"] == "separate real test file" and ml["test_rows"] == 200 and ml["mean"]["roc_auc"]["real"] > 0.7
+
+
+def test_high_cardinality_columns_are_one_hot_encoded_on_a_bounded_width():
+    cats = tuple(f"k{i}" for i in range(200))
+    schema = Schema(columns=(Column(name="z", kind="categorical", categories=cats),))
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"z": np.array(cats, dtype=object)[rng.integers(0, 200, 2000)]})
+    X = ev._Encoder(schema, real).transform(real)
+    assert X.shape == (2000, ev.MAX_ONEHOT)
+    assert np.allclose(X.sum(axis=1), 1 / math.sqrt(2))  # exactly one level (or "rest") per row
+    res = ev.evaluate(schema, real, real.iloc[::-1].reset_index(drop=True))
+    assert res["summary"]["tvd_1way_mean"] == 0.0
