@@ -312,3 +312,29 @@ def test_high_cardinality_columns_are_one_hot_encoded_on_a_bounded_width():
     assert np.allclose(X.sum(axis=1), 1 / math.sqrt(2))  # exactly one level (or "rest") per row
     res = ev.evaluate(schema, real, real.iloc[::-1].reset_index(drop=True))
     assert res["summary"]["tvd_1way_mean"] == 0.0
+
+
+def pair_tvd_failures(pairs_fn) -> list[str]:
+    """Same 1-way marginals, different joint: real pairs a with no and b with yes, synthetic is
+    independent. Hand value: real joint (a,no) = (b,yes) = 1/2, synthetic 1/4 in each of 4 cells ->
+    TVD = 1/2 * (2 * 1/4 + 2 * 1/4) = 1/2."""
+    schema = Schema(columns=(Column(name="c", kind="categorical", categories=("a", "b")),
+                             Column(name="y", kind="categorical", categories=("no", "yes"))))
+    real = pd.DataFrame({"c": ["a", "b"] * 50, "y": ["no", "yes"] * 50})
+    syn = pd.DataFrame({"c": ["a", "a", "b", "b"] * 25, "y": ["no", "yes"] * 50})
+    rc, sc = schema.to_cells(real), schema.to_cells(syn)
+    out = pairs_fn(schema, rc, sc, np.random.default_rng(0))
+    return [] if math.isclose(out["mean_tvd"], 0.5, abs_tol=1e-12) else [f"2-way TVD {out['mean_tvd']} != 0.5"]
+
+
+def test_two_way_tvd_sees_a_joint_that_the_marginals_hide_and_a_marginal_only_variant_is_caught():
+    assert pair_tvd_failures(ev._pairs_section) == []
+
+    def from_marginals(schema, rc, sc, rng):  # broken: compares products of the 1-way marginals
+        def joint(cells):
+            p = np.bincount(cells[:, 0], minlength=2) / len(cells)
+            q = np.bincount(cells[:, 1], minlength=2) / len(cells)
+            return np.outer(p, q).ravel()
+        return {"mean_tvd": ev.tvd(joint(rc), joint(sc))}
+
+    assert pair_tvd_failures(from_marginals)

@@ -12,8 +12,9 @@ register = template.Library()
 @register.simple_tag
 def chart(cid: str, figure: dict, css: str = ""):
     data_id = f"{cid}-data"
-    return format_html('<div class="dash-chart {}" id="{}" data-source="{}"></div>{}', css, cid, data_id,
-                       json_script(figure, data_id))
+    title = ((figure.get("layout") or {}).get("title") or {}).get("text", "chart")
+    return format_html('<div class="dash-chart {}" id="{}" data-source="{}" role="img" aria-label="{}"></div>{}',
+                       css, cid, data_id, title, json_script(figure, data_id))
 
 
 @register.filter
