@@ -189,7 +189,7 @@ def test_large_epsilon_concentrates_on_the_data_generating_parameters():
     schema = Schema(columns=SCHEMA.columns[:2])
     raw = _raw(1500, seed=8)[["x1", "x2"]]
     real = schema.prepare(raw)
-    mech = PMSEMechanism(schema, epsilon=20, noise=Noise.seeded(8), m=3, burn_in=800, iterations=200)
+    mech = PMSEMechanism(schema, epsilon=20, noise=Noise.seeded(8), m=5, burn_in=1500, iterations=200)
     mech.fit(TableSource.from_frame(schema, raw))
     syn = mech.sample(20_000)
     for c in ("x1", "x2"):
