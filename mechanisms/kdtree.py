@@ -46,6 +46,9 @@ Privacy (neighbouring tables differ in one REPLACED record; n is public):
   these are floating-point samplers (numpy's binomial; above 2^62 trials a Poisson law whose total
   variation distance to the Binomial is at most p <= MAX_EXPECTED_EMPTY / 2^62, Barbour & Hall 1984).
   The privacy report states this as a caveat.
+* Nothing else leaks: released cells are kept in a canonical order (position does not tell which were
+  empty); the numbers of non-empty cells / nodes and of released empty cells are NOT differentially
+  private and stay in ``diagnostics`` (tests, benchmarks), out of the summary and the report.
 
 Defaults (documented in ``docs/mechanisms/kdtree.md``; all overridable; all computed from public n, d,
 ε, schema, in unit coordinates where each numeric column's public range is [0, 1]):
@@ -64,7 +67,7 @@ Defaults (documented in ``docs/mechanisms/kdtree.md``; all overridable; all comp
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -167,9 +170,9 @@ class CellGrid:
             return cols[0]
         return np.ascontiguousarray(np.column_stack(cols)).view(np.dtype((np.void, 8 * len(cols)))).ravel()
 
-    def all_cells(self) -> np.ndarray:
-        idx = np.unravel_index(np.arange(self.total, dtype=np.int64), self.sizes)
-        return np.column_stack(idx).astype(np.int64) if self.sizes else np.zeros((1, 0), np.int64)
+    def cells_of(self, linear: np.ndarray) -> np.ndarray:
+        """Coordinates of cells given by their row-major index (= key on a one-word grid)."""
+        return np.column_stack(np.unravel_index(linear, self.sizes)).astype(np.int64).reshape(-1, len(self.sizes))
 
 
 def _isin_sorted(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -191,10 +194,9 @@ def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.nd
     free = grid.total - len(occupied)
     if m > free:
         raise ValueError(f"cannot draw {m} empty cells out of {free}")
-    if grid.total <= ENUMERATE_LIMIT:
-        cells = grid.all_cells()
-        cells = cells[~_isin_sorted(occupied, grid.keys(cells))]
-        return cells[rng.choice(len(cells), size=m, replace=False)]
+    if grid.total <= ENUMERATE_LIMIT:  # one-word keys are the row-major cell indices
+        free_idx = np.setdiff1d(np.arange(grid.total, dtype=np.int64), occupied, assume_unique=True)
+        return grid.cells_of(rng.choice(free_idx, size=m, replace=False))
     if free < grid.total // 4 and grid.total > 16 * ENUMERATE_LIMIT:
         raise ValueError("grid too densely occupied for rejection sampling")  # needs n > 12 * 2^20 * 4
     chosen = np.zeros((0, d), dtype=np.int64)
