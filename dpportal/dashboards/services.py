@@ -69,7 +69,7 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         results = evaluation.evaluate(schema, real, syn, target=target or None, seed=release.pk, fast=FAST,
                                       progress=lambda f, s: write(0.05 + 0.95 * f, s))
         results["real_rows"] = real_note or {"rows_used": len(real), "rows_total": len(real), "fraction": 1.0}
-        results["target_source"] = "steward" if _configured_target(release.dataset) else (
+        results["target_source"] = "steward" if configured_target(release.dataset) else (
             "guessed (last categorical column)" if target else "none")
         _finish(ev, Evaluation.DONE, results=results, target=target or "")
     except Exception as exc:  # noqa: BLE001 - recorded and shown as "evaluation failed"
@@ -82,7 +82,7 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
 def target_for(dataset, schema: Schema) -> str | None:
     """The steward's TSTR target if set (and still in the schema), else a guess from the PUBLIC
     schema: the last kept categorical column with 2..20 categories."""
-    configured = _configured_target(dataset)
+    configured = configured_target(dataset)
     if configured and configured in schema.names:
         return configured
     for c in reversed(schema.kept):
@@ -102,7 +102,7 @@ def set_target(dataset, target: str) -> None:
     DashboardConfig.objects.update_or_create(dataset=dataset, defaults={"target": target})
 
 
-def _configured_target(dataset) -> str:
+def configured_target(dataset) -> str:
     cfg = DashboardConfig.objects.filter(dataset=dataset).values_list("target", flat=True).first()
     return cfg or ""
 

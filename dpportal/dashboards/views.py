@@ -118,7 +118,7 @@ def dataset_dashboard(request, pk):
                 .order_by("-created_at"))
     ctx = {"dataset": dataset, "utility": utility, "points": points, "releases": releases,
            "target": services.target_for(dataset, schema) if schema else None,
-           "target_configured": services._configured_target(dataset),
+           "target_configured": services.configured_target(dataset),
            "target_choices": services.target_choices(schema) if schema else []}
     return render(request, "dashboards/dataset.html", ctx)
 
