@@ -16,7 +16,6 @@ import pandas as pd
 from django.utils import timezone
 
 from dpportal.releases.models import Release
-from mechanisms import evaluation
 from mechanisms.schema import Schema
 
 from .models import DashboardConfig, Evaluation
@@ -52,6 +51,8 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
     raw string frames); otherwise they are read from private storage. Failures are recorded on the
     :class:`Evaluation` row (status "failed"), never raised.
     """
+    from mechanisms import evaluation  # scikit-learn & co.: loaded by the worker only, not by web processes
+
     ev, _ = Evaluation.objects.get_or_create(release=release)
     Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.RUNNING, progress=0.0, stage="loading",
                                                error="", started_at=timezone.now(), finished_at=None)
@@ -124,6 +125,8 @@ def _real_frame(release: Release, schema: Schema) -> tuple[pd.DataFrame | None, 
 
 
 def _synthetic_frame(release: Release, schema: Schema, frame: pd.DataFrame | None) -> pd.DataFrame:
+    from mechanisms import evaluation
+
     if frame is None:
         return evaluation.load_prepared(schema, str(release.output_path()), synthetic=True)
     return evaluation.prepare_table(schema, frame, synthetic=True)
