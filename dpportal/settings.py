@@ -142,6 +142,8 @@ DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, mini
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = None  # set below once DATA_DIR exists
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # non-file fields (schema JSON, forms)
+# The schema page posts 7 fields per column: leave room for the widest table allowed.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = DPPORTAL_MAX_COLUMNS * 8 + 100
 
 # Celery
 _broker = env_str("CELERY_BROKER_URL") or env_str("REDIS_URL")

@@ -88,3 +88,18 @@ def test_api_schema_put_refuses_mismatch_with_400(world):
     resp = world.client(None).put(f"/api/datasets/{d.pk}/schema/", json.dumps(schema),
                                   content_type="application/json", **world.api(world.owner))
     assert resp.status_code == 400 and "missing value(s) and no 'fill' declared" in resp.json()["error"]
+
+
+def test_the_widest_allowed_table_can_be_confirmed_through_the_form(world, settings):
+    width = settings.DPPORTAL_MAX_COLUMNS
+    header = ",".join(f"c{i}" for i in range(width))
+    text = header + "\n" + "\n".join(",".join(str((r + i) % 5) for i in range(width)) for r in range(4)) + "\n"
+    d = make_dataset(world.owner, text=text, schema=None, budget=None)
+    post = {"markers": "", "empty_is_missing": "1", "public_ack": "1"}
+    for i in range(width):
+        post.update({f"col-{i}-kind": "integer", f"col-{i}-lower": "0", f"col-{i}-upper": "4", f"col-{i}-bins": "5",
+                     f"col-{i}-fill": "", f"col-{i}-categories": "", f"col-{i}-other": ""})
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post)
+    assert resp.status_code == 302
+    d.refresh_from_db()
+    assert len(d.confirmed_schema().kept) == width
