@@ -140,3 +140,12 @@ def test_the_make_targets_and_ci_entry_exist():
     assert "ensure-system-packages.sh" in makefile
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in ci and "set -euo pipefail" in ci
+
+
+def test_the_deploy_check_passes_with_production_settings(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DPPORTAL_DATA_DIR": str(tmp_path),
+           "DJANGO_SECRET_KEY": "k" * 20 + "-production-test-key-with-enough-length-and-variety-8472",
+           "DJANGO_SECURE_COOKIES": "1", "DJANGO_SECURE_SSL_REDIRECT": "1", "DJANGO_SECURE_HSTS_SECONDS": "31536000"}
+    out = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
