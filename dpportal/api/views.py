@@ -191,3 +191,16 @@ def release_manifest(request, pk):
     if r.status != Release.DONE:
         raise ApiError("the release is not finished", 404)
     return JsonResponse(manifest(r, for_owner=r.dataset.owner_id == request.user.pk))
+
+
+@api_view("DELETE")
+def dataset_raw(request, pk):
+    """DELETE /api/datasets/{id}/raw/: delete the raw file (no budget is freed)."""
+    from dpportal.datasets.lifecycle import RawDeleteRefused, delete_raw
+
+    d = dataset_for_owner(request.user, pk)
+    try:
+        delete_raw(d)
+    except RawDeleteRefused as exc:
+        raise ApiError(str(exc), 409) from None
+    return JsonResponse(dataset_dict(d, for_owner=True))

@@ -190,3 +190,23 @@ def dataset_grant(request, pk):
             dataset.analysts.remove(user)
             messages.success(request, f"{user.username} no longer has access.")
     return redirect("dpportal-dataset", dataset.pk)
+
+
+@login_required
+@require_POST
+def dataset_raw_delete(request, pk):
+    """Delete the raw file (releases, schema and ledger stay; no budget is freed)."""
+    from .lifecycle import RawDeleteRefused, delete_raw
+
+    dataset = dataset_for_owner(request.user, pk)
+    if request.POST.get("confirm") != "delete":
+        messages.error(request, "Raw data not deleted: tick the box to confirm the deletion.")
+        return redirect("dpportal-dataset", dataset.pk)
+    try:
+        delete_raw(dataset)
+    except RawDeleteRefused as exc:
+        messages.error(request, f"Raw data not deleted: {exc}")
+    else:
+        messages.success(request, "Raw data deleted. Releases, the schema and the ledger remain; "
+                                  "no budget was freed.")
+    return redirect("dpportal-dataset", dataset.pk)

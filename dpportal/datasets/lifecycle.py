@@ -1,0 +1,45 @@
+"""Raw-data lifecycle: the steward deletes the private file once it is no longer needed.
+
+What remains: the dataset row (name, header, row count: public facts), the confirmed public
+schema, every release, its synthetic CSV and private summary (more rows can still be drawn), and
+the ledger. Deleting never frees budget: the ledger is not touched. What goes: the raw file and
+the schema DRAFT (suggestions computed from the data: category values, observed ranges).
+No new release can be planned afterwards (``releases.services.validate`` checks ``has_raw``).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Dataset
+
+
+class RawDeleteRefused(ValueError):
+    """The raw file cannot be deleted now; the message says why."""
+
+
+def delete_raw(dataset: Dataset) -> Dataset:
+    """Delete ``dataset``'s raw file. Refused while a job that may still read it is queued or running."""
+    from dpportal.releases.models import Release
+
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        if locked.raw_deleted_at is not None:
+            raise RawDeleteRefused("the raw data of this dataset was already deleted")
+        busy = list(locked.releases.filter(status__in=[Release.QUEUED, Release.RUNNING], parent__isnull=True)
+                    .values_list("pk", flat=True))
+        if busy:
+            raise RawDeleteRefused(f"release(s) {busy} are still queued or running and read the raw data: "
+                                   "wait until they finish, then delete")
+        path = locked.raw_path() if locked.file_path else None
+        locked.raw_deleted_at = timezone.now()
+        locked.file_path = ""
+        locked.schema_draft = None
+        locked.save(update_fields=["raw_deleted_at", "file_path", "schema_draft"])
+    # the row says "deleted" before the file goes: a crash in between leaves an orphan file, never a
+    # dataset that claims raw data it no longer has
+    if path is not None:
+        path.unlink(missing_ok=True)
+    dataset.refresh_from_db()
+    return dataset
