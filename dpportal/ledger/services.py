@@ -562,6 +562,10 @@ def tighter_accounting(dataset) -> dict:
     except Exception as exc:  # informational: never break the page
         log.warning("informational PLD accounting failed for dataset %s: %s", dataset.pk, exc)
         return {**base, "reason": f"accountant failed: {exc}"}
-    basic = sum(Fraction(e.eps_units, EPS_UNIT) for e in spends)
+    basic_units = sum(e.eps_units for e in spends)
+    basic = units_to_float(basic_units, EPS_UNIT)
+    delta_units = sum(e.delta_units for e in spends)
     return {**base, "available": True, "method": "PLD (dp-accounting)", "epsilon": round(eps, 6),
-            "delta": float(total_delta), "basic_epsilon": float(basic), "releases": len(spends)}
+            "delta": float(total_delta), "delta_display": format_units(delta_units, DELTA_UNIT),
+            "basic_epsilon": basic, "basic_epsilon_display": format_units(basic_units, EPS_UNIT),
+            "tighter": eps < basic, "releases": len(spends)}

@@ -28,12 +28,13 @@
       });
     }
     var layout = {
-      margin: {l: 45, r: hasDelta ? 55 : 10, t: 10, b: 40}, legend: {orientation: "h", y: -0.25},
+      width: el.getBoundingClientRect().width || undefined, height: 260,  // fit the card it sits in
+      margin: {l: 45, r: hasDelta ? 65 : 10, t: 10, b: 40}, legend: {orientation: "h", y: -0.25},
       yaxis: {title: {text: "ε"}, rangemode: "tozero"},
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)"
     };
     if (hasDelta) {
-      layout.yaxis2 = {title: {text: "δ"}, overlaying: "y", side: "right", rangemode: "tozero", exponentformat: "e"};
+      layout.yaxis2 = {title: {text: "δ"}, overlaying: "y", side: "right", rangemode: "tozero", tickformat: ".1e"};
     }
     Plotly.newPlot(el, traces, layout, {displaylogo: false, responsive: true});
   });

@@ -285,7 +285,8 @@ def test_tighter_accounting_is_informational_for_gaussian_releases(budget, perso
     info = services.tighter_accounting(budget)
     assert info["available"] and info["informational"]
     assert info["basic_epsilon"] == pytest.approx(3.42)
-    assert info["epsilon"] < 3.42  # PLD is tighter than the basic sum it is shown beside
+    assert info["epsilon"] < 3.42 and info["tighter"]  # PLD is tighter than the basic sum it is shown beside
+    assert (info["basic_epsilon_display"], info["delta_display"]) == ("3.42", "1e-6")
     assert services.remaining(budget)["epsilon"]["spent"] == "3.42"  # admission still uses the sum
 
 

@@ -104,3 +104,20 @@ def test_budget_panel_tag_renders_gauge_and_timeline(ledger):
     assert 'aria-label="epsilon: spent 13/30, reserved 0.2, remaining 11/30 of cap 1"' in html
     assert 'id="ledger-timeline-%d-data"' % ledger.pk in html
     assert html.endswith("|epsilon 11/30 of 1 left; delta 1e-5 of 1e-5 left")
+
+
+def test_dataset_page_shows_the_budget_panel_to_the_steward_only(client, ledger, personas):
+    url = reverse("dpportal-dataset", args=[ledger.pk])
+    html = login(client, personas["steward"]).get(url).content.decode()
+    assert 'aria-label="epsilon: spent 13/30' in html and reverse("dpportal-ledger", args=[ledger.pk]) in html
+    assert 'class="ledger-timeline"' in html
+    client.logout()
+    seen = login(client, personas["analyst"]).get(url)
+    assert seen.status_code == 200  # granted analysts see the dataset's finished releases ...
+    page = seen.content.decode()
+    assert "epsilon: spent" not in page and "/ledger/" not in page  # ... but not its budget or ledger
+
+
+def test_dataset_list_shows_remaining_budget(client, ledger, personas):
+    html = login(client, personas["steward"]).get(reverse("dpportal-datasets")).content.decode()
+    assert "epsilon 11/30 of 1 left" in html
