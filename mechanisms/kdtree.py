@@ -355,6 +355,11 @@ class KDTreeGrid(_KDBase):
         *_COMMON_PARAMS,
     )
 
+    def __init__(self, schema, **kw):
+        super().__init__(schema, **kw)
+        if self.params["width"] is not None and self.params["threshold"] is not None:
+            self._resolve(1)  # n is not needed: refuse a grid flooded by empty cells before any data is read
+
     def _resolve(self, n: int) -> dict:
         p = self.params
         d = len(self._num)
@@ -444,6 +449,12 @@ class KDTreeAdaptive(_KDBase):
                   minimum=0.0, optional=True),
         *_COMMON_PARAMS,
     )
+
+    def __init__(self, schema, **kw):
+        super().__init__(schema, **kw)
+        p = self.params
+        if p["levels_independent"] is not None and p["levels_adaptive"] is not None:
+            self._resolve(0)  # checks that need no n (n = 0 gives lower bounds on the cell counts)
 
     # -- configuration -------------------------------------------------------------------------
     def _budgets(self) -> tuple[float, float]:

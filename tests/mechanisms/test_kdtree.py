@@ -320,9 +320,11 @@ def test_default_parameters_follow_the_theorems():
 def test_bad_parameters_are_refused_with_the_value():
     with pytest.raises(ValueError, match="split"):
         KDTreeAdaptive(numeric_schema(1), epsilon=1.0, split=1.5)
-    m = KDTreeGrid(numeric_schema(10), epsilon=1.0, noise=Noise.seeded(0), width=1e-4, threshold=0)
+    with pytest.raises(ValueError, match="expected empty cells"):  # refused at build time, before any data
+        build("kdtree-grid", numeric_schema(10), epsilon=1.0, params={"width": 1e-4, "threshold": 0})
     with pytest.raises(ValueError, match="expected empty cells"):
-        m._resolve(1000)
+        build("kdtree-adaptive", numeric_schema(10), epsilon=1.0,
+              params={"levels_independent": 200, "levels_adaptive": 10, "tau": 0})
 
 
 # -- contract: summary round trip, runner -------------------------------------------------------------
