@@ -408,6 +408,13 @@ class PrivHP(Mechanism):
                   minimum=1000, maximum=10_000_000),
     )
 
+    @classmethod
+    def check_schema(cls, schema: Schema) -> None:
+        super().check_schema(schema)
+        if Domain.from_schema(schema).max_depth == 0:  # refused before any data is read
+            raise ValueError("the schema's domain has a single point (every kept column has one value): "
+                             "nothing to decompose")
+
     # -- public planning ------------------------------------------------------------------------------
     @classmethod
     def plan_for(cls, schema: Schema, n: int, epsilon: float, params: dict | None = None) -> Plan:
@@ -631,7 +638,7 @@ class PrivHP(Mechanism):
         leaf = self.descend(rng.integers(0, total, size=n))
         return self.schema.from_unit(self._points_in_leaves(leaf, rng))
 
-    def _points_in_leaves(self, leaf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _points_in_leaves(self, leaf: np.ndarray, rng: Any) -> np.ndarray:
         dom = self.domain
         schedule = np.asarray(self.plan.schedule)
         cuts_by_level = dom.cuts(schedule)

@@ -116,6 +116,12 @@ def test_parameters_are_validated_with_the_bad_value_in_the_message():
         PrivHP(NUM2, epsilon=1, sketch_depth=0)
 
 
+def test_a_single_point_domain_is_refused_before_any_data_is_read():
+    one = Schema(columns=(Column("c", "categorical", categories=("only",)),))
+    with pytest.raises(ValueError, match="single point"):
+        PrivHP(one, epsilon=1.0)
+
+
 # ----------------------------------------------------------------------------------------------
 # Algorithm 3
 # ----------------------------------------------------------------------------------------------
