@@ -1,7 +1,7 @@
 """pMSE mechanism performance: the issue's target release and scaling in n and d (one core).
 
 1. Target: ε = 1, n = 5000, d = 2, paper-mode trees of depth 5 (cp 0.01), m = 5, burn-in 1000
-   (strict-utility warm-up, annealed) + 500 depth-5 iterations; and the default strict release
+   (strict-utility warm-up, annealed) + 1500 depth-5 iterations; and the default strict release
    (burn-in 1000 + 1000 iterations). Fit seconds, split-half mixing statistic, where time goes.
 2. Scaling: seconds per utility evaluation (median of a few) for n ∈ {5000, 50000} and
    d ∈ {2, 5, 10}, strict (pairwise features) and paper depth 5; a default chain is
@@ -57,8 +57,8 @@ def main(argv=None) -> None:
     lines = ["pMSE mechanism performance (shared 2-core machine, one thread; CPU seconds of the process, "
              "and wall-clock for the fits)", ""]
     df = paper_data(5000, np.random.default_rng(0))
-    runs = [("paper depth 5, cp 0.01, burn-in 1000 + 500", dict(tree="paper", depth=5, features="columns",
-                                                              burn_in=1000, iterations=500)),
+    runs = [("paper depth 5, cp 0.01, burn-in 1000 + 1500", dict(tree="paper", depth=5, features="columns",
+                                                               burn_in=1000, iterations=1500)),
             ("strict + pairwise (defaults), burn-in 1000 + 1000", dict())]
     if args.quick:
         runs = [(lab + " [quick: 200+100]", dict(p, burn_in=200, iterations=100)) for lab, p in runs]
