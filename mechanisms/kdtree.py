@@ -327,6 +327,9 @@ class _KDBase(Mechanism):
         out = {"config": self.config}  # public: parameters, and functions of the DP release only
         if rel is not None:
             out.update(released_cells=int(len(rel.weights)), total_noisy_weight=int(rel.weights.sum()))
+            if len(rel.weights) == 0:
+                out["warning"] = ("no cell reached the threshold: synthetic rows are drawn uniformly over the "
+                                  "public domain (lower the threshold or coarsen the cells)")
         return out
 
     def _caveats(self) -> tuple[str, ...]:
