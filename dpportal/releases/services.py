@@ -244,7 +244,13 @@ def _close_ledger(release: Release) -> None:
 
 
 def _mark_data_touched(release_id: int) -> None:
-    Release.objects.filter(pk=release_id).update(data_touched=True, stage="reading data")
+    """Conditional on the job still being ours (ledger engineer's fix): if another delivery already
+    declared it abandoned (failed, possibly refunded), this worker must not read the data at all.
+    The two UPDATEs of the row are serialized, so either the flag is set first (the ledger then
+    charges, never refunds) or the job is failed first (and nothing is read)."""
+    if not Release.objects.filter(pk=release_id, status=Release.RUNNING).update(data_touched=True,
+                                                                                stage="reading data"):
+        raise RuntimeError(f"release {release_id} is no longer running here; its data was not read")
 
 
 def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:

@@ -84,3 +84,20 @@ def test_an_over_budget_plan_creates_no_release_and_queues_nothing(ready, person
         plan(ready, personas["steward"], epsilon="1.5")
     assert callbacks == [] and not Release.objects.exists()
     assert ledger.remaining(ready)["epsilon"]["reserved"] == "0"
+
+
+def test_a_worker_that_lost_its_job_never_reads_the_data(ready, personas, monkeypatch):
+    """A spurious redelivery declared the job abandoned (failed + refunded) while its first worker
+    was still alive: that worker must stop before reading data, so the refund stays honest."""
+    from mechanisms.baseline import Baseline
+
+    release = plan(ready, personas["steward"], epsilon="0.5")
+    assert jobs.claim(release.pk)
+    assert jobs.fail_abandoned(release.pk)  # the other delivery: failed, refunded (data untouched)
+    read = []
+    monkeypatch.setattr(Baseline, "_fit", lambda self, source: read.append(1))
+    jobs.execute(release.pk)  # the original worker carries on
+    release = Release.objects.get(pk=release.pk)
+    assert read == [] and not release.data_touched and release.status == "failed" and not release.output_file
+    assert kinds(release) == ["reserve", "refund"]
+    assert ledger.verify_dataset(ready.pk).ok
