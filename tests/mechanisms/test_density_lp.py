@@ -102,11 +102,12 @@ def test_twenty_column_two_way_schema_solves_sparse(monkeypatch):
     dense_calls = []
     monkeypatch.setattr(sparse.csr_matrix, "toarray", lambda self, *a, **k: dense_calls.append(self.shape))
     monkeypatch.setattr(sparse.csc_matrix, "toarray", lambda self, *a, **k: dense_calls.append(self.shape))
-    mech = dlp.DensityLP(schema, epsilon=50.0, noise=Noise.seeded(3), reference="uniform", m=3000)
+    mech = dlp.DensityLP(schema, epsilon=50.0, noise=Noise.seeded(3), m=2000)  # auto: product
     mech.fit(TableSource.from_frame(schema, cat_frame(schema, cells)))
     rep = mech.report()
     assert rep["functions"] == 20 * 4 + 190 * 16 and rep["tables"] == 210
-    assert rep["lp_nonzeros"] <= 2 * 3000 * 211 + 3000 + 2 * rep["lp_rows"]  # sparse: ~ m * T, not |F| * m
+    assert rep["reference"] == "product"
+    assert rep["lp_nonzeros"] <= 2 * 2000 * 211 + 2000 + 2 * rep["lp_rows"]  # sparse: ~ m * T, not |F| * m
     assert not any(shape[0] >= rep["functions"] for shape in dense_calls)
     out = mech.sample(4000)
     agree = np.mean(out["c0"].to_numpy() == out["c1"].to_numpy())
@@ -282,3 +283,18 @@ def test_bad_settings_fail_before_reading_data():
         dlp.DensityLP(numeric_schema(3), epsilon=1.0, reference="bernstein", lattice=100)
     with pytest.raises(ValueError, match="degree"):
         dlp.DensityLP(cat_schema([2, 2]), epsilon=1.0, degree=4)
+
+
+def test_tie_break_keeps_the_max_error_and_lowers_the_total_error():
+    rng = np.random.default_rng(9)
+    sizes = [3, 3, 3]
+    tables = dlp.marginal_tables(3, 2)
+    pts = np.column_stack([rng.integers(0, 3, 12) for _ in sizes])
+    targets = dlp.marginal_counts(np.column_stack([rng.integers(0, 3, 300) for _ in sizes]), sizes, tables) / 300
+    targets = targets + rng.laplace(0, 0.02, len(targets))
+    A = dlp.design_matrix(pts, sizes, tables)
+    h1, t1, _ = dlp.solve_density_lp(A, targets)
+    h2, t2, _ = dlp.solve_density_lp(A, targets, tie_break=True)
+    assert t2 == pytest.approx(t1, rel=1e-5)
+    assert np.max(np.abs(A @ h2 - targets)) <= t1 * (1 + 1e-5)
+    assert np.abs(A @ h2 - targets).sum() <= np.abs(A @ h1 - targets).sum() + 1e-9
