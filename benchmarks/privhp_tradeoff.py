@@ -36,10 +36,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as benchmarks/privhp_tradeoff.py
 
 import numpy as np
 import pandas as pd

@@ -74,16 +74,21 @@ Sampling
     cell), decoded through ``Schema.from_unit``.
 
 Defaults (parameters left empty are derived from n, d, epsilon and ``memory_mb``; n is public)
-    r = ceil(log2(epsilon n)) (He et al.), capped by the resolvable depth and 62. W = memory_mb MiB / 8
-    bytes = words. If the full tree (2^(r+1) words) fits in W, L* = r: no pruning, exactly PMM's tree.
-    Otherwise the counters take at most half: L* = floor(log2(W/2)) - 1; j = clamp(ceil(log2(epsilon n)/8),
-    2, 6) (Theta(log(epsilon n)) with a small constant: noise per cell grows with j); w = the largest power
-    of two with (r - L*) j w <= W - 2^(L*+1); k = w / 2 (the paper's w = 2k).
+    r = ceil(log2(epsilon n)) (He et al.), capped by the resolvable depth and 62. The budget M =
+    ``memory_mb`` MiB covers the structure AND the output tree (``memory_model``). If the complete tree fits
+    (41 bytes per depth-r node: counters, accumulator, leaves), L* = r: no pruning, exactly PMM's tree.
+    Otherwise the exact part gets half of M: L* = floor(log2(M / 2 / 58 bytes)) (paper: L* ~ log2 M);
+    j = clamp(ceil(log2(epsilon n) / 8), 2, 6) (Theta(log(epsilon n)) with a small constant: every cell's
+    noise grows with j and the min of j noisy rows is biased low); w = the largest power of two with
+    (r - L*)(8 j + 17) w <= M / 2 (sketch cells and their share of the output tree); k = w / 2 (w = 2k).
 
 Memory before submission
-    ``PrivHP.memory_estimate(schema, n, params=None, *, epsilon=1.0) -> int`` returns the bytes the
-    structure and the growing step will use (the web form shows it before the release is submitted; it
-    reads no data). ``PrivHP.plan_for(schema, n, epsilon, params)`` gives the resolved parameters.
+    ``PrivHP.memory_estimate(schema, n, params=None, *, epsilon=1.0) -> int`` returns the peak bytes of a
+    release: structure + output tree + growing temporaries + one chunk's working arrays (the web form
+    shows it before the release is submitted; it reads no data; ``params`` may hold the form's raw
+    strings, they are validated like the mechanism's). It does not count the Python interpreter and
+    libraries (~100-150 MB RSS; OpenDP's native library ~100 MB more). ``PrivHP.plan_for(schema, n,
+    epsilon, params)`` gives the resolved parameters (r, L*, k, w, j, per-level budgets).
 """
 
 from __future__ import annotations
