@@ -180,3 +180,24 @@ def test_a_job_whose_worker_died_is_failed_once_and_stays_charged(world):
 def test_the_status_endpoint_reports_progress(world):
     data = world.client(world.owner).get(f"/releases/{world.release.pk}/status.json").json()
     assert data == {"id": world.release.pk, "status": "done", "progress": 100.0, "stage": "done", "finished": True}
+
+
+def test_the_draw_button_queues_a_free_draw(world):
+    resp = world.client(world.owner).post(f"/releases/{world.release.pk}/draw/", {"rows": "7"})
+    draw = Release.objects.latest("pk")
+    assert resp.status_code == 302 and resp["Location"] == f"/releases/{draw.pk}/"
+    assert (draw.parent_id, draw.rows, draw.status) == (world.release.pk, 7, "queued")
+    bad = world.client(world.owner).post(f"/releases/{world.release.pk}/draw/", {"rows": "0"}, follow=True)
+    assert "rows must be between 1 and" in bad.content.decode()
+
+
+def test_the_steward_grants_and_revokes_an_analyst(world):
+    client = world.client(world.owner)
+    url = f"/datasets/{world.dataset.pk}/grants/"
+    client.post(url, {"username": "stan", "action": "grant"})
+    assert world.client(world.stranger_analyst).get(f"/releases/{world.release.pk}/synthetic.csv").status_code == 200
+    client.post(url, {"username": "stan", "action": "revoke"})
+    assert world.client(world.stranger_analyst).get(f"/releases/{world.release.pk}/synthetic.csv").status_code == 404
+    resp = client.post(url, {"username": "oscar", "action": "grant"}, follow=True)  # a steward, not an analyst
+    assert "no analyst named" in resp.content.decode()
+    assert not world.dataset.analysts.filter(username="oscar").exists()
