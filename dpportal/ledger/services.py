@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Prefetch
+from django.db.models import F
 from django.utils import timezone
 
 from .models import Budget, LedgerEntry
@@ -130,8 +130,7 @@ def _refusal(dataset_id: int, eps_units: int, delta_units: int, epsilon, delta) 
 
 
 def _reservation(release) -> LedgerEntry:
-    entry = (LedgerEntry.objects.filter(kind=LedgerEntry.RESERVE, release_pk=release.pk)
-             .select_related(None).first())
+    entry = LedgerEntry.objects.filter(kind=LedgerEntry.RESERVE, release_pk=release.pk).first()
     if entry is None:
         raise LedgerError(f"release {release.pk} has no reservation in the ledger")
     return entry
@@ -140,9 +139,8 @@ def _reservation(release) -> LedgerEntry:
 def _data_touched(release) -> bool:
     """Read the flag from the database (the caller's object may be stale); a release that is gone
     counts as touched: its history cannot prove otherwise, so nothing is refunded."""
-    model = type(release)
-    row = model.objects.select_for_update().filter(pk=release.pk).values_list("data_touched", flat=True)
-    flags = list(row)
+    flags = list(type(release).objects.select_for_update().filter(pk=release.pk)
+                 .values_list("data_touched", flat=True))
     return True if not flags else bool(flags[0])
 
 
