@@ -14,6 +14,7 @@ import codecs
 import csv
 import io
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,9 +93,20 @@ def copy_limited(fileobj, dest: Path, max_bytes: int) -> int:
     return size
 
 
+# Compressed or archive formats renamed to .csv (a "zip bomb" never gets decompressed: refused on sight)
+ARCHIVE_MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"PK\x05\x06": "zip", b"BZh": "bzip2",
+                 b"\xfd7zXZ\x00": "xz", b"7z\xbc\xaf\x27\x1c": "7z", b"\x28\xb5\x2f\xfd": "zstd"}
+# A valid UTF-8 multi-byte sequence: seen in a file that is not valid UTF-8 as a whole, it means
+# the file mixes encodings (decoding it all as Windows-1252 would silently garble those cells).
+UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
 def sniff_encoding(path: Path) -> str:
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
+    for magic, kind in ARCHIVE_MAGIC.items():
+        if head.startswith(magic):
+            raise UploadError(f"the file is a {kind} archive, not a CSV text file: upload the uncompressed CSV")
     if b"\x00" in head:
         raise UploadError("the file contains NUL bytes: it looks binary (or UTF-16), not a CSV text file")
     for enc in ENCODINGS:
@@ -106,10 +118,21 @@ def sniff_encoding(path: Path) -> str:
                         raise UploadError("the file contains NUL bytes: it looks binary, not a CSV text file")
                     decoder.decode(chunk)
                 decoder.decode(b"", final=True)
-            return enc
         except UnicodeDecodeError:
             continue
+        if enc != "utf-8-sig" and _has_utf8_sequences(path):
+            raise UploadError("the file mixes encodings: some cells are UTF-8, others are not; "
+                              "save the whole file as UTF-8 CSV")
+        return enc
     raise UploadError("the file is neither UTF-8 nor Windows-1252 text: save it as UTF-8 CSV")
+
+
+def _has_utf8_sequences(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            if UTF8_MULTIBYTE.search(chunk):
+                return True
+    return False
 
 
 def sniff_delimiter(path: Path, encoding: str) -> str:

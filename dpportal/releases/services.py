@@ -100,6 +100,11 @@ def validate(dataset, req: ReleaseRequest):
 def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
     epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
+    for name, value in (("epsilon", epsilon), ("delta", delta)):
+        try:
+            exact(value)
+        except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
+            raise ReleaseRequestError(f"{name}: {exc}") from None
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     mech = validate(dataset, req)
     schema = dataset.confirmed_schema()
