@@ -403,7 +403,7 @@ class KDTreeGrid(_KDBase):
         keys = grid.keys(coords)
         occupied, first, counts = np.unique(keys, return_index=True, return_counts=True)
         cells = coords[first]
-        self.progress(0.4, f"noising {len(counts)} non-empty cell counts")
+        self.progress(0.4, "noising the non-empty cell counts")  # no data-dependent number in messages
         noisy = self._noisy_counts(counts, self.epsilon)
         keep = noisy >= cfg["T"]
         self.progress(0.8, "sampling surviving empty cells")

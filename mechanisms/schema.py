@@ -377,6 +377,7 @@ class TableSource:
     def frame(self) -> pd.DataFrame:
         if self._prepared is None:
             raw = self._frame if self._frame is not None else read_raw_csv(self._path, **self._read_kw)
+            self._check_n(len(raw))
             self._prepared = self.schema.prepare(raw)
         return self._prepared
 
@@ -385,8 +386,21 @@ class TableSource:
             for start in range(0, len(self._frame), size):
                 yield self.schema.prepare(self._frame.iloc[start:start + size])
         else:
+            seen = 0
             for raw in read_raw_csv(self._path, chunksize=size, **self._read_kw):
+                seen += len(raw)
                 yield self.schema.prepare(raw)
+            self._check_n(seen)
+
+    def _check_n(self, records: int) -> None:
+        """n is public and every sensitivity assumes the mechanism reads exactly n records: refuse a
+        file whose records do not add up to it (e.g. a counter that disagrees with this reader on
+        whitespace-only lines). The web app reads every chunk when the schema is confirmed, so this
+        fires there, before any release."""
+        if records != self.n:
+            raise SchemaMismatch(f"the file holds {records} records but its public row count is n={self.n} "
+                                 f"(a whitespace-only line in a one-column file is not read as a record: "
+                                 f"write missing values with a declared missing marker)")
 
 
 # ------------------------------------------------------------------------------------------------
