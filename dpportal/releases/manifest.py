@@ -35,6 +35,7 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
                               "finished": _iso(release.finished_at)}
     else:  # analysts: day only, so no job duration can be read from it (timing side channel)
         data["timestamps"] = {"released_on": release.finished_at.date().isoformat() if release.finished_at else None}
+        data = untimed(data)
     return data
 
 
@@ -42,8 +43,21 @@ def _iso(t):
     return t.isoformat() if t else None
 
 
+# Keys that carry a duration (job or solver timings, e.g. "seconds_fit", "solve_seconds"): steward-only,
+# at any depth of the report, so analysts cannot read a data-dependent running time.
+TIMING_MARKERS = ("seconds", "duration", "elapsed")
+
+
+def untimed(value):
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if not any(m in str(k).lower() for m in TIMING_MARKERS)}
+    if isinstance(value, list):
+        return [untimed(v) for v in value]
+    return value
+
+
 def public_report(release: Release, *, for_owner: bool) -> dict | None:
     report = (release.origin().report or None)
     if report is None or for_owner:
         return report
-    return {k: v for k, v in report.items() if not k.startswith("seconds")}
+    return untimed(report)
