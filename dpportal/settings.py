@@ -161,6 +161,8 @@ else:
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        # remote-control (pidbox) messages: without this kombu writes ./control in the cwd
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         "polling_interval": env_float("DPPORTAL_BROKER_POLLING_INTERVAL", 0.1, minimum=0.01),
     }
@@ -182,6 +184,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
 }
 
-for _d in (STATIC_ROOT, UPLOAD_DIR, RELEASE_DIR, BROKER_DIR / "queue", BROKER_DIR / "processed", UPLOAD_DIR / "tmp"):
+for _d in (STATIC_ROOT, UPLOAD_DIR, RELEASE_DIR, BROKER_DIR / "queue", BROKER_DIR / "processed", BROKER_DIR / "control",
+           UPLOAD_DIR / "tmp"):
     _d.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "tmp")
