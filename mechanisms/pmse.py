@@ -527,7 +527,7 @@ class PMSEMechanism(Mechanism):
                   minimum=1, maximum=200),
         ParamSpec("releases", "int", 1, "number l of parameter draws released, each at epsilon/l; rows are "
                   "split evenly among them", minimum=1, maximum=100),
-        ParamSpec("iterations", "int", 1000, "MCMC iterations after burn-in (thinning = iterations / releases)",
+        ParamSpec("iterations", "int", 2000, "MCMC iterations after burn-in (thinning = iterations / releases)",
                   minimum=1, maximum=1_000_000),
         ParamSpec("burn_in", "int", 1000, "MCMC burn-in iterations (proposal adapted during burn-in only)",
                   minimum=0, maximum=1_000_000),
