@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick venv clean
+.PHONY: run test test-fast bench bench-quick bench-venv venv clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,3 +23,34 @@ test: venv
 
 clean:
 	rm -rf $(VENV) var test-artifacts
+
+# Benchmarks (slow: not part of `make test`). Peers run in their own venv so the product never
+# depends on smartnoise-synth. Results go to docs/benchmarks-*.md and docs/mechanisms/*.md.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: requirements-bench.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install -q -r requirements-bench.txt
+	touch $@
+
+bench-venv: $(BENCH_VENV)/.installed
+
+bench-quick: venv bench-venv
+	$(PY) -m benchmarks.compare --quick
+
+bench: venv bench-venv
+	$(PY) -m benchmarks.compare
+	$(PY) -m benchmarks.kdtree_perf
+	$(PY) -m benchmarks.kdtree_figures
+	$(PY) -m benchmarks.kdtree_classification
+	$(PY) -m benchmarks.pmse_perf
+	$(PY) -m benchmarks.pmse_reproduce
+	$(PY) -m benchmarks.pmse_table1
+	$(PY) -m benchmarks.privhp_throughput
+	$(PY) -m benchmarks.privhp_tradeoff
+	$(PY) -m benchmarks.density_lp_boolean
+	$(PY) -m benchmarks.density_lp_continuous
+	$(PY) -m benchmarks.density_lp_adult
+	$(PY) -m benchmarks.dpmerf_grid
+	$(PY) -m benchmarks.dpmerf_table1
+	$(PY) -m benchmarks.evaluation_speed
