@@ -14,9 +14,12 @@ HOST=${HOST:-127.0.0.1}
 "$PY" -m celery -A dpportal worker --loglevel=INFO --concurrency="${WORKERS:-1}" --prefetch-multiplier=1 &
 WORKER=$!
 cleanup() {
-  trap - INT TERM EXIT
-  kill -TERM "$WORKER" 2>/dev/null || true
+  trap - EXIT
+  # A second Ctrl-C reaches Celery directly and aborts the running job (cold shutdown).
+  trap 'kill -QUIT "$WORKER" 2>/dev/null || true' INT TERM
+  echo "dpportal: stopping; a running job is finished first (Ctrl-C again aborts it)"
   [ -n "${WEB:-}" ] && kill -TERM "$WEB" 2>/dev/null || true
+  kill -TERM "$WORKER" 2>/dev/null || true
   wait 2>/dev/null || true
 }
 trap cleanup INT TERM EXIT
