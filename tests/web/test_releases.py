@@ -6,8 +6,6 @@ import csv
 import io
 import json
 
-import pytest
-
 from dpportal.ledger import services as ledger
 from dpportal.releases import services, tasks
 from dpportal.releases.models import Release
