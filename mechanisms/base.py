@@ -57,7 +57,8 @@ class ParamSpec:
     def coerce(self, value: Any, schema: Schema | None = None) -> Any:
         """Validate and convert ``value`` (may be a CLI/form string). Raises ValueError naming the param."""
         name = self.name
-        if value is None or (isinstance(value, str) and value.strip() in ("", "none", "None", "auto")):
+        empty = ("", "none", "None") + (() if "auto" in self.choices else ("auto",))
+        if value is None or (isinstance(value, str) and value.strip() in empty):
             if self.optional:
                 return None
             if value is None:

@@ -36,3 +36,14 @@ def test_privacy_cost_validates_itself():
         PrivacyCost(epsilon=-1.0)
     c = PrivacyCost(epsilon=1.0, delta=1e-6, guarantee="approximate", caveats=("x",))
     assert c.to_dict()["caveats"] == ["x"] and "replace-one" in c.to_dict()["neighbouring"]
+
+
+def test_a_choice_named_auto_is_a_value_not_an_empty_field():
+    from mechanisms.base import ParamSpec
+
+    spec = ParamSpec("reference", "choice", "auto", "help", choices=("auto", "uniform"))
+    assert spec.coerce("auto") == "auto"
+    opt = ParamSpec("w", "int", None, "help", optional=True)
+    assert opt.coerce("auto") is None
+    with pytest.raises(ValueError, match="'reference' must be one of"):
+        spec.coerce("nope")
