@@ -288,3 +288,25 @@ def _report(result: RunnerRelease) -> dict:
     report["seconds_fit"] = round(result.seconds_fit, 3)
     report["seconds_sample"] = round(result.seconds_sample, 3)
     return report
+
+
+def memory_estimate(cls, schema, n_rows: int, values) -> dict:
+    """Memory a bounded-memory mechanism (PrivHP) will use, from the form's raw values; reads no data.
+
+    Returns {"bytes": int, "mib": float} or {"error": message} when the values are not valid yet.
+    """
+    from dpportal.releases.forms import PARAM_PREFIX
+
+    params = {}
+    for spec in cls.params:
+        raw = values.get(PARAM_PREFIX + spec.name)
+        if raw not in (None, ""):
+            params[spec.name] = raw
+    try:
+        epsilon = float(exact(values.get("epsilon") or "1"))
+        if epsilon <= 0:
+            raise ValueError(f"epsilon must be positive, got epsilon={values.get('epsilon')!r}")
+        size = int(cls.memory_estimate(schema, int(n_rows), params, epsilon=epsilon))
+    except (ValueError, TypeError) as exc:
+        return {"error": str(exc)}
+    return {"bytes": size, "mib": round(size / 2**20, 2)}

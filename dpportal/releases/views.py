@@ -50,8 +50,12 @@ def release_new(request, pk):
             messages.success(request, f"Release {release.pk} queued; its cost is reserved on the budget.")
             return redirect("dpportal-release", release.pk)
     mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class
+    estimate = None
+    if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
+        values = request.POST if request.method == "POST" else request.GET
+        estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": ledger.remaining(dataset)}
+           "budget": ledger.remaining(dataset), "memory_estimate": estimate}
     return render(request, "releases/new.html", ctx)
 
 
