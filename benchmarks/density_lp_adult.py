@@ -39,9 +39,10 @@ SCHEMA = "benchmarks/schemas/adult.json"
 OUT = Path("benchmarks/out")
 
 
-def pair_errors(real: np.ndarray, syn: np.ndarray, sizes: list[int]) -> dict:
-    tvds = []
+def pair_errors(real: np.ndarray, syn: np.ndarray, sizes: list[int], names: list[str]) -> dict:
+    tvds, pairs = [], []
     for a, b in itertools.combinations(range(len(sizes)), 2):
+        pairs.append(f"{names[a]} x {names[b]}")
         shape = (sizes[a], sizes[b])
         pr = np.bincount(np.ravel_multi_index((real[:, a], real[:, b]), shape), minlength=shape[0] * shape[1])
         ps = np.bincount(np.ravel_multi_index((syn[:, a], syn[:, b]), shape), minlength=shape[0] * shape[1])
@@ -50,6 +51,7 @@ def pair_errors(real: np.ndarray, syn: np.ndarray, sizes: list[int]) -> dict:
     cell_err = np.abs(dlp.marginal_counts(real, sizes, tables) / len(real)
                       - dlp.marginal_counts(syn, sizes, tables) / len(syn)).max()
     return {"tvd2_mean": round(float(np.mean(tvds)), 4), "tvd2_max": round(float(np.max(tvds)), 4),
+            "worst_pair": pairs[int(np.argmax(tvds))],
             "cell_err_max": round(float(cell_err), 4)}
 
 
@@ -67,8 +69,8 @@ def run_one(schema: Schema, reference: str, epsilon: float, seed: int, m: int) -
     return {"reference": reference, "epsilon": epsilon, "seed": seed, "m": m, "fit_s": round(fit_s, 1),
             "lp_s": rep["solve_seconds"], "lp_rows": rep["lp_rows"], "lp_columns": rep["lp_columns"],
             "lp_nonzeros": rep["lp_nonzeros"], "rows_folded": rep["lp_rows_folded"], "t_star": round(rep["t_star"], 4),
-            **pair_errors(real, syn, schema.cell_sizes),
-            **{k + "_h": v for k, v in pair_errors(real, cells_h, schema.cell_sizes).items()}}
+            **pair_errors(real, syn, schema.cell_sizes, schema.names),
+            **{k + "_h": v for k, v in pair_errors(real, cells_h, schema.cell_sizes, schema.names).items()}}
 
 
 def main() -> None:

@@ -161,13 +161,18 @@ def design_matrix(points: np.ndarray, sizes: list[int], tables: list[tuple[int, 
 
 def _highs(c: np.ndarray, a_ub: sparse.spmatrix, b_ub: np.ndarray, a_eq: sparse.spmatrix,
            bounds: np.ndarray) -> np.ndarray:
-    with warnings.catch_warnings():  # SciPy warns that it passes run_crossover to HiGHS verbatim
-        warnings.simplefilter("ignore", OptimizeWarning)
-        res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds, method=LP_METHOD,
-                      options={"time_limit": SOLVER_TIME_LIMIT_S, "presolve": True, **LP_OPTIONS})
-    if res.status != 0 or res.x is None:
-        raise RuntimeError(f"the density LP did not solve: HiGHS status {res.status} ({res.message})")
-    return res.x
+    """Solve with LP_METHOD / LP_OPTIONS; if the interior point method stops short of optimality
+    (it can stall on tight, degenerate instances), solve again with crossover, which finishes the
+    interior point with the simplex method."""
+    res = None
+    for method, options in ((LP_METHOD, LP_OPTIONS), (LP_METHOD, {"run_crossover": "on"})):
+        with warnings.catch_warnings():  # SciPy warns that it passes run_crossover to HiGHS verbatim
+            warnings.simplefilter("ignore", OptimizeWarning)
+            res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds, method=method,
+                          options={"time_limit": SOLVER_TIME_LIMIT_S, "presolve": True, **options})
+        if res.status == 0 and res.x is not None:
+            return res.x
+    raise RuntimeError(f"the density LP did not solve: HiGHS status {res.status} ({res.message})")
 
 
 def solve_density_lp(A: sparse.spmatrix, targets: np.ndarray, *, tie_break: bool = False
