@@ -94,3 +94,49 @@ def test_a_source_with_a_consistent_n_reads_every_record(tmp_path):
     assert len(src.frame()) == 3
     assert sum(len(ch) for ch in TableSource(ONE, path=path, n=3).chunks(2)) == 3
     assert TableSource(ONE, path=path).n == 3  # counted by the same reader
+
+
+# -- kdtree-adaptive: the split decisions, audited through the whole mechanism -----------------------
+# One numeric axis, h = 1 (two data-independent nodes), h' - h = 1 (one data-dependent level), tau = 20.
+# D has 20 records in each half (10 per quarter); D' moves one record from the left half to the right.
+# Event: the left node splits and the right one does not (visible as depth-2 released cells). With the
+# decision noise DLap(2(h'-h)/eps') both factors move by e^(eps'/2): the event's ratio is exactly e^eps',
+# so the audit is tight. eps'' = 3 makes every leaf survive the threshold, so the event is (up to ~1e-6)
+# a function of the decisions alone and eps' is the claim.
+AUDIT_RUNS = 2000  # per side; about 2-4 s per 1000 fits on the 2-core machine
+ONE_AXIS = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),))
+
+
+def _quarters(counts) -> TableSource:
+    xs = np.concatenate([np.full(c, (i + 0.5) / 4) for i, c in enumerate(counts)])
+    return TableSource.from_frame(ONE_AXIS, pd.DataFrame({"x": xs.astype(str)}))
+
+
+def _left_splits_only(seed: int, counts, scale_factor: float) -> bool:
+    mech = KDTreeAdaptive(ONE_AXIS, epsilon=4.0, noise=Noise.seeded(seed), split=0.25, levels_independent=1,
+                          levels_adaptive=1, tau=20.0, threshold=1.0)
+    resolve = mech._resolve
+
+    def mutated(n):  # scale_factor 1: the real mechanism
+        cfg = resolve(n)
+        cfg["decision_scale"] *= scale_factor
+        return cfg
+
+    mech._resolve = mutated
+    mech.fit(_quarters(counts))
+    rel = mech.released
+    deep = rel.depth == 2
+    return bool(np.any(deep & (rel.coords[:, 0] < 2)) and not np.any(deep & (rel.coords[:, 0] >= 2)))
+
+
+@pytest.mark.parametrize("scale_factor,caught", [(1.0, False), (0.5, True)])
+def test_adaptive_split_decisions_hold_their_epsilon_and_a_half_scale_mutant_is_caught(scale_factor, caught):
+    from tests.audit import epsilon_lower_bound
+
+    d, d2 = [10, 10, 10, 10], [9, 10, 11, 10]
+    hits = sum(_left_splits_only(s, d, scale_factor) for s in range(AUDIT_RUNS))
+    hits2 = sum(_left_splits_only(10 ** 7 + s, d2, scale_factor) for s in range(AUDIT_RUNS))
+    eps_lb = epsilon_lower_bound(hits, hits2, AUDIT_RUNS)
+    assert (eps_lb > 1.0) is caught, f"epsilon lower bound {eps_lb:.3f} against the claim eps' = 1"
+    if not caught:
+        assert eps_lb > 0.6  # the audit has teeth: the true ratio is e^1
