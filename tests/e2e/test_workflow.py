@@ -2,8 +2,8 @@
 real Celery worker on the embedded filesystem broker: a new steward logs in, uploads adult.csv,
 confirms the schema, sets a budget, releases with two mechanisms (baseline and kdtree-grid), watches
 progress to done, opens the dashboard, downloads the CSV, reviews the ledger, grants an analyst, and
-the analyst logs in and downloads; finally the steward deletes the raw file. A screenshot of every step goes to test-artifacts/e2e/.
-No console errors and no request leaves the server."""
+the analyst logs in and downloads; finally the steward deletes the raw file. A screenshot of every
+step goes to test-artifacts/e2e/. No console errors and no request leaves the server."""
 
 from __future__ import annotations
 
