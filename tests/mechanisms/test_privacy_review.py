@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from mechanisms.baseline import Baseline
+from mechanisms.density_lp import DensityLP
 from mechanisms.kdtree import KDTreeAdaptive, KDTreeGrid
 from mechanisms.noise import Noise
 from mechanisms.privhp import PrivHP
@@ -49,6 +50,8 @@ def _trace(cls, frame: pd.DataFrame, **params) -> tuple[list, dict]:
     (KDTreeGrid, {"width": 0.1, "threshold": 3.0}),
     (KDTreeAdaptive, {"levels_independent": 2, "levels_adaptive": 4, "threshold": 3.0}),
     (PrivHP, {"depth": 8}),
+    (DensityLP, {"m": 200}),
+    (DensityLP, {"reference": "uniform", "m": 200}),
 ])
 def test_progress_messages_do_not_depend_on_the_data(cls, params):
     d, d2 = _neighbours()
@@ -66,6 +69,28 @@ def test_progress_messages_do_not_depend_on_the_data(cls, params):
 def test_privacy_details_do_not_depend_on_the_data(cls, params):
     d, d2 = _neighbours()
     assert _trace(cls, d, **params)[1] == _trace(cls, d2, **params)[1]
+
+
+NUMERIC = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
+                          Column("y", "continuous", lower=0.0, upper=1.0)))
+
+
+@pytest.mark.parametrize("name,params", [
+    ("pmse", {"iterations": 30, "burn_in": 30, "m": 1}),
+    ("dpmerf", {"epochs": 30, "features": 20}),
+])
+def test_progress_of_the_numeric_mechanisms_does_not_depend_on_the_data(name, params):
+    from mechanisms import registry
+
+    d, d2 = (f[["x", "y"]] for f in _neighbours(n=200))
+    traces = []
+    for frame in (d, d2):
+        trace: list[tuple[float, str]] = []
+        mech = registry.get(name)(NUMERIC, epsilon=1.0, delta=1e-5 if registry.get(name).needs_delta else 0.0,
+                                  noise=Noise.seeded(3), progress=lambda f, s, t=trace: t.append((f, s)), **params)
+        mech.fit(TableSource.from_frame(NUMERIC, frame))
+        traces.append(trace)
+    assert traces[0] and traces[0] == traces[1]
 
 
 def _write(tmp_path, text: str):
