@@ -298,3 +298,21 @@ def test_tie_break_keeps_the_max_error_and_lowers_the_total_error():
     assert t2 == pytest.approx(t1, rel=1e-5)
     assert np.max(np.abs(A @ h2 - targets)) <= t1 * (1 + 1e-5)
     assert np.abs(A @ h2 - targets).sum() <= np.abs(A @ h1 - targets).sum() + 1e-9
+
+
+@pytest.mark.parametrize("reference", ["histogram", "product", "uniform"])
+def test_progress_and_privacy_details_do_not_depend_on_the_data(reference):
+    schema = cat_schema([3, 2, 4])
+    rng = np.random.default_rng(10)
+    cells = np.column_stack([np.zeros(200, dtype=int), rng.integers(0, 2, 200), np.zeros(200, dtype=int)])
+    other = cells.copy()
+    other[0] = [2, 1, 3]  # one record replaced by one in otherwise empty cells
+
+    def trace(c):
+        seen = []
+        mech = dlp.DensityLP(schema, epsilon=1.0, noise=Noise.seeded(1), reference=reference, m=200,
+                             progress=lambda f, s: seen.append((f, s)))
+        mech.fit(TableSource.from_frame(schema, cat_frame(schema, c)))
+        return seen, mech.privacy_cost().details
+
+    assert trace(cells) == trace(other)
