@@ -106,6 +106,10 @@ def main(argv=None) -> None:
     fit_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     synth = mech.sample(len(test))
     tag = f"bw{args.bandwidth}" if args.bandwidth else "bw-heuristic"
+    if args.epochs:
+        tag += f"_e{args.epochs}"
+    if args.hidden:
+        tag += f"_h{args.hidden.replace(',', '-')}"
     res = {"n_train": len(train), "params": params, "epsilon": 1.0, "delta": 1e-5,
            "nll_synthetic": nll(synth), "nll_real_test": nll(test),
            "class_shares_synthetic": synth["label"].value_counts(normalize=True).sort_index().round(4).to_dict(),

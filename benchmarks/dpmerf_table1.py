@@ -144,6 +144,12 @@ def run(name: str, args) -> dict:
         out["runs"].append(res)
         print(f"{name} rep {rep}: fit {fit_s:.1f}s wall ({cpu_s:.1f}s CPU)  ROC {res['mean']['roc']:.3f}  PRC {res['mean']['prc']:.3f}"
               f"  ROC(scores) {res['mean']['roc_score']:.3f}", flush=True)
+        for r in args.also_undersample:  # post-processing of the same release: no new fit, no new cost
+            mech.params["undersample"] = r
+            extra = evaluate(schema, mech.sample(len(raw)), test, spec["target"], spec["positive"], args.quick)
+            res.setdefault("undersample_variants", {})[str(r)] = extra
+            print(f"{name} rep {rep} undersample {r}: ROC {extra['mean']['roc']:.3f}  PRC {extra['mean']['prc']:.3f}"
+                  f"  ROC(scores) {extra['mean']['roc_score']:.3f}", flush=True)
     if args.real:
         out["real"] = evaluate(schema, schema.prepare(raw), test, spec["target"], spec["positive"], args.quick)
         print(f"{name} real: ROC {out['real']['mean']['roc']:.3f}  PRC {out['real']['mean']['prc']:.3f}", flush=True)
@@ -161,6 +167,8 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int, default=None, help="default: the mechanism's default")
     ap.add_argument("--features", type=int, default=1000)
     ap.add_argument("--undersample", type=float, default=1.0)
+    ap.add_argument("--also-undersample", type=float, nargs="*", default=[],
+                    help="also evaluate these undersampling rates on the same fitted release")
     ap.add_argument("--bandwidth", type=float, default=None)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--real", action="store_true", help="also train on the real table (ceiling)")
