@@ -362,7 +362,7 @@ class DensityLP(Mechanism):
                   "small, else product)", choices=REFERENCES),
         ParamSpec("degree", "int", 2, "marginal degree k: test functions are all marginal cells of up to k "
                   "columns", minimum=1, maximum=3),
-        ParamSpec("split", "float", 0.5, "fraction of epsilon spent on mu (histogram / bernstein); the rest "
+        ParamSpec("split", "float", 0.5, "fraction of epsilon spent on mu (histogram / product / bernstein); the rest "
                   "goes to the noisy marginals of the LP", minimum=0.05, maximum=0.95),
         ParamSpec("m", "int", None, "number of reference points (default: the theorems' requirement, "
                   f"capped at {M_CAP} and by the LP size)", minimum=1, maximum=1_000_000, optional=True),
@@ -405,8 +405,8 @@ class DensityLP(Mechanism):
             return "histogram" if self.domain_size <= HISTOGRAM_MAX_CELLS else "product"
         if choice == "histogram" and self.domain_size > HISTOGRAM_MAX_CELLS:
             raise ValueError(f"reference='histogram' noises every cell of the domain, which has "
-                             f"{self.domain_size:.3g} cells (limit {HISTOGRAM_MAX_CELLS}); use reference='uniform' "
-                             "or fewer columns / bins")
+                             f"{self.domain_size:.3g} cells (limit {HISTOGRAM_MAX_CELLS}); use reference='product' "
+                             "or 'uniform', or fewer columns / bins")
         if choice == "bernstein":
             bad = [c.name for c in self.schema.kept if not c.is_numeric]
             if bad:
