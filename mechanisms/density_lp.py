@@ -91,7 +91,7 @@ HISTOGRAM_MAX_CELLS = 2 ** 21
 # The Bernstein lattice has (k+1)^p points; keep it small enough for float noise (~2 s per 1e5).
 BERNSTEIN_MAX_DIM = 3
 BERNSTEIN_MAX_LATTICE_POINTS = 20_000
-DEFAULT_LATTICE = {1: 64, 2: 24, 3: 10}  # cover size k per dimension p ((k+1)^p <= 4,225 points)
+DEFAULT_LATTICE = {1: 64, 2: 24, 3: 10}  # cover size k per dimension p ((k+1)^p <= 1,331 points)
 # mu from the Bernstein estimate is sampled piecewise-constant on a grid of this many cells
 # (post-processing: it only changes utility, never privacy).
 SAMPLING_GRID_CELLS = 2 ** 18
