@@ -555,6 +555,9 @@ class DensityLP(Mechanism):
                 details[key] = self.info[key]
         caveats = ["the paper's accuracy guarantee (8*delta-accurate marginals) assumes i.i.d. data and "
                    "lower bounds on n and m; privacy does not depend on them"]
+        if self.reference == "product":
+            caveats.append("product reference (product of noisy one-way histograms) is an extension: the paper's "
+                           "accuracy theorem covers uniform, histogram and Bernstein references only")
         if self.reference == "bernstein":
             caveats.append("Bernstein reference: the lattice noise is on floats (OpenDP exact sampler in "
                            "secure mode); reference points are drawn from the clipped estimate on a fine grid "
