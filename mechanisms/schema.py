@@ -321,7 +321,17 @@ class Schema:
         out = {}
         for j, c in enumerate(self.kept):
             idx = np.clip(cells[:, j], 0, c.n_cells - 1)
-            if c.is_numeric:
+            if c.kind == "integer":
+                # uniform over the integers that to_cells puts in the bin: edges[i] <= k < edges[i+1]
+                # (the last bin also holds the upper bound), so decoding never moves a row to another bin
+                edges = c.bin_edges()
+                first = np.ceil(edges[:-1]).astype(np.int64)
+                last = np.ceil(edges[1:]).astype(np.int64) - 1
+                last[-1] = math.floor(c.upper)
+                first = np.maximum(first, math.ceil(c.lower))
+                lo, hi = first[idx], np.maximum(last[idx], first[idx])
+                out[c.name] = lo + np.floor(rng.random(len(idx)) * (hi - lo + 1)).astype(np.int64)
+            elif c.is_numeric:
                 edges = c.bin_edges()
                 lo, hi = edges[idx], edges[idx + 1]
                 v = np.clip(lo + rng.random(len(idx)) * (hi - lo), c.lower, c.upper)

@@ -66,10 +66,10 @@ def epsilon_cap_units(value) -> int:
 
 
 def delta_cap_units(value) -> int:
-    """A delta cap -> whole units, rounded DOWN; must be in [0, 1]."""
+    """A delta cap -> whole units, rounded DOWN; must be in [0, 1) (a cap of 1 would promise nothing)."""
     d = _parse(value if value not in (None, "") else 0, "delta cap")
-    if d < 0 or d > MAX_DELTA_CAP:
-        raise ValueError(f"delta cap must be between 0 and 1, got delta={value!r}")
+    if d < 0 or d >= MAX_DELTA_CAP:
+        raise ValueError(f"delta cap must be in [0, 1), got delta={value!r}")
     return math.floor(d * DELTA_UNIT)
 
 
