@@ -45,12 +45,14 @@ DATASETS = {
     "bank_marketing": ("y", None),
     "california_housing": ("ocean_proximity", None),
     "credit_default_taiwan": ("default.payment.next.month", None),
+    "california_housing_numeric": (None, None),  # numeric-only schema: where pmse can run; no TSTR
 }
+FILES = {"california_housing_numeric": "california_housing"}  # dataset -> CSV name when they differ
 MECHANISMS = ["baseline", "kdtree-grid", "kdtree-adaptive", "pmse", "privhp", "density-lp", "dpmerf"]
 PEERS = ["mst", "aim", "dpctgan"]
 DELTA = 1e-5
 # Parameters that keep one run within a few minutes on 2 cores (documented in docs/benchmarks.md).
-PARAMS = {"dpmerf": {"epochs": "2000"}}
+PARAMS = {"dpmerf": {"epochs": "2000"}, "pmse": {"iterations": "400", "burn_in": "200"}}
 QUICK_PARAMS = {"dpmerf": {"epochs": "300"}, "pmse": {"iterations": "300", "burn_in": "100"}}
 PEER_TIMEOUT = {"quick": 300, "full": 1500}
 
@@ -59,7 +61,7 @@ def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
     """Write the training CSV (and the test CSV) for one dataset; returns paths, schema, target."""
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{name}.json").read_text())
     target, test_file = DATASETS[name]
-    raw = read_raw_csv(DATA / f"{name}.csv")
+    raw = read_raw_csv(DATA / f"{FILES.get(name, name)}.csv")
     if test_file:
         train, test = raw, read_raw_csv(DATA / test_file)
     else:
@@ -73,9 +75,12 @@ def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
     return tr, te, schema, target
 
 
-def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int, out: Path, quick: bool) -> dict:
+def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int, out: Path, quick: bool,
+                 target: str | None = None) -> dict:
     cls = registry.get(mech)
-    params = (QUICK_PARAMS if quick else PARAMS).get(mech, {})
+    params = dict((QUICK_PARAMS if quick else PARAMS).get(mech, {}))
+    if target is not None:
+        params.setdefault("target", target)  # labelled mode where the mechanism has one (DP-MERF)
     params = {k: v for k, v in params.items() if any(p.name == k for p in cls.params)}
     cmd = [sys.executable, "-m", "benchmarks.run_one", mech, "--data", str(data), "--schema", str(schema_path),
            "--epsilon", str(eps), "--rows", str(rows), "--out", str(out)]
@@ -114,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", nargs="*")
     ap.add_argument("--epsilons", nargs="*", type=float)
     ap.add_argument("--reps", type=int)
+    ap.add_argument("--name", help="output name (default: quick or full)")
+    ap.add_argument("--peer-timeout", type=int)
     a = ap.parse_args(argv)
     quick = a.quick
     datasets = a.datasets or (["adult", "german_credit"] if quick else list(DATASETS))
@@ -124,7 +131,8 @@ def main(argv=None) -> int:
         peers = []
     epsilons = a.epsilons or ([1.0] if quick else [0.1, 1.0, 10.0])
     reps = a.reps or (1 if quick else 3)
-    mode = "quick" if quick else "full"
+    mode = a.name or ("quick" if quick else "full")
+    peer_timeout = a.peer_timeout or PEER_TIMEOUT["quick" if quick else "full"]
     work = OUT / f"work-{mode}"
     results = []
     t_start = time.time()
@@ -148,9 +156,9 @@ def main(argv=None) -> int:
                                                 " columns unsupported"
                                 results.append(row)
                                 continue
-                            info = run_dpportal(name, tr, schema_path, eps, rows, out, quick)
+                            info = run_dpportal(name, tr, schema_path, eps, rows, out, quick, target)
                         else:
-                            info = run_peer(name, schema, tr, eps, rows, out, PEER_TIMEOUT[mode])
+                            info = run_peer(name, schema, tr, eps, rows, out, peer_timeout)
                         syn = load_prepared(schema, str(out), synthetic=True)
                         ev = evaluate(schema, real, syn, target=target, test=test, seed=rep, fast=True)
                         s = ev["summary"]
@@ -166,7 +174,7 @@ def main(argv=None) -> int:
                     results.append(row)
                     print(json.dumps(row), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    meta = {"mode": mode, "command": "python -m benchmarks.compare" + (" --quick" if quick else ""),
+    meta = {"mode": mode, "command": " ".join(["python -m benchmarks.compare", *sys.argv[1:]]),
             "argv": sys.argv[1:], "seconds": round(time.time() - t_start, 1), "delta": DELTA,
             "params": QUICK_PARAMS if quick else PARAMS, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     path = OUT / f"compare-{mode}.json"

@@ -78,14 +78,24 @@ def summary(best: dict) -> str:
     return "\n".join(out)
 
 
-def write_report(path: Path) -> Path:
+def write_report(path: Path, *more: Path, name: str | None = None) -> Path:
+    """One markdown report from one or more result files (runs split over processes merge here)."""
     data = json.loads(Path(path).read_text())
-    meta, results = data["meta"], data["results"]
+    meta, results = data["meta"], list(data["results"])
+    commands = [meta["command"]]
+    for extra in more:
+        d = json.loads(Path(extra).read_text())
+        results += d["results"]
+        commands.append(d["meta"]["command"])
+        meta["seconds"] = max(meta["seconds"], d["meta"]["seconds"])
+    meta["command"] = "`; `".join(commands)
+    if name:
+        meta["mode"] = name
     body, best = tables(results)
     doc = ROOT / "docs" / f"benchmarks-{meta['mode']}.md"
     doc.write_text(
         f"# Benchmark results ({meta['mode']} mode)\n\n"
-        f"Command: `{meta['command']}` (from the repo root; `make bench{'-quick' if meta['mode'] == 'quick' else ''}`).\n"
+        f"Command(s), from the repo root: `{meta['command']}`.\n"
         f"Finished {meta['finished']}, {meta['seconds']} s in all, on the 2-core development machine.\n"
         f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"
         "## Best per dataset\n\n" + summary(best) + "\n\n## All runs (mean ± sd over repetitions)\n" + body + "\n")
@@ -94,4 +104,11 @@ def write_report(path: Path) -> Path:
 
 
 if __name__ == "__main__":
-    write_report(Path(sys.argv[1]))
+    # python -m benchmarks.report OUT.json [MORE.json ...] [--name NAME]
+    args = sys.argv[1:]
+    name = None
+    if "--name" in args:
+        i = args.index("--name")
+        name = args[i + 1]
+        del args[i:i + 2]
+    write_report(*[Path(a) for a in args], name=name)
