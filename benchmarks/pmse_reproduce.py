@@ -104,7 +104,7 @@ def main(argv=None) -> None:
             cells.append(f"{np.mean([r['err0'] for r in sel]):.3f} / {np.mean([r['err1'] for r in sel]):.3f}"
                          if sel else "-")
         lines.append(f"| {lab} | " + " | ".join(cells) + " |")
-    lines.append(f"| non-DP (ML plug-in) | " + " | ".join(
+    lines.append("| non-DP (ML plug-in) | " + " | ".join(
         f"{nondp[:, 1].mean():.3f} / {nondp[:, 2].mean():.3f}" for _ in EPSILONS) + " |")
     lines += ["", "Fit seconds (mean) and worst split-half mixing statistic per configuration", "",
               "| configuration | mean fit s | max split-half gap |", "|---|---|---|"]

@@ -142,7 +142,7 @@ def w1_generator_1d(x: np.ndarray, mech: PrivHP) -> float:
 
     grid = np.unique(np.concatenate([[0.0, 1.0], x, lo, hi]))
     g = np.searchsorted(x, grid, side="right") / n - f_t(grid)  # F_X - F_T at the grid points
-    g0, g1, dx = g[:-1], g[1:], np.diff(grid)
+    g0, dx = g[:-1], np.diff(grid)
     # on each segment F_X is constant (right-continuous) and F_T linear: g runs linearly from g0 to g1-
     g1_left = g0 - (f_t(grid[1:]) - f_t(grid[:-1]))
     same = g0 * g1_left >= 0

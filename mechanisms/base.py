@@ -13,11 +13,10 @@ A mechanism is built with keyword-only privacy arguments and parameters, then:
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import pandas as pd
