@@ -18,11 +18,10 @@ from django.urls import reverse
 from dpportal.accounts.models import Profile, make_user
 from dpportal.dashboards import services as dash_services
 from dpportal.dashboards.models import Evaluation
+from tests.browser import chromium_path, launch_chromium
 from tests.web.personas import PASSWORD, make_dataset, run_release
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM = chromium_path()
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
@@ -88,7 +87,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = launch_chromium(p, CHROMIUM)
         yield b
         b.close()
 

@@ -8,20 +8,17 @@ step goes to test-artifacts/e2e/. No console errors and no request leaves the se
 from __future__ import annotations
 
 import csv
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.browser import launch_chromium, require_chromium, watch_page
 from tests.web.live import Stack, manage
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT = REPO.parent / "shared" / "datasets" / "adult.csv"
 ARTIFACTS = REPO / "test-artifacts" / "e2e"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 RELEASE_TIMEOUT_MS = 120_000  # a busy 2-core machine: a release on adult takes a few seconds when idle
 ROWS = 500
 
@@ -69,8 +66,7 @@ def _read_download(page, selector: str) -> list[list[str]]:
 
 
 def test_a_new_steward_walks_the_whole_workflow_and_an_analyst_downloads(stack):
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    assert os.path.exists(chromium), "chromium is missing: run scripts/ensure-system-packages.sh (make test does)"
+    chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -80,14 +76,12 @@ def test_a_new_steward_walks_the_whole_workflow_and_an_analyst_downloads(stack):
     header = ADULT.open().readline().strip().split(",")
     url = stack.url
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p, chromium)
 
         def new_page():
             page = browser.new_context(accept_downloads=True).new_page()
             page.set_default_timeout(30_000)
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: external.append(r.url) if not r.url.startswith(url) else None)
+            watch_page(page, url, errors, external)
             return page
 
         # 1. the steward logs in

@@ -3,20 +3,17 @@ budget, baseline release with live progress, download; no console errors, no ext
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from dpportal.accounts.models import Profile, make_user
+from tests.browser import launch_chromium, require_chromium, watch_page
 
 from .data import SMALL_CSV
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,8 +30,7 @@ def eager_tasks():
 
 
 def test_a_steward_completes_the_workflow_in_the_browser(live_server, eager_tasks, tmp_path):
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    assert os.path.exists(chromium), "chromium is missing: run scripts/ensure-system-packages.sh (make test does)"
+    chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
     make_user("bea", "bea-pass-13579", role=Profile.STEWARD)
@@ -43,11 +39,9 @@ def test_a_steward_completes_the_workflow_in_the_browser(live_server, eager_task
     errors, external = [], []
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = launch_chromium(p, chromium)
         page = browser.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("request", lambda r: external.append(r.url) if not r.url.startswith(live_server.url) else None)
+        watch_page(page, live_server.url, errors, external)
         page.goto(live_server.url + "/")
         page.fill("#id_username", "bea")
         page.fill("#id_password", "bea-pass-13579")
