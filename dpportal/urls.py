@@ -1,5 +1,3 @@
-from importlib.util import find_spec
-
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -30,16 +28,7 @@ urlpatterns = [
     path("releases/<int:pk>/synthetic.csv", releases.release_download, name="dpportal-release-csv"),
     path("releases/<int:pk>/manifest.json", releases.release_manifest, name="dpportal-release-manifest"),
     path("releases/<int:pk>/draw/", releases.release_draw, name="dpportal-release-draw"),
+    # ledger and dashboards: their own URL modules
+    path("", include("dpportal.ledger.urls")),
+    path("", include("dpportal.dashboards.urls")),
 ]
-
-# Apps built beside this skeleton plug in their own URLs when present (ledger, dashboards).
-def _has_urls(app: str) -> bool:
-    try:
-        return find_spec(f"dpportal.{app}.urls") is not None
-    except ModuleNotFoundError:
-        return False
-
-
-for _app in ("ledger", "dashboards"):
-    if _has_urls(_app):
-        urlpatterns.append(path("", include(f"dpportal.{_app}.urls")))

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, dataset_for_viewer, require_steward, visible_datasets
@@ -63,16 +63,8 @@ def dataset_detail(request, pk):
         ctx["budget"] = ledger.remaining(dataset)
         ctx["analysts"] = dataset.analysts.order_by("username")
         ctx["grant_form"] = GrantForm()
-        ctx["dashboard_url"] = _url_or_none("dpportal-dataset-dashboard", dataset.pk)
+        ctx["dashboard_url"] = reverse("dpportal-dataset-dashboard", args=[dataset.pk])
     return render(request, "datasets/detail.html", ctx)
-
-
-def _url_or_none(name: str, pk) -> str | None:
-    """Links to apps that plug in beside this one (dashboards) when they are installed."""
-    try:
-        return reverse(name, args=[pk])
-    except NoReverseMatch:
-        return None
 
 
 def _column_rows(dataset, schema, post=None):

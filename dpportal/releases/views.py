@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, release_for_owner, release_for_viewer
@@ -63,22 +63,14 @@ def release_new(request, pk):
 def release_detail(request, pk):
     release = release_for_viewer(request.user, pk)
     owner = release.dataset.owner_id == request.user.pk
-    ctx = {"release": release, "dataset": release.dataset, "is_owner": owner,
-           "report": public_report(release, for_owner=owner),
-           "report_json": json.dumps(public_report(release, for_owner=owner), indent=2)}
+    report = public_report(release, for_owner=owner)
+    ctx = {"release": release, "dataset": release.dataset, "is_owner": owner, "report": report,
+           "report_json": json.dumps(report, indent=2)}
     if owner:
-        ctx["dashboard_url"] = _dashboard_url(release)
+        ctx["dashboard_url"] = reverse("dpportal-release-dashboard", args=[release.pk])
         ctx["budget"] = ledger.remaining(release.dataset)
         ctx["draws"] = release.origin().draws.all()
     return render(request, "releases/detail.html", ctx)
-
-
-def _dashboard_url(release: Release) -> str | None:
-    """The utility dashboard (issue 9) registers URL name ``dpportal-release-dashboard``."""
-    try:
-        return reverse("dpportal-release-dashboard", args=[release.pk])
-    except NoReverseMatch:
-        return None
 
 
 def status_dict(release: Release, *, for_owner: bool) -> dict:
