@@ -399,12 +399,13 @@ def timeline(dataset) -> dict:
     rows = (LedgerEntry.objects.filter(dataset_id=dataset.pk, kind__in=[LedgerEntry.SPEND, LedgerEntry.CAP])
             .order_by("seq").values("seq", "kind", "created_at", "eps_units", "delta_units", "release_pk",
                                     "mechanism"))
-    t, eps, dlt, labels, cap_t, cap_eps = [], [], [], [], [], []
+    t, eps, dlt, labels, cap_t, cap_eps, cap_dlt = [], [], [], [], [], [], []
     total_e = total_d = 0
     for r in rows:
         if r["kind"] == LedgerEntry.CAP:
             cap_t.append(r["created_at"].isoformat())
             cap_eps.append(units_to_float(r["eps_units"], EPS_UNIT))
+            cap_dlt.append(units_to_float(r["delta_units"], DELTA_UNIT))
             continue
         total_e += r["eps_units"]
         total_d += r["delta_units"]
@@ -412,7 +413,8 @@ def timeline(dataset) -> dict:
         eps.append(units_to_float(total_e, EPS_UNIT))
         dlt.append(units_to_float(total_d, DELTA_UNIT))
         labels.append(f"release {r['release_pk']} ({r['mechanism']}): +{format_units(r['eps_units'], EPS_UNIT)}")
-    return {"time": t, "epsilon": eps, "delta": dlt, "labels": labels, "cap_time": cap_t, "cap_epsilon": cap_eps}
+    return {"time": t, "epsilon": eps, "delta": dlt, "labels": labels, "cap_time": cap_t, "cap_epsilon": cap_eps,
+            "cap_delta": cap_dlt}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ PARAM_PREFIX = "param_"
 
 def _field(spec: ParamSpec, schema) -> forms.Field:
     required = False  # empty means "default" (or "derive automatically" for optional params)
-    help_text = spec.help + (" Leave empty for the automatic value." if spec.optional else "")
+    end = "" if spec.help.rstrip().endswith(".") else "."
+    help_text = spec.help + (f"{end} Leave empty for the automatic value." if spec.optional else "")
     attrs = {}
     if spec.minimum is not None:
         attrs["min"] = spec.minimum

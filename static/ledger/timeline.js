@@ -29,12 +29,17 @@
     }
     var layout = {
       width: el.getBoundingClientRect().width || undefined, height: 260,  // fit the card it sits in
-      margin: {l: 45, r: hasDelta ? 65 : 10, t: 10, b: 40}, legend: {orientation: "h", y: -0.25},
+      margin: {l: 45, r: hasDelta ? 65 : 10, t: 10, b: 40}, legend: {orientation: "h", y: -0.3},
+      xaxis: {nticks: 4, tickangle: 0},  // in a narrow card, auto-angled time ticks ran into the legend
       yaxis: {title: {text: "ε"}, rangemode: "tozero"},
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)"
     };
     if (hasDelta) {
       layout.yaxis2 = {title: {text: "δ"}, overlaying: "y", side: "right", rangemode: "tozero", tickformat: ".1e"};
+      // scale the δ axis to the δ cap, as the ε axis shows the ε cap: a small δ spend must not look like a full budget
+      var capDelta = (data.cap_delta || []).length ? data.cap_delta[data.cap_delta.length - 1] : 0;
+      var topDelta = Math.max(capDelta, Math.max.apply(null, data.delta));
+      if (topDelta > 0) { layout.yaxis2.range = [0, topDelta * 1.05]; }
     }
     Plotly.newPlot(el, traces, layout, {displaylogo: false, responsive: true});
   });
