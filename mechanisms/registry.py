@@ -20,19 +20,11 @@ _ENTRIES: dict[str, str] = {
 
 
 def names() -> list[str]:
-    return [n for n in _ENTRIES if _importable(n)]
-
-
-def _importable(name: str) -> bool:
-    module, _ = _ENTRIES[name].split(":")
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+    return list(_ENTRIES)
 
 
 def get(name: str) -> type[Mechanism]:
-    if name not in _ENTRIES or not _importable(name):
+    if name not in _ENTRIES:
         raise ValueError(f"unknown mechanism {name!r}; available: {names()}")
     module, attr = _ENTRIES[name].split(":")
     cls = getattr(importlib.import_module(module), attr)

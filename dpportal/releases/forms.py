@@ -71,6 +71,3 @@ class ReleaseForm(forms.Form):
                 continue  # the default applies (and a default like "auto" is not re-parsed as "empty")
             out[key] = value
         return out
-
-    def param_fields(self):
-        return [self[n] for n in self.param_names]
