@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -11,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.base import load_summary, save_summary
 from mechanisms.baseline import Baseline
 from mechanisms.noise import Noise
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar
+from tests.mechanisms.npz import through_npz
 
 SCHEMA = Schema(columns=(
     Column("c", "categorical", categories=("a", "b", "c")),
@@ -60,10 +59,7 @@ def test_the_released_histogram_passes_its_audit_and_a_mutant_is_caught():
 
 def test_summary_round_trips_through_npz():
     mech = Baseline(SCHEMA, epsilon=1.0, noise=Noise.seeded(1)).fit(TableSource.from_frame(SCHEMA, _raw()))
-    buf = io.BytesIO()
-    save_summary(mech.summary(), buf)
-    buf.seek(0)
-    again = Baseline.from_summary(SCHEMA, load_summary(buf), epsilon=1.0, noise=Noise.seeded(2))
+    again = Baseline.from_summary(SCHEMA, through_npz(mech.summary()), epsilon=1.0, noise=Noise.seeded(2))
     for a, b in zip(mech.noisy_counts, again.noisy_counts):
         np.testing.assert_array_equal(a, b)
     assert len(again.sample(7)) == 7

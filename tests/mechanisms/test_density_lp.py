@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
@@ -11,11 +10,11 @@ import pytest
 from scipy import sparse
 
 import mechanisms.density_lp as dlp
-from mechanisms.base import load_summary, save_summary
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar
+from tests.mechanisms.npz import through_npz
 
 
 def cat_schema(sizes: list[int]) -> Schema:
@@ -221,11 +220,8 @@ def test_fit_summary_round_trip_and_sample(reference):
     release = run(mech, TableSource.from_frame(schema, cat_frame(schema, cells)), 200)
     assert len(release.synthetic) == 200 and list(release.synthetic.columns) == ["c0", "c1", "c2"]
     assert release.report()["mechanism_report"]["t_star"] >= 0
-    buf = io.BytesIO()
-    save_summary(mech.summary(), buf)
-    buf.seek(0)
-    again = dlp.DensityLP.from_summary(schema, load_summary(buf), epsilon=2.0, params={"reference": reference},
-                                       noise=Noise.seeded(7))
+    again = dlp.DensityLP.from_summary(schema, through_npz(mech.summary()), epsilon=2.0,
+                                       params={"reference": reference}, noise=Noise.seeded(7))
     rows = again.sample(100)
     assert set(rows["c2"]) <= set(schema.column("c2").categories)
     cost = mech.privacy_cost()
@@ -244,10 +240,8 @@ def test_bernstein_reference_on_numeric_data_samples_in_bounds():
     assert out.to_numpy().min() >= 0 and out.to_numpy().max() <= 1
     assert abs(out["x0"].mean() - 0.4) < 0.08  # beta(2,3) mean
     assert mech.report()["bernstein_scale"] > 0
-    buf = io.BytesIO()
-    save_summary(mech.summary(), buf)
-    buf.seek(0)
-    again = dlp.DensityLP.from_summary(schema, load_summary(buf), epsilon=4.0, params={"reference": "bernstein"})
+    again = dlp.DensityLP.from_summary(schema, through_npz(mech.summary()), epsilon=4.0,
+                                       params={"reference": "bernstein"})
     assert len(again.sample(10)) == 10
 
 

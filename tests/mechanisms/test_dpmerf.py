@@ -3,7 +3,6 @@ the released embedding with mutants, summary round trip, determinism, parameter 
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -16,11 +15,11 @@ import pytest
 from scipy.stats import norm
 
 from mechanisms.accounting import calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
-from mechanisms.base import load_summary, save_summary
 from mechanisms.dpmerf import DPMERF, THREADS_ENV, median_heuristic_bandwidth, rff
 from mechanisms.noise import Noise
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import clopper_pearson
+from tests.mechanisms.npz import through_npz
 
 pytest.importorskip("torch")
 
@@ -293,10 +292,7 @@ def test_fit_is_deterministic_given_a_seed_and_summary_round_trips():
 
     m1, m2 = run(9), run(9)
     pd.testing.assert_frame_equal(m1.sample(200), m2.sample(200))
-    buf = io.BytesIO()
-    save_summary(m1.summary(), buf)
-    buf.seek(0)
-    m3 = DPMERF.from_summary(schema, load_summary(buf), epsilon=EPS, delta=DELTA,
+    m3 = DPMERF.from_summary(schema, through_npz(m1.summary()), epsilon=EPS, delta=DELTA,
                              params={"target": "label", "features": 40}, noise=Noise.seeded(1))
     m4 = DPMERF.from_summary(schema, m2.summary(), epsilon=EPS, delta=DELTA,
                              params={"target": "label", "features": 40}, noise=Noise.seeded(1))

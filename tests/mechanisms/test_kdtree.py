@@ -6,7 +6,6 @@ deterministic, and each statistical check is one that a wrong law would fail.
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
@@ -15,13 +14,13 @@ import pytest
 from scipy import stats
 
 from mechanisms import kdtree
-from mechanisms.base import load_summary, save_summary
 from mechanisms.kdtree import (CellGrid, KDTreeAdaptive, KDTreeGrid, binomial, conditioned_dlap, count_threshold,
                                dlap_tail, sample_empty_cells)
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar
+from tests.mechanisms.npz import through_npz
 
 
 def numeric_schema(d: int, lower=0.0, upper=1.0) -> Schema:
@@ -334,10 +333,7 @@ def test_summary_round_trip_and_runner(name):
     mech = build(name, MIXED, epsilon=1.0, params={"placement": "center"}, noise=Noise.seeded(5))
     release = run(mech, TableSource.from_frame(MIXED, mixed_frame()), rows=500)
     assert len(release.synthetic) == 500 and list(release.synthetic.columns) == ["a", "k", "c"]
-    buf = io.BytesIO()
-    save_summary(mech.summary(), buf)
-    buf.seek(0)
-    again = type(mech).from_summary(MIXED, load_summary(buf), epsilon=1.0, params={"placement": "center"},
+    again = type(mech).from_summary(MIXED, through_npz(mech.summary()), epsilon=1.0, params={"placement": "center"},
                                     noise=Noise.seeded(6))
     assert np.array_equal(again.released.coords, mech.released.coords)
     assert np.array_equal(again.released.weights, mech.released.weights)

@@ -3,7 +3,6 @@ concentration at large epsilon, and the Mechanism contract (summary round trip, 
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import subprocess
@@ -15,12 +14,12 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 from mechanisms import pmse
-from mechanisms.base import load_summary, save_summary
 from mechanisms.noise import Noise
 from mechanisms.pmse import (LinearGaussianModel, PMSEMechanism, PMSEUtility, depth1_pmse,
                              exponential_mechanism_grid, metropolis, tree_pmse)
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar
+from tests.mechanisms.npz import through_npz
 
 SCHEMA = Schema(columns=(
     Column("x1", "continuous", lower=-20, upper=24),
@@ -207,10 +206,7 @@ def test_summary_round_trip_decodes_through_the_schema():
     mech.fit(TableSource.from_frame(SCHEMA, raw))
     assert len(progress) == 1 + 70 and progress[-1] == 1.0  # start + one per MCMC iteration
     assert mech.noise.draws == 70  # the only private-score randomness: one uniform per iteration
-    buf = io.BytesIO()
-    save_summary(mech.summary(), buf)
-    buf.seek(0)
-    again = PMSEMechanism.from_summary(SCHEMA, load_summary(buf), epsilon=1.0, params=mech.params,
+    again = PMSEMechanism.from_summary(SCHEMA, through_npz(mech.summary()), epsilon=1.0, params=mech.params,
                                        noise=Noise.seeded(10))
     np.testing.assert_array_equal(again.thetas, mech.thetas)
     syn = again.sample(101)

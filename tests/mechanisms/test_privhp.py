@@ -3,7 +3,6 @@ sensitivity of counters and sketches under replace-one, a DP audit with a mutant
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -15,11 +14,11 @@ import pandas as pd
 import pytest
 
 from mechanisms import privhp
-from mechanisms.base import load_summary, save_summary
 from mechanisms.noise import Noise
 from mechanisms.privhp import PrivHP, consistency
 from mechanisms.schema import Column, Schema, TableSource, draft_schema, read_raw_csv
 from tests.audit import audit_scalar
+from tests.mechanisms.npz import through_npz
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT = REPO.parent / "shared" / "datasets" / "adult.csv"
@@ -205,10 +204,7 @@ def test_sampling_is_the_root_to_leaf_descent():
 def test_summary_round_trip_and_report():
     raw = _mixed_raw(3000, seed=6)
     mech = PrivHP(MIXED, epsilon=1.0, noise=Noise.seeded(7), memory_mb=0.01).fit(TableSource.from_frame(MIXED, raw))
-    buf = io.BytesIO()
-    save_summary(mech.summary(), buf)
-    buf.seek(0)
-    again = PrivHP.from_summary(MIXED, load_summary(buf), epsilon=1.0, params={"memory_mb": 0.01},
+    again = PrivHP.from_summary(MIXED, through_npz(mech.summary()), epsilon=1.0, params={"memory_mb": 0.01},
                                 noise=Noise.seeded(8))
     mech.noise = Noise.seeded(8)
     pd.testing.assert_frame_equal(mech.sample(500), again.sample(500))
