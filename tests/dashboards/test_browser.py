@@ -27,7 +27,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium (scripts/setup-system.sh)"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium (scripts/ensure-system-packages.sh)"),
 ]
 
 SCHEMA = {
