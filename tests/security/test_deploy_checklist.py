@@ -158,7 +158,7 @@ def test_raw_and_release_files_have_no_url(world):
 def _web_posts():
     from tests.security.test_access_matrix import MATRIX
 
-    for route, cases in sorted(MATRIX.items()):
+    for _route, cases in sorted(MATRIX.items()):
         for case in cases:
             if case.method == "post" and not case.url.startswith("/api/"):
                 yield case
