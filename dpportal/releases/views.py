@@ -21,7 +21,9 @@ from .models import Release
 
 def _choices(schema):
     supported = set(registry.supporting(schema)) if schema else set()
-    return [{"name": n, "title": registry.get(n).title, "supported": n in supported} for n in registry.names()]
+    return [{"name": n, "title": registry.get(n).title, "supported": n in supported,
+             "unsupported_kinds": sorted(schema.kinds - registry.get(n).supported_kinds) if schema else []}
+            for n in registry.names()]
 
 
 @login_required
@@ -39,6 +41,11 @@ def release_new(request, pk):
         error = "Confirm the schema before planning a release."
     elif cls is None:
         error = f"Choose a mechanism that supports this schema ({', '.join(supported) or 'none available'})."
+        refused = next((c for c in choices if c["name"] == name and c["unsupported_kinds"]), None)
+        if refused:
+            kinds = " and ".join(refused["unsupported_kinds"])
+            error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
+                     f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
     elif request.method == "POST" and form.is_valid():
         try:
             release = services.plan_release(dataset, request.user, services.ReleaseRequest(

@@ -35,6 +35,25 @@ def test_unsupported_mechanisms_are_listed_but_not_offered(world):
             assert f'value="{name}" disabled' in page, name
 
 
+def test_an_unsupported_mechanism_says_which_column_kinds_to_exclude(world):
+    from mechanisms.schema import Schema
+
+    kinds = Schema.from_dict(SMALL_SCHEMA).kinds
+    refused = [n for n in registry.names() if kinds - registry.get(n).supported_kinds]
+    if not refused:
+        pytest.skip("every mechanism supports the test schema")
+    name = refused[0]
+    missing = " and ".join(sorted(kinds - registry.get(name).supported_kinds))
+    client = world.client(world.owner)
+    page = client.get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism={name}").content.decode()
+    assert f"{name} does not support {missing} columns: mark them excluded in the schema" in page
+    assert "(does not support " in page and "this schema)" not in page.split("<select", 1)[1].split("</select>")[0]
+    before = Release.objects.count()
+    post = client.post(f"/datasets/{world.dataset.pk}/releases/new/", {"mechanism": name, "epsilon": "0.1", "rows": "5"})
+    assert f"{name} does not support {missing} columns" in post.content.decode()
+    assert Release.objects.count() == before  # nothing planned, nothing charged
+
+
 @pytest.mark.parametrize("name", _supported())
 def test_each_supported_mechanism_gets_its_form_and_defaults_validate(world, name):
     cls = registry.get(name)
