@@ -541,6 +541,9 @@ class PMSEMechanism(Mechanism):
     def __init__(self, schema: Schema, **kw):
         super().__init__(schema, **kw)
         self.order = self._parse_order(self.params["column_order"], schema)
+        if self.params["iterations"] < self.params["releases"]:  # refused before any data is read
+            raise ValueError(f"iterations must be at least the number of releases, got "
+                             f"iterations={self.params['iterations']}, releases={self.params['releases']}")
         self.n: int | None = None
         self.thetas: np.ndarray | None = None
         self.diagnostics: dict = {}  # PRIVATE (data-dependent): for benchmarks/stewards, never reported

@@ -223,9 +223,8 @@ def test_parameters_and_schemas_are_validated():
         PMSEMechanism(Schema(columns=(Column("c", "categorical", categories=("a", "b")),)), epsilon=1.0)
     with pytest.raises(ValueError, match="tree"):
         PMSEMechanism(SCHEMA, epsilon=1.0, tree="optimal")
-    mech = PMSEMechanism(SCHEMA, epsilon=1.0, iterations=2, releases=3, noise=Noise.seeded(0))
-    with pytest.raises(ValueError, match="iterations"):
-        mech.fit(TableSource.from_frame(SCHEMA, _raw(20)))
+    with pytest.raises(ValueError, match="iterations"):  # refused when built, before any data is read
+        PMSEMechanism(SCHEMA, epsilon=1.0, iterations=2, releases=3, noise=Noise.seeded(0))
 
 
 def test_privacy_report_is_honest_about_mcmc_and_greedy_trees():

@@ -165,3 +165,12 @@ def test_adaptive_split_decisions_hold_their_epsilon_and_a_half_scale_mutant_is_
     assert (eps_lb > 1.0) is caught, f"epsilon lower bound {eps_lb:.3f} against the claim eps' = 1"
     if not caught:
         assert eps_lb > 0.6  # the audit has teeth: the true ratio is e^1
+
+
+def test_pmse_refuses_fewer_iterations_than_releases_before_reading_data():
+    # used to raise inside fit(), i.e. after the web worker had marked the data touched: the budget was
+    # spent on a refusal that needs no data
+    from mechanisms.pmse import PMSEMechanism
+
+    with pytest.raises(ValueError, match="iterations=5"):
+        PMSEMechanism(NUMERIC, epsilon=1.0, noise=Noise.seeded(0), iterations=5, releases=10)
