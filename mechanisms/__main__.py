@@ -73,6 +73,7 @@ def cmd_synthesize(args) -> int:
         raise CLIError(f"cannot read data {args.data!r}: {exc.strerror}") from None
     schema.check_columns(header)
     source = TableSource(schema, path=args.data)
+    mech.check_plan(source.n)  # n is public: refuse plan errors before any private value is read
     t0 = time.perf_counter()
     release = run(mech, source, args.rows or source.n)
     write_synthetic_csv(release.synthetic, args.out)

@@ -158,6 +158,11 @@ class Mechanism:
             "params": [p.to_dict() for p in cls.params],
         }
 
+    def check_plan(self, n: int) -> None:
+        """Refuse, BEFORE any budget is reserved or data read, parameters that cannot work for the
+        public row count ``n`` (raises ValueError naming the problem). Mechanisms whose defaults
+        depend on n override this; the default accepts everything."""
+
     def fit(self, source: TableSource) -> "Mechanism":
         if self.fitted:
             raise RuntimeError("fit() may run once per mechanism object (each fit spends budget)")

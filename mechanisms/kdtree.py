@@ -363,6 +363,9 @@ class KDTreeGrid(_KDBase):
         if self.params["width"] is not None and self.params["threshold"] is not None:
             self._resolve(1)  # n is not needed: refuse a grid flooded by empty cells before any data is read
 
+    def check_plan(self, n: int) -> None:
+        self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
+
     def _resolve(self, n: int) -> dict:
         p = self.params
         d = len(self._num)
@@ -465,6 +468,9 @@ class KDTreeAdaptive(_KDBase):
             return 0.0, self.epsilon
         e1, e2 = split_budget(self.epsilon, [self.params["split"], 1.0 - self.params["split"]])
         return e1, e2
+
+    def check_plan(self, n: int) -> None:
+        self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
 
     def _resolve(self, n: int) -> dict:
         p = self.params

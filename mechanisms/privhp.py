@@ -427,6 +427,9 @@ class PrivHP(Mechanism):
             raise ValueError(f"n must be a positive integer, got n={n!r}")
         return make_plan(schema, int(n), float(epsilon), cls.validate_params(dict(params or {}), schema))
 
+    def check_plan(self, n: int) -> None:
+        make_plan(self.schema, int(n), self.epsilon, self.params)
+
     @classmethod
     def memory_estimate(cls, schema: Schema, n: int, params: dict | None = None, *,
                         epsilon: float = 1.0) -> int:

@@ -32,10 +32,16 @@ class Release:
 
 
 def build(name: str, schema: Schema, *, epsilon, delta=0.0, params: dict | None = None,
-          noise: Noise | None = None, progress: ProgressFn | None = None) -> Mechanism:
-    """Validate everything that can be validated WITHOUT reading data (for early 4xx answers)."""
+          noise: Noise | None = None, progress: ProgressFn | None = None, n: int | None = None) -> Mechanism:
+    """Validate everything that can be validated WITHOUT reading data (for early 4xx answers).
+
+    With the public row count ``n``, also the plan that depends on it (``Mechanism.check_plan``), so
+    that a parameter error never surfaces inside fit, after the budget is spent."""
     cls = registry.get(name)
-    return cls(schema, epsilon=epsilon, delta=delta or 0.0, noise=noise, progress=progress, **(params or {}))
+    mech = cls(schema, epsilon=epsilon, delta=delta or 0.0, noise=noise, progress=progress, **(params or {}))
+    if n is not None:
+        mech.check_plan(int(n))
+    return mech
 
 
 def run(mech: Mechanism, source: TableSource, rows: int, *, on_data_access=None) -> Release:

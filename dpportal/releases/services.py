@@ -91,7 +91,8 @@ def validate(dataset, req: ReleaseRequest):
     if not isinstance(req.params, dict):
         raise ReleaseRequestError(f"params must be an object of name: value, got {type(req.params).__name__}")
     try:
-        mech = build(req.mechanism, schema, epsilon=req.epsilon, delta=req.delta or "0", params=req.params)
+        mech = build(req.mechanism, schema, epsilon=req.epsilon, delta=req.delta or "0", params=req.params,
+                     n=dataset.n_rows)
     except ValueError as exc:
         raise ReleaseRequestError(str(exc).splitlines()[0]) from None
     return mech
