@@ -151,30 +151,30 @@ def _check_gaussian_args(epsilon: float, delta: float, count: int) -> None:
         raise ValueError(f"count must be a positive integer, got count={count!r}")
 
 
-def gaussian_rdp_epsilon(noise_multiplier: float, delta: float, *, count: int = 1) -> float:
-    """epsilon at ``delta`` of ``count`` composed Gaussian mechanisms with this noise multiplier,
-    by the RDP accountant of ``dp_accounting`` (its improved RDP -> (eps, delta) conversion)."""
-    from dp_accounting import dp_event, rdp
+def _gaussian_epsilon(accountant, noise_multiplier: float, delta: float, count: int) -> float:
+    from dp_accounting import dp_event
 
     if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
         raise ValueError(f"noise_multiplier must be positive and finite, got noise_multiplier={noise_multiplier!r}")
     _check_gaussian_args(1.0, delta, count)
-    acc = rdp.RdpAccountant()
-    acc.compose(dp_event.GaussianDpEvent(float(noise_multiplier)), count)
-    return float(acc.get_epsilon(delta))
+    accountant.compose(dp_event.GaussianDpEvent(float(noise_multiplier)), count)
+    return float(accountant.get_epsilon(delta))
+
+
+def gaussian_rdp_epsilon(noise_multiplier: float, delta: float, *, count: int = 1) -> float:
+    """epsilon at ``delta`` of ``count`` composed Gaussian mechanisms with this noise multiplier,
+    by the RDP accountant of ``dp_accounting`` (its improved RDP -> (eps, delta) conversion)."""
+    from dp_accounting import rdp
+
+    return _gaussian_epsilon(rdp.RdpAccountant(), noise_multiplier, delta, count)
 
 
 def gaussian_pld_epsilon(noise_multiplier: float, delta: float, *, count: int = 1) -> float:
     """Second opinion: epsilon at ``delta`` by the privacy-loss-distribution accountant of
     ``dp_accounting`` (near-exact for the continuous Gaussian; never above the RDP value)."""
-    from dp_accounting import dp_event, pld
+    from dp_accounting import pld
 
-    if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
-        raise ValueError(f"noise_multiplier must be positive and finite, got noise_multiplier={noise_multiplier!r}")
-    _check_gaussian_args(1.0, delta, count)
-    acc = pld.PLDAccountant()
-    acc.compose(dp_event.GaussianDpEvent(float(noise_multiplier)), count)
-    return float(acc.get_epsilon(delta))
+    return _gaussian_epsilon(pld.PLDAccountant(), noise_multiplier, delta, count)
 
 
 def calibrate_gaussian_rdp(epsilon: float, delta: float, *, count: int = 1) -> float:

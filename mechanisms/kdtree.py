@@ -273,6 +273,9 @@ class _KDBase(Mechanism):
         self.diagnostics: dict[str, Any] = {}
 
     # -- geometry ---------------------------------------------------------------------------------
+    def check_plan(self, n: int) -> None:
+        self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
+
     def _cell_bounds(self, coords: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower corner and edge length of each cell in to_unit coordinates (categorical: code, 0)."""
         raise NotImplementedError
@@ -362,9 +365,6 @@ class KDTreeGrid(_KDBase):
         super().__init__(schema, **kw)
         if self.params["width"] is not None and self.params["threshold"] is not None:
             self._resolve(1)  # n is not needed: refuse a grid flooded by empty cells before any data is read
-
-    def check_plan(self, n: int) -> None:
-        self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
 
     def _resolve(self, n: int) -> dict:
         p = self.params
@@ -468,9 +468,6 @@ class KDTreeAdaptive(_KDBase):
             return 0.0, self.epsilon
         e1, e2 = split_budget(self.epsilon, [self.params["split"], 1.0 - self.params["split"]])
         return e1, e2
-
-    def check_plan(self, n: int) -> None:
-        self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
 
     def _resolve(self, n: int) -> dict:
         p = self.params
