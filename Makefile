@@ -39,7 +39,7 @@ bench-quick: venv bench-venv
 	$(PY) -m benchmarks.compare --quick
 
 bench: venv bench-venv
-	$(PY) -m benchmarks.compare
+	$(PY) -m benchmarks.compare --jobs 2
 	$(PY) -m benchmarks.kdtree_perf
 	$(PY) -m benchmarks.kdtree_figures
 	$(PY) -m benchmarks.kdtree_classification

@@ -12,7 +12,17 @@ a bin). All synthetic tables are evaluated by mechanisms.evaluation on the publi
 against a real test table (adult_test for adult, a fixed 20% holdout otherwise: in that case the
 mechanisms are fitted on the remaining 80%).
 
-Results: benchmarks/out/compare-*.json and docs/benchmarks.md (with charts under docs/img/).
+Two families of peers: the grid peers (MST) run at every epsilon and repetition like dpportal's
+mechanisms; the slow peers (AIM, DPCTGAN, PATECTGAN, MWEM: minutes to tens of minutes per run on
+2 cores) run once at ``--slow-epsilons`` (default 1), after the first two repetitions of the grid,
+smaller tables first, each under ``--peer-timeout``.
+
+``--jobs N`` runs N releases (each with its evaluation) at a time; every child is limited to one
+thread, so on a 2-core machine ``--jobs 2`` measures each release on one core. Every finished run is
+appended to benchmarks/out/compare-NAME.jsonl at once, so ``--resume`` continues an interrupted
+run and ``--report-only`` writes the report from what is there.
+
+Results: benchmarks/out/compare-NAME.json, docs/benchmarks-NAME.md and charts under docs/img/.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 import numpy as np
@@ -37,23 +48,27 @@ DATA = ROOT.parent / "shared" / "datasets"
 OUT = ROOT / "benchmarks" / "out"
 BENCH_PY = os.environ.get("DPPORTAL_BENCH_PY", str(ROOT / ".venv-bench" / "bin" / "python"))
 
-# dataset -> (target column, external test file or None)
+# dataset -> (target column, external test file or None); ordered smallest first
 DATASETS = {
-    "adult": ("income", "adult_test.csv"),
     "german_credit": ("credit_risk", None),
-    "bank_marketing": ("y", None),
+    "california_housing_numeric": (None, None),  # numeric-only schema: where pmse can run; no TSTR
     "california_housing": ("ocean_proximity", None),
     "credit_default_taiwan": ("default.payment.next.month", None),
-    "california_housing_numeric": (None, None),  # numeric-only schema: where pmse can run; no TSTR
+    "bank_marketing": ("y", None),
+    "adult": ("income", "adult_test.csv"),
 }
 FILES = {"california_housing_numeric": "california_housing"}  # dataset -> CSV name when they differ
 MECHANISMS = ["baseline", "kdtree-grid", "kdtree-adaptive", "pmse", "privhp", "density-lp", "dpmerf"]
-PEERS = ["mst", "aim", "dpctgan"]
+PEERS = ["mst"]
+SLOW_PEERS = ["aim", "dpctgan", "patectgan", "mwem"]
 DELTA = 1e-5
 # Parameters that keep one run within a few minutes on 2 cores (documented in docs/benchmarks.md).
 PARAMS = {"dpmerf": {"epochs": "2000"}, "pmse": {"iterations": "400", "burn_in": "200"}}
 QUICK_PARAMS = {"dpmerf": {"epochs": "300"}, "pmse": {"iterations": "300", "burn_in": "100"}}
-PEER_TIMEOUT = {"quick": 300, "full": 1500}
+PEER_TIMEOUT = {"quick": 300, "full": 900}
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "DPMERF_TORCH_THREADS": "1",
+              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 
 
 def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
@@ -110,74 +125,150 @@ def run_peer(peer: str, schema: Schema, data: Path, eps: float, rows: int, out: 
     return info
 
 
+_TABLES: dict[str, tuple] = {}  # per worker process: dataset -> (real, test) prepared frames
+
+
+def run_task(task: dict) -> dict:
+    """One release and its evaluation (runs in a pool worker); never raises."""
+    ds, family, name, eps, rep = task["dataset"], task["family"], task["mechanism"], task["epsilon"], task["rep"]
+    schema = Schema.from_json(Path(task["schema"]).read_text())
+    tr, te, out, target = Path(task["train"]), Path(task["test"]), Path(task["out"]), task["target"]
+    row = {k: task[k] for k in ("dataset", "family", "mechanism", "epsilon", "rep")}
+    if family != "dpportal":
+        row["phase"] = task["phase"]
+    try:
+        if family == "dpportal":
+            cls = registry.get(name)
+            missing = schema.kinds - cls.supported_kinds
+            if missing:
+                row["status"] = "n/a: " + ", ".join(sorted(missing)) + " columns unsupported"
+                return row
+            info = run_dpportal(name, tr, Path(task["schema"]), eps, task["rows"], out, task["quick"], target)
+        else:
+            info = run_peer(name, schema, tr, eps, task["rows"], out, task["timeout"])
+        if ds not in _TABLES:
+            _TABLES[ds] = (load_prepared(schema, str(tr)), load_prepared(schema, str(te)))
+        real, test = _TABLES[ds]
+        syn = load_prepared(schema, str(out), synthetic=True)
+        ev = evaluate(schema, real, syn, target=target, test=test, seed=rep, fast=True)
+        s = ev["summary"]
+        row.update(status="ok", seconds=round(info["seconds"], 2), peak_rss_mib=round(info["peak_rss_mib"], 1),
+                   tvd_1way=s["tvd_1way_mean"], tvd_2way=s["tvd_2way_mean"], assoc_diff=s["association_diff_mean"],
+                   pmse_cart=s["pmse_cart"], tstr=s["tstr"], trtr=s["trtr"])
+    except subprocess.TimeoutExpired as exc:
+        row["status"] = f"timeout after {exc.timeout:.0f} s"
+    except Exception as exc:  # record and go on: one failure must not end the run
+        row["status"] = f"error: {str(exc)[:200]}"
+    return row
+
+
+def _key(r: dict) -> tuple:
+    return (r["dataset"], r["family"], r["mechanism"], float(r["epsilon"]), int(r["rep"]))
+
+
+def plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps) -> list[tuple]:
+    """Order of the runs: grid repetitions 0 and 1, then the slow peers, then the remaining
+    repetitions; an interrupted run therefore still has whole repetitions to report."""
+    grid = [[("dpportal", m, ds, eps, rep) for ds in datasets for eps in epsilons for m in mechs]
+            + [("smartnoise", p, ds, eps, rep) for ds in datasets for eps in epsilons for p in peers]
+            for rep in range(reps)]
+    slow = [("smartnoise-slow", p, ds, eps, 0) for ds in datasets for eps in slow_epsilons for p in slow_peers]
+    order = [t for g in grid[:2] for t in g] + slow + [t for g in grid[2:] for t in g]
+    return order
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--datasets", nargs="*")
     ap.add_argument("--mechanisms", nargs="*")
-    ap.add_argument("--peers", nargs="*")
+    ap.add_argument("--peers", nargs="*", help="grid peers: every epsilon and repetition (default mst)")
+    ap.add_argument("--slow-peers", nargs="*", help="once per dataset at --slow-epsilons "
+                                                    "(default aim dpctgan patectgan mwem; none in --quick)")
     ap.add_argument("--epsilons", nargs="*", type=float)
+    ap.add_argument("--slow-epsilons", nargs="*", type=float)
     ap.add_argument("--reps", type=int)
+    ap.add_argument("--jobs", type=int, default=1, help="releases at a time (each on one thread)")
     ap.add_argument("--name", help="output name (default: quick or full)")
     ap.add_argument("--peer-timeout", type=int)
+    ap.add_argument("--resume", action="store_true", help="skip runs already in compare-NAME.jsonl")
+    ap.add_argument("--report-only", action="store_true", help="write the report from compare-NAME.jsonl")
     a = ap.parse_args(argv)
     quick = a.quick
     datasets = a.datasets or (["adult", "german_credit"] if quick else list(DATASETS))
     mechs = a.mechanisms or [m for m in MECHANISMS if m in registry.names()]
-    peers = a.peers if a.peers is not None else (["mst"] if quick else PEERS)
+    peers = a.peers if a.peers is not None else PEERS
+    slow_peers = a.slow_peers if a.slow_peers is not None else ([] if quick else SLOW_PEERS)
     if not Path(BENCH_PY).exists():
         print(f"peer venv missing ({BENCH_PY}); run `make bench-venv`; peers skipped", file=sys.stderr)
-        peers = []
+        peers, slow_peers = [], []
     epsilons = a.epsilons or ([1.0] if quick else [0.1, 1.0, 10.0])
+    slow_epsilons = a.slow_epsilons or [1.0]
     reps = a.reps or (1 if quick else 3)
     mode = a.name or ("quick" if quick else "full")
     peer_timeout = a.peer_timeout or PEER_TIMEOUT["quick" if quick else "full"]
-    work = OUT / f"work-{mode}"
-    results = []
-    t_start = time.time()
-    for ds in datasets:
-        tr, te, schema, target = prepare_split(ds, work)
-        schema_path = ROOT / "benchmarks" / "schemas" / f"{ds}.json"
-        real = load_prepared(schema, str(tr))
-        test = load_prepared(schema, str(te))
-        rows = len(real)
-        for eps in epsilons:
-            for rep in range(reps):
-                runners = [("dpportal", m) for m in mechs] + [("smartnoise", p) for p in peers]
-                for family, name in runners:
-                    out = work / f"{ds}-{name}-{eps}-{rep}.csv"
-                    row = {"dataset": ds, "family": family, "mechanism": name, "epsilon": eps, "rep": rep}
-                    try:
-                        if family == "dpportal":
-                            cls = registry.get(name)
-                            if schema.kinds - cls.supported_kinds:
-                                row["status"] = "n/a: " + ", ".join(sorted(schema.kinds - cls.supported_kinds)) + \
-                                                " columns unsupported"
-                                results.append(row)
-                                continue
-                            info = run_dpportal(name, tr, schema_path, eps, rows, out, quick, target)
-                        else:
-                            info = run_peer(name, schema, tr, eps, rows, out, peer_timeout)
-                        syn = load_prepared(schema, str(out), synthetic=True)
-                        ev = evaluate(schema, real, syn, target=target, test=test, seed=rep, fast=True)
-                        s = ev["summary"]
-                        row.update(status="ok", seconds=round(info["seconds"], 2),
-                                   peak_rss_mib=round(info["peak_rss_mib"], 1),
-                                   tvd_1way=s["tvd_1way_mean"], tvd_2way=s["tvd_2way_mean"],
-                                   assoc_diff=s["association_diff_mean"], pmse_cart=s["pmse_cart"],
-                                   tstr=s["tstr"], trtr=s["trtr"])
-                    except subprocess.TimeoutExpired:
-                        row["status"] = "timeout"
-                    except Exception as exc:  # record and go on: one failure must not end the run
-                        row["status"] = f"error: {str(exc)[:200]}"
-                    results.append(row)
-                    print(json.dumps(row), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    meta = {"mode": mode, "command": " ".join(["python -m benchmarks.compare", *sys.argv[1:]]),
-            "argv": sys.argv[1:], "seconds": round(time.time() - t_start, 1), "delta": DELTA,
-            "params": QUICK_PARAMS if quick else PARAMS, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    log = OUT / f"compare-{mode}.jsonl"
+    start_file = OUT / f"compare-{mode}.start"  # epoch seconds when the (first) run of this name began
+    if a.report_only and not log.exists():
+        print(f"nothing to report: {log} does not exist", file=sys.stderr)
+        return 2
+    done = {}
+    if (a.resume or a.report_only) and log.exists():
+        for line in log.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[_key(r)] = r
+    elif log.exists():
+        log.unlink()
+    command = " ".join(["python -m benchmarks.compare", *(argv if argv is not None else sys.argv[1:])])
+    if not a.report_only and (not a.resume or not start_file.exists()):
+        start_file.write_text(json.dumps({"t": time.time(), "jobs": a.jobs, "command": command}))
+    started = json.loads(start_file.read_text()) if start_file.exists() else {}
+    if not a.report_only:
+        work = OUT / f"work-{mode}"
+        splits = {ds: prepare_split(ds, work) for ds in datasets}
+        tasks = []
+        for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps):
+            tr, te, schema, target = splits[ds]
+            fam = "dpportal" if family == "dpportal" else "smartnoise"
+            task = {"dataset": ds, "family": fam, "mechanism": name, "epsilon": eps, "rep": rep,
+                    "phase": "slow" if family == "smartnoise-slow" else "grid",
+                    "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr),
+                    "test": str(te), "target": target, "rows": len(pd.read_csv(tr, usecols=[0])),
+                    "out": str(work / f"{ds}-{name}-{eps}-{rep}.csv"), "quick": quick, "timeout": peer_timeout}
+            if _key(task) not in done:
+                tasks.append(task)
+        if a.jobs > 1:
+            os.environ.update(ONE_THREAD)  # children inherit: one thread per release
+        with ProcessPoolExecutor(max_workers=a.jobs) as pool, log.open("a") as fh:
+            pending = {pool.submit(run_task, t) for t in tasks[: a.jobs]}
+            queue = tasks[a.jobs:]
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    row = f.result()
+                    done[_key(row)] = row
+                    fh.write(json.dumps(row) + "\n")
+                    fh.flush()
+                    print(json.dumps(row), flush=True)
+                    if queue:
+                        pending.add(pool.submit(run_task, queue.pop(0)))
+    order = {m: i for i, m in enumerate(MECHANISMS + PEERS + SLOW_PEERS)}
+    results = sorted(done.values(), key=lambda r: (list(DATASETS).index(r["dataset"]) if r["dataset"] in DATASETS
+                                                   else 99, r["epsilon"], r["family"] != "dpportal",
+                                                   order.get(r["mechanism"], 99), r["mechanism"], r["rep"]))
+    end = log.stat().st_mtime if a.report_only else time.time()  # report-only: the last finished run
+    meta = {"mode": mode, "command": started.get("command", command),
+            "seconds": round(end - started["t"], 1) if "t" in started else None, "delta": DELTA,
+            "jobs": started.get("jobs", a.jobs), "params": QUICK_PARAMS if quick else PARAMS,
+            "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(end))}
     path = OUT / f"compare-{mode}.json"
     path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    if Path(BENCH_PY).exists():  # PNG charts need plotly + kaleido, which live in the benchmark venv
+        r = subprocess.run([BENCH_PY, "-m", "benchmarks.charts", str(path), "--prefix", f"bench-{mode}"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=600)
+        print(r.stdout.strip() or r.stderr.strip()[-500:], flush=True)
     from benchmarks.report import write_report
     write_report(path)
     return 0

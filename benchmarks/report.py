@@ -25,7 +25,7 @@ def _fmt(vals: list[float]) -> str:
     return f"{m:.{digits}f} ± {statistics.stdev(vals):.{digits}f}"
 
 
-def tables(results: list[dict]) -> tuple[str, dict]:
+def tables(results: list[dict], chart_prefix: str | None = None) -> tuple[str, dict]:
     groups = defaultdict(list)
     status = {}
     for r in results:
@@ -37,6 +37,8 @@ def tables(results: list[dict]) -> tuple[str, dict]:
     lines, best = [], {}
     for ds in dict.fromkeys(r["dataset"] for r in results):
         lines.append(f"\n### {ds}\n")
+        if chart_prefix and (ROOT / "docs" / "img" / f"{chart_prefix}-{ds}.png").exists():
+            lines.append(f"![{ds}: utility against epsilon](img/{chart_prefix}-{ds}.png)\n")
         for eps in sorted({r["epsilon"] for r in results if r["dataset"] == ds}):
             lines.append(f"\n**epsilon = {eps}**\n")
             lines.append("| mechanism | " + " | ".join(h for _, h in METRICS) + " |")
@@ -56,7 +58,7 @@ def tables(results: list[dict]) -> tuple[str, dict]:
                                 b["tvd_2way"] = (t2, k[3], statistics.fmean(r["seconds"] for r in rows))
                             ts = [r["tstr"] for r in rows if r.get("tstr") is not None]
                             if ts and ("tstr" not in b or statistics.fmean(ts) > b["tstr"][0]):
-                                b["tstr"] = (statistics.fmean(ts), k[3])
+                                b["tstr"] = (statistics.fmean(ts), k[3], statistics.fmean(r["seconds"] for r in rows))
                 else:
                     cells = [status.get(k, "–")] + ["–"] * (len(METRICS) - 1)
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -64,17 +66,25 @@ def tables(results: list[dict]) -> tuple[str, dict]:
 
 
 def summary(best: dict) -> str:
-    out = ["| dataset | ε | best dpportal (2-way TVD, time) | best peer (2-way TVD, time) | best dpportal TSTR | best peer TSTR |",
-           "|---|---|---|---|---|---|"]
+    """Per dataset and epsilon: dpportal's best mechanism against the best peer (any SmartNoise synthesizer
+    that ran at that epsilon), on 2-way TVD and on TSTR, each with its release time."""
+    out = ["| dataset | ε | 2-way TVD: best dpportal | best peer | dpportal − peer | "
+           "TSTR: best dpportal | best peer | dpportal − peer |",
+           "|---|---|---|---|---|---|---|---|"]
     for (ds, eps) in dict.fromkeys((k[0], k[1]) for k in best):
         d, p = best.get((ds, eps, "dpportal"), {}), best.get((ds, eps, "smartnoise"), {})
 
-        def tv(b):
-            return f"{b['tvd_2way'][1]}: {b['tvd_2way'][0]:.3f} ({b['tvd_2way'][2]:.0f} s)" if "tvd_2way" in b else "–"
+        def cell(b, m):
+            return f"{b[m][1]} {b[m][0]:.3f} ({b[m][2]:.0f} s)" if m in b else "–"
 
-        def ts(b):
-            return f"{b['tstr'][1]}: {b['tstr'][0]:.3f}" if "tstr" in b else "–"
-        out.append(f"| {ds} | {eps} | {tv(d)} | {tv(p)} | {ts(d)} | {ts(p)} |")
+        def diff(m, better_low):
+            if m not in d or m not in p:
+                return "–"
+            delta = d[m][0] - p[m][0]
+            ahead = delta < 0 if better_low else delta > 0
+            return f"{delta:+.3f} ({'ahead' if ahead else 'behind' if delta else 'level'})"
+        out.append(f"| {ds} | {eps} | {cell(d, 'tvd_2way')} | {cell(p, 'tvd_2way')} | {diff('tvd_2way', True)} | "
+                   f"{cell(d, 'tstr')} | {cell(p, 'tstr')} | {diff('tstr', False)} |")
     return "\n".join(out)
 
 
@@ -91,12 +101,13 @@ def write_report(path: Path, *more: Path, name: str | None = None) -> Path:
     meta["command"] = "`; `".join(commands)
     if name:
         meta["mode"] = name
-    body, best = tables(results)
+    body, best = tables(results, chart_prefix=f"bench-{meta['mode']}")
     doc = ROOT / "docs" / f"benchmarks-{meta['mode']}.md"
     doc.write_text(
         f"# Benchmark results ({meta['mode']} mode)\n\n"
         f"Command(s), from the repo root: `{meta['command']}`.\n"
-        f"Finished {meta['finished']}, {meta['seconds']} s in all, on the 2-core development machine.\n"
+        f"Finished {meta['finished']}, {meta['seconds'] if meta['seconds'] is not None else 'unrecorded'} s in all, on the 2-core development machine"
+        f"{', ' + str(meta['jobs']) + ' releases at a time, one thread each' if meta.get('jobs', 1) > 1 else ''}.\n"
         f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"
         "## Best per dataset\n\n" + summary(best) + "\n\n## All runs (mean ± sd over repetitions)\n" + body + "\n")
     print(f"wrote {doc}")
