@@ -13,7 +13,8 @@ against a real test table (adult_test for adult, a fixed 20% holdout otherwise: 
 mechanisms are fitted on the remaining 80%).
 
 Two families of peers: the grid peers (MST) run at every epsilon and repetition like dpportal's
-mechanisms; the slow peers (AIM, DPCTGAN, PATECTGAN, MWEM: minutes to tens of minutes per run on
+mechanisms; the slow peers (AIM, DPCTGAN, PATECTGAN, MWEM with its defaults and with
+split_factor=3: minutes to tens of minutes per run on
 2 cores) run once at ``--slow-epsilons`` (default 1), after the first two repetitions of the grid,
 smaller tables first, each under ``--peer-timeout``.
 
@@ -60,7 +61,7 @@ DATASETS = {
 FILES = {"california_housing_numeric": "california_housing"}  # dataset -> CSV name when they differ
 MECHANISMS = ["baseline", "kdtree-grid", "kdtree-adaptive", "pmse", "privhp", "density-lp", "dpmerf"]
 PEERS = ["mst"]
-SLOW_PEERS = ["aim", "dpctgan", "patectgan", "mwem"]
+SLOW_PEERS = ["aim", "dpctgan", "patectgan", "mwem", "mwem-split3"]
 DELTA = 1e-5
 # Parameters that keep one run within a few minutes on 2 cores (documented in docs/benchmarks.md).
 PARAMS = {"dpmerf": {"epochs": "2000"}, "pmse": {"iterations": "400", "burn_in": "200"}}
