@@ -36,7 +36,7 @@ $(BENCH_VENV)/.installed: requirements-bench.txt
 bench-venv: $(BENCH_VENV)/.installed
 
 bench-quick: venv bench-venv
-	$(PY) -m benchmarks.compare --quick
+	$(PY) -m benchmarks.compare --quick --jobs 2
 
 bench: venv bench-venv
 	$(PY) -m benchmarks.compare --jobs 2
