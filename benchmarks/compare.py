@@ -167,13 +167,14 @@ def _key(r: dict) -> tuple:
     return (r["dataset"], r["family"], r["mechanism"], float(r["epsilon"]), int(r["rep"]))
 
 
-def plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps) -> list[tuple]:
+def plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps, slow_datasets=None) -> list[tuple]:
     """Order of the runs: grid repetitions 0 and 1, then the slow peers, then the remaining
     repetitions; an interrupted run therefore still has whole repetitions to report."""
     grid = [[("dpportal", m, ds, eps, rep) for ds in datasets for eps in epsilons for m in mechs]
             + [("smartnoise", p, ds, eps, rep) for ds in datasets for eps in epsilons for p in peers]
             for rep in range(reps)]
-    slow = [("smartnoise-slow", p, ds, eps, 0) for ds in datasets for eps in slow_epsilons for p in slow_peers]
+    slow = [("smartnoise-slow", p, ds, eps, 0) for ds in datasets if slow_datasets is None or ds in slow_datasets
+            for eps in slow_epsilons for p in slow_peers]
     order = [t for g in grid[:2] for t in g] + slow + [t for g in grid[2:] for t in g]
     return order
 
@@ -188,6 +189,7 @@ def main(argv=None) -> int:
                                                     "(default aim dpctgan patectgan mwem; none in --quick)")
     ap.add_argument("--epsilons", nargs="*", type=float)
     ap.add_argument("--slow-epsilons", nargs="*", type=float)
+    ap.add_argument("--slow-datasets", nargs="*", help="datasets for the slow peers (default: all of --datasets)")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--jobs", type=int, default=1, help="releases at a time (each on one thread)")
     ap.add_argument("--name", help="output name (default: quick or full)")
@@ -224,13 +226,18 @@ def main(argv=None) -> int:
         log.unlink()
     command = " ".join(["python -m benchmarks.compare", *(argv if argv is not None else sys.argv[1:])])
     if not a.report_only and (not a.resume or not start_file.exists()):
-        start_file.write_text(json.dumps({"t": time.time(), "jobs": a.jobs, "command": command}))
+        start_file.write_text(json.dumps({"t": time.time(), "jobs": a.jobs, "commands": [command]}))
+    elif not a.report_only:  # a resumed run: its command is part of the record
+        started = json.loads(start_file.read_text())
+        started["commands"] = started.get("commands", [started.get("command")]) + [command]
+        start_file.write_text(json.dumps(started))
     started = json.loads(start_file.read_text()) if start_file.exists() else {}
     if not a.report_only:
         work = OUT / f"work-{mode}"
         splits = {ds: prepare_split(ds, work) for ds in datasets}
         tasks = []
-        for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps):
+        for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps,
+                                             a.slow_datasets):
             tr, te, schema, target = splits[ds]
             fam = "dpportal" if family == "dpportal" else "smartnoise"
             task = {"dataset": ds, "family": fam, "mechanism": name, "epsilon": eps, "rep": rep,
@@ -260,7 +267,7 @@ def main(argv=None) -> int:
                                                    else 99, r["epsilon"], r["family"] != "dpportal",
                                                    order.get(r["mechanism"], 99), r["mechanism"], r["rep"]))
     end = log.stat().st_mtime if a.report_only else time.time()  # report-only: the last finished run
-    meta = {"mode": mode, "command": started.get("command", command),
+    meta = {"mode": mode, "command": "`, then `".join(started.get("commands", [command])),
             "seconds": round(end - started["t"], 1) if "t" in started else None, "delta": DELTA,
             "jobs": started.get("jobs", a.jobs), "params": QUICK_PARAMS if quick else PARAMS,
             "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(end))}
