@@ -90,10 +90,10 @@ def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
     return tr, te, schema, target
 
 
-def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int, out: Path, quick: bool,
+def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int, out: Path, params: dict,
                  target: str | None = None) -> dict:
     cls = registry.get(mech)
-    params = dict((QUICK_PARAMS if quick else PARAMS).get(mech, {}))
+    params = dict(params)
     if target is not None:
         params.setdefault("target", target)  # labelled mode where the mechanism has one (DP-MERF)
     params = {k: v for k, v in params.items() if any(p.name == k for p in cls.params)}
@@ -144,7 +144,7 @@ def run_task(task: dict) -> dict:
             if missing:
                 row["status"] = "n/a: " + ", ".join(sorted(missing)) + " columns unsupported"
                 return row
-            info = run_dpportal(name, tr, Path(task["schema"]), eps, task["rows"], out, task["quick"], target)
+            info = run_dpportal(name, tr, Path(task["schema"]), eps, task["rows"], out, task["params"], target)
         else:
             info = run_peer(name, schema, tr, eps, task["rows"], out, task["timeout"])
         if ds not in _TABLES:
@@ -194,6 +194,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="releases at a time (each on one thread)")
     ap.add_argument("--name", help="output name (default: quick or full)")
     ap.add_argument("--peer-timeout", type=int)
+    ap.add_argument("--param", action="append", default=[], metavar="MECH:KEY=VALUE",
+                    help="override a mechanism parameter, e.g. pmse:iterations=2000 (repeatable)")
     ap.add_argument("--resume", action="store_true", help="skip runs already in compare-NAME.jsonl")
     ap.add_argument("--report-only", action="store_true", help="write the report from compare-NAME.jsonl")
     a = ap.parse_args(argv)
@@ -210,6 +212,13 @@ def main(argv=None) -> int:
     reps = a.reps or (1 if quick else 3)
     mode = a.name or ("quick" if quick else "full")
     peer_timeout = a.peer_timeout or PEER_TIMEOUT["quick" if quick else "full"]
+    params = {m: dict(v) for m, v in (QUICK_PARAMS if quick else PARAMS).items()}
+    for spec in a.param:
+        mech, _, kv = spec.partition(":")
+        key, eq, value = kv.partition("=")
+        if not (mech and key and eq):
+            ap.error(f"--param {spec!r}: expected MECH:KEY=VALUE")
+        params.setdefault(mech, {})[key] = value
     OUT.mkdir(parents=True, exist_ok=True)
     log = OUT / f"compare-{mode}.jsonl"
     start_file = OUT / f"compare-{mode}.start"  # epoch seconds when the (first) run of this name began
@@ -244,7 +253,8 @@ def main(argv=None) -> int:
                     "phase": "slow" if family == "smartnoise-slow" else "grid",
                     "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr),
                     "test": str(te), "target": target, "rows": len(pd.read_csv(tr, usecols=[0])),
-                    "out": str(work / f"{ds}-{name}-{eps}-{rep}.csv"), "quick": quick, "timeout": peer_timeout}
+                    "out": str(work / f"{ds}-{name}-{eps}-{rep}.csv"), "params": params.get(name, {}),
+                    "timeout": peer_timeout}
             if _key(task) not in done:
                 tasks.append(task)
         if a.jobs > 1:
@@ -269,7 +279,7 @@ def main(argv=None) -> int:
     end = log.stat().st_mtime if a.report_only else time.time()  # report-only: the last finished run
     meta = {"mode": mode, "command": "`, then `".join(started.get("commands", [command])),
             "seconds": round(end - started["t"], 1) if "t" in started else None, "delta": DELTA,
-            "jobs": started.get("jobs", a.jobs), "params": QUICK_PARAMS if quick else PARAMS,
+            "jobs": started.get("jobs", a.jobs), "params": params,
             "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(end))}
     path = OUT / f"compare-{mode}.json"
     path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
