@@ -7,7 +7,7 @@ timed. Each d runs in its own subprocess; the table reports
 
 * stream rows/s: rows / seconds spent in the per-chunk update (Algorithm 1 lines 4-8),
 * fit rows/s: rows / whole ``fit`` seconds (noise drawn with the SEEDED backend, pass, consistency, growing),
-* peak RSS of the subprocess (``resource.getrusage``), and PrivHP's own ``memory_estimate``.
+* peak RSS of the subprocess (VmHWM, ``benchmarks/memory.py``), and PrivHP's own ``memory_estimate``.
 
 Secure (OpenDP) noise for the initial structure is timed once separately (it does not depend on n).
 ``--csv`` also times the file path the web worker uses (a CSV of n/5 rows read by ``TableSource.chunks``).
@@ -29,9 +29,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 import numpy as np, pandas as pd
 from mechanisms.noise import Noise
+from benchmarks.memory import peak_rss_mib
 from mechanisms.privhp import PrivHP
 from mechanisms.schema import Column, Schema
 
@@ -39,7 +40,7 @@ d, n, chunk, secure = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.
 schema = Schema(columns=tuple(Column(f"x{i}", "continuous", lower=0.0, upper=1.0) for i in range(d)))
 rng = np.random.default_rng(0)
 pool = [pd.DataFrame({f"x{i}": rng.beta(2, 8, chunk) for i in range(d)}) for _ in range(8)]
-base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base_rss = peak_rss_mib() * 1024
 
 class Prepared:
     def __init__(self): self.n, self.schema = n, schema
@@ -60,7 +61,7 @@ mech.fit(Prepared())
 fit = time.perf_counter() - t0
 print(json.dumps({"d": d, "n": n, "chunk_rows": chunk, "secure_noise": secure, "fit_s": round(fit, 2),
                   "stream_s": round(timing["update"], 2), "stream_rows_per_s": round(n / timing["update"]),
-                  "fit_rows_per_s": round(n / fit), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                  "fit_rows_per_s": round(n / fit), "peak_rss_mb": round(peak_rss_mib(), 1),
                   "rss_before_fit_mb": round(base_rss / 1024, 1),
                   "memory_estimate_mb": round(PrivHP.memory_estimate(schema, n, {"chunk_rows": chunk}) / 2**20, 1),
                   "plan": {k: v for k, v in mech.plan.to_dict().items() if k != "sigma"}}))
@@ -74,9 +75,10 @@ def run(d: int, n: int, chunk: int, secure: bool) -> dict:
 
 
 CSV_CHILD = r"""
-import resource, sys, tempfile, time, os
+import sys, tempfile, time, os
 import numpy as np, pandas as pd
 from mechanisms.noise import Noise
+from benchmarks.memory import peak_rss_mib
 from mechanisms.privhp import PrivHP
 from mechanisms.schema import Column, Schema, TableSource
 n = int(sys.argv[1])
@@ -92,7 +94,7 @@ mech.fit(TableSource(schema, path=path, n=n))
 dt = time.perf_counter() - t
 os.remove(path)
 print(f"| 2 | {n:,} | CSV via TableSource.chunks (pandas parse + prepare), chunk 100,000 | {n / dt:,.0f} rows/s | "
-      f"fit {dt:.1f} s | peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB |")
+      f"fit {dt:.1f} s | peak RSS {peak_rss_mib():.0f} MiB |")
 """
 
 

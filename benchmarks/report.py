@@ -49,7 +49,10 @@ def tables(results: list[dict], chart_prefix: str | None = None) -> tuple[str, d
                 label = ("" if k[2] == "dpportal" else "SmartNoise ") + k[3]
                 if k in groups:
                     rows = groups[k]
-                    cells = [_fmt([r.get(m) for r in rows]) for m, _ in METRICS]
+                    # peak memory only from runs that measured their own peak (VmHWM, benchmarks/memory.py);
+                    # older runs' ru_maxrss included the parent evaluation process's memory
+                    cells = [_fmt([r.get(m) for r in rows if m != "peak_rss_mib" or r.get("rss") == "hwm"])
+                             for m, _ in METRICS]
                     # "dpportal-paper": the five papers' mechanisms, without the simple baseline
                     for fam in [k[2]] + (["dpportal-paper"] if k[2] == "dpportal" and k[3] != "baseline" else []):
                         b = best.setdefault((ds, eps, fam), {})

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 
+from benchmarks.memory import peak_rss_mib
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
@@ -37,7 +37,7 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     write_synthetic_csv(release.synthetic, a.out)
     print(json.dumps({"seconds": seconds, "fit_seconds": release.seconds_fit,
-                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "peak_rss_mib": peak_rss_mib(), "rss": "hwm"}))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,12 @@ def test_summary_compares_best_dpportal_with_best_peer():
     assert "dpmerf 0.800 (30 s)" in line and "aim 0.750 (900 s)" in line and "+0.050 (ahead)" in line
     assert "0.110 ± 0.010" in body  # mean ± sd over the three repetitions
     assert "| SmartNoise mwem | error: Unable to allocate 259. PiB |" in body
+    # peak memory is shown only where the run measured its own peak (VmHWM), not an inherited ru_maxrss
+    mst_line = next(l for l in body.splitlines() if l.startswith("| SmartNoise mst |"))
+    assert mst_line.endswith("| – |")
+    rows[0]["rss"] = "hwm"
+    base_line = next(l for l in report.tables(rows)[0].splitlines() if l.startswith("| baseline |"))
+    assert base_line.endswith("| 100.0 |")
 
 
 @pytest.mark.skipif(not (compare.DATA / "german_credit.csv").exists(), reason="shared datasets not present")
