@@ -16,7 +16,8 @@ Two families of peers: the grid peers (MST) run at every epsilon and repetition 
 mechanisms; the slow peers (AIM, DPCTGAN, PATECTGAN, MWEM with its defaults and with
 split_factor=3: minutes to tens of minutes per run on
 2 cores) run once at ``--slow-epsilons`` (default 1), after the first two repetitions of the grid,
-smaller tables first, each under ``--peer-timeout``.
+smaller tables first and not on adult unless ``--slow-datasets`` says so, each under
+``--peer-timeout`` (600 s).
 
 ``--jobs N`` runs N releases (each with its evaluation) at a time; every child is limited to one
 thread, so on a 2-core machine ``--jobs 2`` measures each release on one core. Every finished run is
@@ -66,7 +67,10 @@ DELTA = 1e-5
 # Parameters that keep one run within a few minutes on 2 cores (documented in docs/benchmarks.md).
 PARAMS = {"dpmerf": {"epochs": "2000"}, "pmse": {"iterations": "400", "burn_in": "200"}}
 QUICK_PARAMS = {"dpmerf": {"epochs": "300"}, "pmse": {"iterations": "300", "burn_in": "100"}}
-PEER_TIMEOUT = {"quick": 300, "full": 900}
+PEER_TIMEOUT = {"quick": 300, "full": 600}
+# Slow peers skip adult by default: AIM and DPCTGAN need 14-17 minutes each there on 2 cores
+# (FIELD-NOTES: 1040 s and 816 s), over the 600 s limit; docs/benchmarks.md quotes FIELD-NOTES instead.
+SLOW_DATASETS = [d for d in DATASETS if d != "adult"]
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "DPMERF_TORCH_THREADS": "1",
               "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
@@ -190,7 +194,7 @@ def main(argv=None) -> int:
                                                     "(default aim dpctgan patectgan mwem; none in --quick)")
     ap.add_argument("--epsilons", nargs="*", type=float)
     ap.add_argument("--slow-epsilons", nargs="*", type=float)
-    ap.add_argument("--slow-datasets", nargs="*", help="datasets for the slow peers (default: all of --datasets)")
+    ap.add_argument("--slow-datasets", nargs="*", help="datasets for the slow peers (default: all but adult)")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--jobs", type=int, default=1, help="releases at a time (each on one thread)")
     ap.add_argument("--name", help="output name (default: quick or full)")
@@ -247,7 +251,7 @@ def main(argv=None) -> int:
         splits = {ds: prepare_split(ds, work) for ds in datasets}
         tasks = []
         for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps,
-                                             a.slow_datasets):
+                                             a.slow_datasets if a.slow_datasets is not None else SLOW_DATASETS):
             tr, te, schema, target = splits[ds]
             fam = "dpportal" if family == "dpportal" else "smartnoise"
             task = {"dataset": ds, "family": fam, "mechanism": name, "epsilon": eps, "rep": rep,
