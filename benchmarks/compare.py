@@ -172,14 +172,15 @@ def _key(r: dict) -> tuple:
     return (r["dataset"], r["family"], r["mechanism"], float(r["epsilon"]), int(r["rep"]))
 
 
-def plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps, slow_datasets=None) -> list[tuple]:
+def plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps, slow_datasets=None,
+         slow_reps: int = 1) -> list[tuple]:
     """Order of the runs: grid repetitions 0 and 1, then the slow peers, then the remaining
     repetitions; an interrupted run therefore still has whole repetitions to report."""
     grid = [[("dpportal", m, ds, eps, rep) for ds in datasets for eps in epsilons for m in mechs]
             + [("smartnoise", p, ds, eps, rep) for ds in datasets for eps in epsilons for p in peers]
             for rep in range(reps)]
-    slow = [("smartnoise-slow", p, ds, eps, 0) for ds in datasets if slow_datasets is None or ds in slow_datasets
-            for eps in slow_epsilons for p in slow_peers]
+    slow = [("smartnoise-slow", p, ds, eps, rep) for rep in range(slow_reps) for ds in datasets
+            if slow_datasets is None or ds in slow_datasets for eps in slow_epsilons for p in slow_peers]
     order = [t for g in grid[:2] for t in g] + slow + [t for g in grid[2:] for t in g]
     return order
 
@@ -195,6 +196,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilons", nargs="*", type=float)
     ap.add_argument("--slow-epsilons", nargs="*", type=float)
     ap.add_argument("--slow-datasets", nargs="*", help="datasets for the slow peers (default: all but adult)")
+    ap.add_argument("--slow-reps", type=int, default=1, help="repetitions of the slow peers (default 1)")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--jobs", type=int, default=1, help="releases at a time (each on one thread)")
     ap.add_argument("--name", help="output name (default: quick or full)")
@@ -251,7 +253,8 @@ def main(argv=None) -> int:
         splits = {ds: prepare_split(ds, work) for ds in datasets}
         tasks = []
         for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps,
-                                             a.slow_datasets if a.slow_datasets is not None else SLOW_DATASETS):
+                                             a.slow_datasets if a.slow_datasets is not None else SLOW_DATASETS,
+                                             a.slow_reps):
             tr, te, schema, target = splits[ds]
             fam = "dpportal" if family == "dpportal" else "smartnoise"
             task = {"dataset": ds, "family": fam, "mechanism": name, "epsilon": eps, "rep": rep,

@@ -25,6 +25,11 @@ def test_plan_runs_two_whole_repetitions_before_the_slow_peers():
     assert reps_before == {0, 1} and reps_after == {2}
     assert [order[i][1:4] for i in slow_at] == [("aim", "a", 1.0), ("aim", "b", 1.0)]
     assert len(set(order)) == len(order)  # no run twice
+    every = compare.plan(["a", "b"], ["baseline"], ["mst"], ["aim"], [0.1, 1.0], [0.1, 1.0], reps=3,
+                         slow_datasets=["b"], slow_reps=3)
+    slow = [t for t in every if t[0] == "smartnoise-slow"]
+    assert sorted((t[3], t[4]) for t in slow) == [(0.1, 0), (0.1, 1), (0.1, 2), (1.0, 0), (1.0, 1), (1.0, 2)]
+    assert {t[2] for t in slow} == {"b"}
 
 
 def test_summary_compares_best_dpportal_with_best_peer():
