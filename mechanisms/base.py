@@ -158,6 +158,12 @@ class Mechanism:
             "params": [p.to_dict() for p in cls.params],
         }
 
+    @classmethod
+    def advice(cls, schema: Schema) -> list[str]:
+        """Warnings about this mechanism's expected utility on ``schema`` (public facts only: column
+        kinds and counts), shown on the release form. They refuse nothing; the default has none."""
+        return []
+
     def check_plan(self, n: int) -> None:
         """Refuse, BEFORE any budget is reserved or data read, parameters that cannot work for the
         public row count ``n`` (raises ValueError naming the problem). Mechanisms whose defaults

@@ -62,7 +62,8 @@ def release_new(request, pk):
         values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": ledger.remaining(dataset), "memory_estimate": estimate}
+           "budget": ledger.remaining(dataset), "memory_estimate": estimate,
+           "advice": cls.advice(schema) if cls is not None and schema is not None else []}
     return render(request, "releases/new.html", ctx)
 
 
