@@ -35,7 +35,7 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mechanisms", nargs="*")
     ap.add_argument("--peers", nargs="*", help="grid peers: every epsilon and repetition (default mst)")
     ap.add_argument("--slow-peers", nargs="*", help="once per dataset at --slow-epsilons "
-                                                    "(default aim dpctgan patectgan mwem; none in --quick)")
+                                                    f"(default {' '.join(SLOW_PEERS)}; none in --quick)")
     ap.add_argument("--epsilons", nargs="*", type=float)
     ap.add_argument("--slow-epsilons", nargs="*", type=float)
     ap.add_argument("--slow-datasets", nargs="*", help="datasets for the slow peers (default: all but adult)")
@@ -241,16 +241,15 @@ def main(argv=None) -> int:
     elif log.exists():
         log.unlink()
     command = " ".join(["python -m benchmarks.compare", *(argv if argv is not None else sys.argv[1:])])
-    if not a.report_only and (not a.resume or not start_file.exists()):
-        start_file.write_text(json.dumps({"t": time.time(), "jobs": a.jobs, "commands": [command]}))
-    elif not a.report_only:  # a resumed run: its command is part of the record
-        started = json.loads(start_file.read_text())
-        started["commands"] = started.get("commands", [started.get("command")]) + [command]
+    keep = (a.resume or a.report_only) and start_file.exists()
+    started = json.loads(start_file.read_text()) if keep else {"t": time.time(), "jobs": a.jobs, "commands": []}
+    if not a.report_only:  # a resumed run's command joins the record
+        started["commands"].append(command)
         start_file.write_text(json.dumps(started))
-    started = json.loads(start_file.read_text()) if start_file.exists() else {}
     if not a.report_only:
         work = OUT / f"work-{mode}"
         splits = {ds: prepare_split(ds, work) for ds in datasets}
+        n_rows = {ds: len(pd.read_csv(splits[ds][0], usecols=[0])) for ds in datasets}  # public n of each table
         tasks = []
         for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps,
                                              a.slow_datasets if a.slow_datasets is not None else SLOW_DATASETS,
@@ -260,7 +259,7 @@ def main(argv=None) -> int:
             task = {"dataset": ds, "family": fam, "mechanism": name, "epsilon": eps, "rep": rep,
                     "phase": "slow" if family == "smartnoise-slow" else "grid",
                     "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr),
-                    "test": str(te), "target": target, "rows": len(pd.read_csv(tr, usecols=[0])),
+                    "test": str(te), "target": target, "rows": n_rows[ds],
                     "out": str(work / f"{ds}-{name}-{eps}-{rep}.csv"), "params": params.get(name, {}),
                     "timeout": peer_timeout}
             if _key(task) not in done:
@@ -268,18 +267,13 @@ def main(argv=None) -> int:
         if a.jobs > 1:
             os.environ.update(ONE_THREAD)  # children inherit: one thread per release
         with ProcessPoolExecutor(max_workers=a.jobs) as pool, log.open("a") as fh:
-            pending = {pool.submit(run_task, t) for t in tasks[: a.jobs]}
-            queue = tasks[a.jobs:]
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    row = f.result()
-                    done[_key(row)] = row
-                    fh.write(json.dumps(row) + "\n")
-                    fh.flush()
-                    print(json.dumps(row), flush=True)
-                    if queue:
-                        pending.add(pool.submit(run_task, queue.pop(0)))
+            # the pool starts tasks in submission order, so the plan's order holds
+            for f in as_completed([pool.submit(run_task, t) for t in tasks]):
+                row = f.result()
+                done[_key(row)] = row
+                fh.write(json.dumps(row) + "\n")
+                fh.flush()
+                print(json.dumps(row), flush=True)
     order = {m: i for i, m in enumerate(MECHANISMS + PEERS + SLOW_PEERS)}
     results = sorted(done.values(), key=lambda r: (list(DATASETS).index(r["dataset"]) if r["dataset"] in DATASETS
                                                    else 99, r["epsilon"], r["family"] != "dpportal",

@@ -24,12 +24,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from benchmarks.memory import peak_rss_mib  # noqa: E402
 from benchmarks.kdtree_common import G1_BOUNDS, g1_mixture, numeric_schema, numeric_source, timer  # noqa: E402
+from benchmarks.memory import peak_rss_mib  # noqa: E402
 from mechanisms.kdtree import KDTreeAdaptive, KDTreeGrid, dlap_tail  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
-
-
 
 
 def bench_adaptive(n: int, d: int = 10, epsilon: float = 1.0, params: dict | None = None) -> dict:

@@ -31,8 +31,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 CHILD = r"""
 import json, sys, time
 import numpy as np, pandas as pd
-from mechanisms.noise import Noise
 from benchmarks.memory import peak_rss_mib
+from mechanisms.noise import Noise
 from mechanisms.privhp import PrivHP
 from mechanisms.schema import Column, Schema
 
@@ -40,7 +40,7 @@ d, n, chunk, secure = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.
 schema = Schema(columns=tuple(Column(f"x{i}", "continuous", lower=0.0, upper=1.0) for i in range(d)))
 rng = np.random.default_rng(0)
 pool = [pd.DataFrame({f"x{i}": rng.beta(2, 8, chunk) for i in range(d)}) for _ in range(8)]
-base_rss = peak_rss_mib() * 1024
+base_rss_mib = peak_rss_mib()
 
 class Prepared:
     def __init__(self): self.n, self.schema = n, schema
@@ -62,7 +62,7 @@ fit = time.perf_counter() - t0
 print(json.dumps({"d": d, "n": n, "chunk_rows": chunk, "secure_noise": secure, "fit_s": round(fit, 2),
                   "stream_s": round(timing["update"], 2), "stream_rows_per_s": round(n / timing["update"]),
                   "fit_rows_per_s": round(n / fit), "peak_rss_mb": round(peak_rss_mib(), 1),
-                  "rss_before_fit_mb": round(base_rss / 1024, 1),
+                  "rss_before_fit_mb": round(base_rss_mib, 1),
                   "memory_estimate_mb": round(PrivHP.memory_estimate(schema, n, {"chunk_rows": chunk}) / 2**20, 1),
                   "plan": {k: v for k, v in mech.plan.to_dict().items() if k != "sigma"}}))
 """
@@ -77,8 +77,8 @@ def run(d: int, n: int, chunk: int, secure: bool) -> dict:
 CSV_CHILD = r"""
 import sys, tempfile, time, os
 import numpy as np, pandas as pd
-from mechanisms.noise import Noise
 from benchmarks.memory import peak_rss_mib
+from mechanisms.noise import Noise
 from mechanisms.privhp import PrivHP
 from mechanisms.schema import Column, Schema, TableSource
 n = int(sys.argv[1])

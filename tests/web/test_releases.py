@@ -199,3 +199,26 @@ def test_the_steward_grants_and_revokes_an_analyst(world):
     resp = client.post(url, {"username": "oscar", "action": "grant"}, follow=True)  # a steward, not an analyst
     assert "no analyst named" in resp.content.decode()
     assert not world.dataset.analysts.filter(username="oscar").exists()
+
+
+def test_release_form_warns_when_pmse_gets_more_columns_than_it_can_use(world):
+    """pMSE's advice (docs/benchmarks.md, finding 7) appears for a 4-numeric-column schema and not for 2;
+    it refuses nothing and reserves nothing."""
+    cols = ["a", "b", "c", "d"]
+    text = ",".join(cols) + "\n" + "\n".join(",".join(str((i * (j + 3)) % 50) for j in range(4)) for i in range(60))
+    wide = {"missing_markers": [""], "columns": [
+        {"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in cols]}
+    narrow = {"missing_markers": [""], "columns": wide["columns"][:2] + [
+        {"name": c, "kind": "excluded"} for c in cols[2:]]}
+    client = world.client(world.owner)
+    before = Release.objects.count()
+    pages = {}
+    for label, schema in (("wide", wide), ("narrow", narrow)):
+        ds = make_dataset(world.owner, text=text, schema=schema)
+        pages[label] = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "pmse"}).content.decode()
+    assert "This schema keeps 4 numeric columns. pMSE is built for two or three" in pages["wide"]
+    assert 'id="submit-release"' in pages["wide"]  # advice only: the release can still be submitted
+    assert "pMSE is built for two or three" not in pages["narrow"]
+    base = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "baseline"}).content.decode()
+    assert "mechanism-advice" not in base
+    assert Release.objects.count() == before
