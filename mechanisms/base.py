@@ -27,6 +27,12 @@ from .schema import Schema, TableSource
 
 ProgressFn = Callable[[float, str], None]  # (fraction in [0,1], stage text)
 
+# Bounds every parameter obeys before its own minimum/maximum (hostile input: a huge JSON integer,
+# 1e-400 becoming 0.0, a megabyte of text). Generous for every real use, checked before arithmetic.
+MAX_PARAM_CHARS = 200
+MAX_PARAM_INT = 10**15
+MIN_PARAM_FLOAT, MAX_PARAM_FLOAT = 1e-30, 1e30
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -53,10 +59,19 @@ class ParamSpec:
             d["optional"] = True
         return d
 
+    def _range_text(self) -> str:
+        if self.type == "int":
+            return f"+-{MAX_PARAM_INT:.0e}"
+        if self.type == "float":
+            return f"{MIN_PARAM_FLOAT:g}..{MAX_PARAM_FLOAT:g} in magnitude (or 0)"
+        return f"{MAX_PARAM_CHARS} characters"
+
     def coerce(self, value: Any, schema: Schema | None = None) -> Any:
         """Validate and convert ``value`` (may be a CLI/form string). Raises ValueError naming the param."""
         name = self.name
         empty = ("", "none", "None") + (() if "auto" in self.choices else ("auto",))
+        if isinstance(value, str) and len(value) > MAX_PARAM_CHARS:
+            raise ValueError(f"parameter {name!r} may be at most {MAX_PARAM_CHARS} characters, got {len(value)}")
         if value is None or (isinstance(value, str) and value.strip() in empty):
             if self.optional:
                 return None
@@ -72,12 +87,16 @@ class ParamSpec:
                         raise ValueError
                     value = int(value)
                 v = int(value) if not isinstance(value, str) else int(value.strip())
+                if abs(v) > MAX_PARAM_INT:
+                    raise ValueError
             elif self.type == "float":
                 if isinstance(value, bool):
                     raise ValueError
                 v = float(value)
-                if not math.isfinite(v):
+                if not math.isfinite(v) or (v != 0 and not MIN_PARAM_FLOAT <= abs(v) <= MAX_PARAM_FLOAT):
                     raise ValueError
+                if v == 0 and isinstance(value, str) and any(c in "123456789" for c in value.lower().split("e")[0]):
+                    raise ValueError  # underflow: "1e-400" is not zero
             elif self.type == "bool":
                 if isinstance(value, bool):
                     v = value
@@ -93,8 +112,9 @@ class ParamSpec:
                 v = value.strip()
             else:  # pragma: no cover - spec bug
                 raise AssertionError(self.type)
-        except (ValueError, TypeError):
-            raise ValueError(f"parameter {name!r} must be of type {self.type}, got {value!r}") from None
+        except (ValueError, TypeError, OverflowError):  # OverflowError: float() of a huge JSON integer
+            raise ValueError(f"parameter {name!r} must be of type {self.type} within "
+                             f"{self._range_text()}, got {_short(value)}") from None
         if self.minimum is not None and v < self.minimum:
             raise ValueError(f"parameter {name!r} must be >= {self.minimum}, got {name}={v!r}")
         if self.maximum is not None and v > self.maximum:
@@ -104,6 +124,13 @@ class ParamSpec:
         if self.type == "column" and schema is not None and v not in schema.names:
             raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
         return v
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 class Mechanism:

@@ -22,7 +22,7 @@ from django.utils import timezone
 import dpportal
 from dpportal.ledger import services as ledger
 from mechanisms import registry
-from mechanisms.accounting import exact
+from mechanisms.accounting import check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
@@ -58,7 +58,7 @@ def _text(value, name: str) -> str:
         return "0" if name == "delta" else ""
     if isinstance(value, bool):
         raise ReleaseRequestError(f"{name} must be a number, got {name}={value!r}")
-    return str(value).strip()[:40]
+    return str(value).strip()  # not truncated: exact() refuses more than MAX_AMOUNT_CHARS characters
 
 
 def parse_rows(value) -> int:
@@ -304,10 +304,8 @@ def memory_estimate(cls, schema, n_rows: int, values) -> dict:
         if raw not in (None, ""):
             params[spec.name] = raw
     try:
-        epsilon = float(exact(values.get("epsilon") or "1"))
-        if epsilon <= 0:
-            raise ValueError(f"epsilon must be positive, got epsilon={values.get('epsilon')!r}")
+        epsilon = check_epsilon(values.get("epsilon") or "1")
         size = int(cls.memory_estimate(schema, int(n_rows), params, epsilon=epsilon))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ArithmeticError) as exc:  # a GET link may carry anything
         return {"error": str(exc)}
     return {"bytes": size, "mib": round(size / 2**20, 2)}
