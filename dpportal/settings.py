@@ -137,6 +137,8 @@ DPPORTAL_MAX_COLUMNS = env_int("DPPORTAL_MAX_COLUMNS", 200, minimum=1)
 DPPORTAL_MAX_FIELD_LENGTH = env_int("DPPORTAL_MAX_FIELD_LENGTH", 1000, minimum=1)
 DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, minimum=1)
 DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
+# Memory one release job may plan to use (Mechanism.planned_memory_bytes), refused before reservation
+DPPORTAL_MAX_JOB_MEMORY_MB = env_int("DPPORTAL_MAX_JOB_MEMORY_MB", 8192, minimum=64)
 # The whole request body (file included) may not exceed the upload cap by much; Django itself does
 # not count file data against DATA_UPLOAD_MAX_MEMORY_SIZE, so the upload view enforces the cap.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate}
     try:
         return handlers[args.command](args)
-    except (CLIError, ValueError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:
+    except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2

@@ -133,6 +133,18 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
+TEXT_CELL_BYTES = 80  # one CSV cell held as a Python str in a pandas object column (~50-60) + copies
+
+
+def table_bytes(schema: Schema, n: int) -> int:
+    """Memory of the raw table read whole: every column (kept or not) as text, plus float copies."""
+    return int(n) * (len(schema.columns) * TEXT_CELL_BYTES + len(schema.kept) * 8 * 3)
+
+
+def format_bytes(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
 class Mechanism:
     """Base class. Subclasses set the class attributes and implement ``_fit``, ``sample``,
     ``summary`` / ``_load_summary`` and ``privacy_cost``."""
@@ -195,6 +207,24 @@ class Mechanism:
         """Refuse, BEFORE any budget is reserved or data read, parameters that cannot work for the
         public row count ``n`` (raises ValueError naming the problem). Mechanisms whose defaults
         depend on n override this; the default accepts everything."""
+
+    def planned_memory_bytes(self, n: int) -> int:
+        """A conservative estimate of the job's peak memory for the public row count ``n``, from the
+        schema and the parameters only (no data). The default counts the raw table held as text
+        (``TEXT_CELL_BYTES`` per cell, all columns) for mechanisms that read it whole; streaming
+        mechanisms read chunks. Mechanisms with large working arrays add theirs."""
+        return 0 if self.streaming else table_bytes(self.schema, n)
+
+    def check_memory(self, n: int, limit_bytes: int | None) -> None:
+        """Refuse, BEFORE any budget is reserved, a plan whose memory estimate exceeds the limit
+        (e.g. DP-MERF on 100,000 categories asked for 74.5 GiB inside fit, after the budget was spent)."""
+        if limit_bytes is None:
+            return
+        need = int(self.planned_memory_bytes(int(n)))
+        if need > limit_bytes:
+            raise ValueError(f"{self.name} would need about {format_bytes(need)} of memory for n={int(n):,} rows "
+                             f"with this schema and these parameters; the memory limit per job is "
+                             f"{format_bytes(limit_bytes)}: reduce the categories, columns or parameters")
 
     def fit(self, source: TableSource) -> "Mechanism":
         if self.fitted:

@@ -169,6 +169,21 @@ class DPMERF(Mechanism):
         """L2 sensitivity of the mean embedding under replace-one: 2 max||h|| / n."""
         return 2.0 * self.feature_norm / n
 
+    def planned_memory_bytes(self, n: int) -> int:
+        """Peak memory, conservatively, from public facts (schema, n, parameters): the table, the
+        data embedding step (a k x k identity per categorical column of k levels, chunk x D_h
+        features, the D_h x C embedding) and generator training (float32 activations of one batch
+        through every layer, kept for backward, and the weights with Adam's two moments)."""
+        d_h = (self.params["features"] if self._num else 0) + sum(self._cat_sizes)
+        C, chunk = self.n_classes, min(int(n), EMBED_CHUNK)
+        embed = 8 * (max(self._cat_sizes, default=0) ** 2 + C * C + 3 * chunk * (d_h + C) + 2 * d_h * C)
+        batch = max(int(np.clip(round(DEFAULT_BATCH_FRACTION * n), *BATCH_LIMITS))
+                    if self.params["batch_size"] is None else self.params["batch_size"], C)
+        widths = [NOISE_DIM + (C if self.labeled else 0), *self.hidden, self.out_dim]
+        weights = sum(a * b + b for a, b in zip(widths, widths[1:]))
+        train = 4 * (3 * batch * (sum(widths) + 2 * d_h) + 4 * weights + 2 * d_h * C)
+        return super().planned_memory_bytes(n) + embed + train
+
     def _hidden_widths(self, spec: str | None) -> tuple[int, ...]:
         if spec is None:
             d = len(self._num) + len(self._cat)

@@ -92,7 +92,7 @@ def validate(dataset, req: ReleaseRequest):
         raise ReleaseRequestError(f"params must be an object of name: value, got {type(req.params).__name__}")
     try:
         mech = build(req.mechanism, schema, epsilon=req.epsilon, delta=req.delta or "0", params=req.params,
-                     n=dataset.n_rows)
+                     n=dataset.n_rows, memory_limit=settings.DPPORTAL_MAX_JOB_MEMORY_MB * 2**20)
     except ValueError as exc:
         raise ReleaseRequestError(str(exc).splitlines()[0]) from None
     return mech

@@ -635,3 +635,14 @@ def test_cli_refuses_a_deeply_nested_schema(tmp_path, capsys):
     code = main(["synthesize", "baseline", "--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"),
                  "--epsilon", "1", "--out", str(tmp_path / "o.csv")])
     assert code == 2 and "deeper than the limit" in capsys.readouterr().err
+
+
+def test_a_release_whose_memory_plan_exceeds_the_limit_is_refused_before_reservation(world, timed):
+    """DP-MERF on 100,000 declared categories used to be accepted, then fail in fit asking for 74.5 GiB
+    after epsilon 1 and delta 1e-6 were spent."""
+    schema = json.loads(json.dumps(SMALL_SCHEMA))
+    schema["columns"][1]["categories"] = ["Paris", "Lyon", "Nice", "other"] + [f"c{i}" for i in range(100_000)]
+    world.dataset = make_dataset(world.owner, schema=schema)
+    body = '{"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6"}'
+    text = timed(api_post(world, f"/api/datasets/{world.dataset.pk}/releases/", body), "memory limit per job is 8.0 GiB")
+    assert "dpmerf would need about" in text
