@@ -25,7 +25,7 @@ BAD_REQUESTS = [
     ({"mechanism": "baseline", "epsilon": "-1"}, "epsilon must be positive, got epsilon='-1'"),
     ({"mechanism": "baseline", "epsilon": "0"}, "epsilon must be positive"),
     ({"mechanism": "baseline", "epsilon": "nan"}, "expected a finite number"),
-    ({"mechanism": "baseline", "epsilon": "1e400"}, "epsilon must be at most"),
+    ({"mechanism": "baseline", "epsilon": "1e400"}, "between 1e-30 and 1e30"),
     ({"mechanism": "baseline", "epsilon": "abc"}, "expected a number, got 'abc'"),
     ({"mechanism": "baseline", "epsilon": True}, "epsilon must be a number"),
     ({"mechanism": "baseline", "epsilon": "0.1", "delta": "1"}, "delta must be in [0, 1)"),
