@@ -41,6 +41,7 @@ class Release(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # written by the running job (sweeper.py)
 
     output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
     summary_file = models.CharField(max_length=500, blank=True)  # private summary npz

@@ -220,7 +220,7 @@ def execute(release_id: int) -> None:
     except BaseException as exc:  # noqa: BLE001 - record every failure, including time limits
         shutil.rmtree(tmpdir, ignore_errors=True)
         log.exception("release %s failed", release_id)
-        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        message = failure_text(exc)
         _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise
@@ -229,6 +229,24 @@ def execute(release_id: int) -> None:
     from dpportal.dashboards.services import evaluate_finished_release
 
     evaluate_finished_release(release_id, result.synthetic if result is not None else None)
+
+
+def failure_text(exc: BaseException) -> str:
+    """One line for the steward. A shutdown is named as such: billiard ends a pool process on a
+    cold shutdown (second Ctrl-C) with SystemExit(-(256 - signal)), whose text was a bare '-241'."""
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        code = getattr(exc, "code", None)
+        how = ""
+        if isinstance(code, int) and -255 <= code < 0:
+            import signal
+
+            try:
+                how = f" by {signal.Signals(256 + code).name}"
+            except ValueError:
+                how = f" (exit code {code})"
+        return (f"the worker was shut down{how} while this job ran ({type(exc).__name__}); "
+                "submit the release again")
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
 
 
 def _finish(release_id: int, **fields) -> None:
