@@ -111,6 +111,7 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     schema = dataset.confirmed_schema()
     try:
         with transaction.atomic():
+            _lock_raw_file(dataset)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
@@ -123,6 +124,16 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     except ledger.LedgerError as exc:
         raise ReleaseRequestError(str(exc)) from None
     return release
+
+
+def _lock_raw_file(dataset) -> None:
+    """Inside the reserving transaction, before anything else: lock the dataset row (the lock
+    ``delete_raw`` takes too) and check that the raw file is still there. A check before the
+    transaction left a window where a job was charged for a file deleted meanwhile."""
+    from dpportal.datasets.models import Dataset
+
+    if not Dataset.objects.filter(pk=dataset.pk, raw_deleted_at__isnull=True).update(raw_deleted_at=None):
+        raise ReleaseRequestError("the raw data of this dataset was deleted: no new releases can be made")
 
 
 def draw_more(release: Release, user, rows) -> Release:
