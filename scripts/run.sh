@@ -25,6 +25,11 @@ cleanup() {
 trap cleanup INT TERM EXIT
 
 echo "dpportal: serving http://$HOST:$PORT (Ctrl-C stops web and worker)"
-"$PY" manage.py runserver "$HOST:$PORT" --noreload &
+if [ -n "${DEV:-}" ]; then  # DEV=1 make run: Django's development server (one process, not for load)
+  "$PY" manage.py runserver "$HOST:$PORT" --noreload &
+else  # gunicorn: WEB_WORKERS processes x WEB_THREADS threads, so concurrent requests queue, not drop
+  "$PY" -m gunicorn dpportal.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_WORKERS:-2}" \
+    --threads "${WEB_THREADS:-8}" --timeout 120 --graceful-timeout 10 --backlog 2048 --access-logfile - &
+fi
 WEB=$!
 wait -n "$WORKER" "$WEB"
