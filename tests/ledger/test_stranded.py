@@ -20,8 +20,13 @@ import pytest
 from .test_crash import HERE, ROOT, Scene, broker_url  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
-BOUND = 60  # seconds from the kill to a settled release (the goal is 2 minutes)
-FAST_SWEEP = {"DPPORTAL_HEARTBEAT_SECONDS": "0.5", "DPPORTAL_STALE_SECONDS": "4", "DPPORTAL_SWEEP_SECONDS": "1"}
+# Seconds from the kill to a settled release. The test uses short intervals; STRANDED_DEFAULT_TIMING=1
+# runs it with the shipped defaults (heartbeat 10 s, stale 60 s, sweep 30 s) against the goal
+# of 2 minutes.
+DEFAULT_TIMING = bool(os.environ.get("STRANDED_DEFAULT_TIMING"))
+BOUND = 120 if DEFAULT_TIMING else 60
+FAST_SWEEP = {} if DEFAULT_TIMING else {"DPPORTAL_HEARTBEAT_SECONDS": "0.5", "DPPORTAL_STALE_SECONDS": "4",
+                                        "DPPORTAL_SWEEP_SECONDS": "1"}
 
 
 def start_worker(scene: Scene, log_name: str) -> subprocess.Popen:
