@@ -75,3 +75,29 @@ def test_sigkill_of_the_whole_worker_leaves_no_stranded_release(broker_url):  # 
             for w in workers:
                 kill_group(w)
             scene.close()
+
+
+def test_a_cold_shutdown_ends_the_worker_and_names_itself_on_the_release():
+    """Issue 16: a second Ctrl-C (cold shutdown) left the error text '-241' (billiard's
+    SystemExit(-(256 - SIGTERM))). What run.sh does: TERM to the worker, then on the second Ctrl-C
+    the terminal's INT reaches the whole group and run.sh sends QUIT. Embedded filesystem broker."""
+    with tempfile.TemporaryDirectory(prefix="dpportal-cold-") as tmp:
+        scene = Scene(tmp, None)
+        worker = None
+        try:
+            release = scene.driver("setup")["release"]
+            worker = start_worker(scene, "worker.log")
+            scene.wait("the job to enter fit", scene.fit_calls, 90)
+            os.kill(worker.pid, signal.SIGTERM)  # first Ctrl-C: warm shutdown waits for the job
+            time.sleep(2)
+            os.killpg(worker.pid, signal.SIGINT)  # second Ctrl-C
+            os.kill(worker.pid, signal.SIGQUIT)
+            worker.wait(timeout=60)  # the worker ends (it used to hang)
+            state = scene.resolved(release)
+            assert state and state["ledger"] == ["reserve", "spend"], state
+            assert state["error"].startswith("the worker was shut down by SIGTERM while this job ran"), state
+            assert "-241" not in state["error"]
+        finally:
+            if worker is not None:
+                kill_group(worker)
+            scene.close()
