@@ -32,7 +32,7 @@ _AMOUNT_HIGH = Fraction(10**MAX_AMOUNT_EXPONENT)
 
 def _out_of_range(value) -> ValueError:
     return ValueError(f"expected a number between 1e-{MAX_AMOUNT_EXPONENT} and 1e{MAX_AMOUNT_EXPONENT} "
-                      f"(or 0), got {_short(value)}")
+                      f"(or 0), got {short_repr(value)}")
 
 
 def _bounded(f: Fraction, value) -> Fraction:
@@ -41,18 +41,21 @@ def _bounded(f: Fraction, value) -> Fraction:
     return f
 
 
-def _short(value) -> str:
+def short_repr(value) -> str:
+    """repr for error messages, cut short: hostile values can be megabytes (or 30,000-bit integers)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def _decimal(d: Decimal, value) -> Fraction:
     if not d.is_finite():
-        raise ValueError(f"expected a finite number, got {_short(value)}")
+        raise ValueError(f"expected a finite number, got {short_repr(value)}")
     if d and not -MAX_AMOUNT_EXPONENT - 1 <= d.adjusted() <= MAX_AMOUNT_EXPONENT:  # before Fraction(d)
         raise _out_of_range(value)
     if len(d.as_tuple().digits) > MAX_AMOUNT_CHARS:  # Decimal objects may carry any number of digits
-        raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} digits, got {_short(value)}")
+        raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} digits, got {short_repr(value)}")
     return _bounded(Fraction(d), value)
 
 
@@ -67,7 +70,7 @@ def exact(value) -> Fraction:
         raise ValueError(f"expected a number, got {value!r}")
     if isinstance(value, int):
         if abs(value) > _AMOUNT_HIGH:  # compares without converting: fast for any size
-            raise _out_of_range(value if value.bit_length() < 200 else f"an integer of {value.bit_length()} bits")
+            raise _out_of_range(value)
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -78,7 +81,7 @@ def exact(value) -> Fraction:
     if isinstance(value, str):
         text = value.strip()
         if len(text) > MAX_AMOUNT_CHARS:
-            raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} characters, got {_short(value)}")
+            raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} characters, got {short_repr(value)}")
         try:
             if "/" in text:
                 num, den = text.split("/", 1)
@@ -87,7 +90,7 @@ def exact(value) -> Fraction:
         except (InvalidOperation, ValueError, ZeroDivisionError) as exc:
             if str(exc).startswith("expected"):
                 raise
-            raise ValueError(f"expected a number, got {_short(value)}") from None
+            raise ValueError(f"expected a number, got {short_repr(value)}") from None
         return _decimal(d, value)
     raise ValueError(f"expected a number, got {type(value).__name__}")
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, check_delta, check_epsilon
+from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
 from .schema import Schema, TableSource
 
@@ -114,7 +114,7 @@ class ParamSpec:
                 raise AssertionError(self.type)
         except (ValueError, TypeError, OverflowError):  # OverflowError: float() of a huge JSON integer
             raise ValueError(f"parameter {name!r} must be of type {self.type} within "
-                             f"{self._range_text()}, got {_short(value)}") from None
+                             f"{self._range_text()}, got {short_repr(value)}") from None
         if self.minimum is not None and v < self.minimum:
             raise ValueError(f"parameter {name!r} must be >= {self.minimum}, got {name}={v!r}")
         if self.maximum is not None and v > self.maximum:
@@ -124,13 +124,6 @@ class ParamSpec:
         if self.type == "column" and schema is not None and v not in schema.names:
             raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
         return v
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return f"an integer of {value.bit_length()} bits"
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 TEXT_CELL_BYTES = 80  # one CSV cell held as a Python str in a pandas object column (~50-60) + copies

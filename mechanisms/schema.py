@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from . import safejson
+from .accounting import short_repr
 
 KINDS = ("continuous", "integer", "categorical", "excluded")
 NUMERIC_KINDS = ("continuous", "integer")
@@ -94,9 +95,8 @@ class Column:
                 if isinstance(v, float) and not math.isfinite(v):
                     raise SchemaError(f"column {self.name!r}: numeric columns need finite {attr}, got {v!r}")
                 if abs(v) > MAX_ABS_BOUND:  # compared before any float(): a huge JSON integer cannot overflow
-                    shown = v if isinstance(v, float) or v.bit_length() < 200 else f"an integer of {v.bit_length()} bits"
                     raise SchemaError(f"column {self.name!r}: {attr} must lie within +-{MAX_ABS_BOUND:.0e}, "
-                                      f"got {attr}={shown}")
+                                      f"got {attr}={short_repr(v)}")
             if not self.upper > self.lower:
                 raise SchemaError(
                     f"column {self.name!r}: upper must exceed lower, got lower={self.lower}, upper={self.upper}")
