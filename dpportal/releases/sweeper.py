@@ -27,7 +27,7 @@ import threading
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -117,10 +117,11 @@ def start_periodic() -> threading.Thread:
     def loop() -> None:
         while True:
             try:
-                close_old_connections()
                 sweep()
             except Exception:  # noqa: BLE001 - the next round retries (e.g. the database restarting)
                 log.warning("sweeping stranded releases failed", exc_info=True)
+            finally:
+                connection.close()  # hold no connection while idle (pool processes fork from this process)
             threading.Event().wait(interval)
 
     thread = threading.Thread(target=loop, name="dpportal-sweeper", daemon=True)
