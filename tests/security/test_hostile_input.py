@@ -681,3 +681,20 @@ def test_the_header_guard_is_undone_for_evaluation():
     assert list(guarded.columns) == ["'=a", "b"] and list(guarded["b"]) == [-1, 2]
     back = undo_formula_guard(schema, guarded.astype(str))
     assert list(back.columns) == ["=a", "b"] and list(back["=a"]) == ["-x", "y"]
+
+
+@pytest.mark.parametrize("url", ["/releases/99999999999999999999999/", "/datasets/99999999999999999999999/",
+                                 "/datasets/{pk}/compare/?a=99999999999999999999999&b=1",
+                                 "/datasets/{pk}/compare/?a=" + "9" * 5000 + "&b=1",
+                                 "/datasets/{pk}/ledger/?sort=%00&dir=" + "x" * 5000])
+def test_out_of_range_ids_in_links_are_404_not_500(world, url):
+    import time
+
+    t0 = time.perf_counter()
+    resp = world.client(world.owner).get(url.format(pk=world.dataset.pk))
+    assert resp.status_code in (200, 404) and time.perf_counter() - t0 < FAST
+
+
+def test_out_of_range_ids_in_the_api_are_404_json(world):
+    resp = world.client(None).get("/api/releases/99999999999999999999999/", **world.api(world.owner))
+    assert resp.status_code == 404 and resp.json()["error"] == "not found"
