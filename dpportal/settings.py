@@ -183,6 +183,9 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("DPPORTAL_TASKS_EAGER", False)
 DPPORTAL_HEARTBEAT_SECONDS = env_float("DPPORTAL_HEARTBEAT_SECONDS", 10.0, minimum=0.1)
 DPPORTAL_STALE_SECONDS = env_float("DPPORTAL_STALE_SECONDS", 60.0, minimum=1.0)
 DPPORTAL_SWEEP_SECONDS = env_float("DPPORTAL_SWEEP_SECONDS", 30.0, minimum=0.1)
+# Ledger anchor (dpportal/ledger/anchor.py): every new chain head is appended to this file, outside the
+# database. Empty: <DATA_DIR>/ledger-anchor.log (resolved when written); "off": no anchor.
+DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
 
 LOGGING = {
     "version": 1,

@@ -227,3 +227,16 @@ def test_the_old_reads_raise_false_alarms_in_the_same_burst(postgres_url):
     result = run_burst(postgres_url, "--mutant")
     print(f"mutant on postgresql: {result['false_alarms']} false alarms in {sum(result['checks'].values())} checks")
     assert result["false_alarms"] > 0, result  # the burst is a real test of the snapshot
+
+
+def test_the_anchor_can_be_switched_off_and_a_refused_request_writes_no_line(anchored, settings, personas,
+                                                                          make_release,
+                                                                          django_capture_on_commit_callbacks):
+    lines = anchor.anchor_path().read_text().count("\n")
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(services.BudgetExceeded):
+        services.reserve(dataset=anchored, release=make_release(epsilon="5"), user=personas["steward"],
+                         epsilon="5", delta="0")
+    assert anchor.anchor_path().read_text().count("\n") == lines
+    settings.DPPORTAL_LEDGER_ANCHOR = "off"
+    assert anchor.anchor_path() is None
+    anchor.record(anchored.pk, 99, "c" * 64)  # a no-op
