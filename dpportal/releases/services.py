@@ -108,7 +108,7 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
             raise ReleaseRequestError(f"{name}: {exc}") from None
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     mech = validate(dataset, req)
-    schema = dataset.confirmed_schema()
+    schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
     try:
         with transaction.atomic():
             _lock_raw_file(dataset)
