@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from django.utils import timezone
 
@@ -19,6 +20,17 @@ BUDGET_PRESETS = {
                  "epsilon": "0.25", "delta": "0.000001"},
     "high": {"label": "High harm: disclosure could cause severe harm", "epsilon": "0.05", "delta": "0.0000001"},
 }
+
+
+def budget_initial(budget: dict) -> dict:
+    """Budget form initial values: the current caps, as their preset when they match one."""
+    if not budget.get("set"):
+        return {"preset": "moderate"}
+    eps, delta = budget["epsilon"]["cap"], budget["delta"]["cap"]
+    for key, p in BUDGET_PRESETS.items():
+        if (Fraction(p["epsilon"]), Fraction(p["delta"])) == (Fraction(eps), Fraction(delta)):
+            return {"preset": key}
+    return {"preset": "custom", "epsilon": eps, "delta": delta}
 
 
 class SchemaRejected(ValueError):

@@ -148,7 +148,7 @@ def dataset_schema_import(request, pk):
 @login_required
 def dataset_budget(request, pk):
     dataset = dataset_for_owner(request.user, pk)
-    form = BudgetForm(request.POST or None)
+    form = BudgetForm(request.POST or None, initial=services.budget_initial(ledger.remaining(dataset)))
     if request.method == "POST" and form.is_valid():
         try:
             entry = ledger.set_caps(dataset, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data["delta"],
@@ -158,7 +158,9 @@ def dataset_budget(request, pk):
         else:
             if entry is not None and getattr(entry, "warning", ""):
                 messages.warning(request, entry.warning)
-            messages.success(request, "Privacy budget saved.")
+            messages.success(request, "Privacy budget saved: epsilon cap {}, delta cap {}.".format(
+                form.cleaned_data["epsilon"], form.cleaned_data["delta"]) if entry is not None
+                else "Privacy budget unchanged.")
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {"dataset": dataset, "form": form, "budget": ledger.remaining(dataset),
            "presets": services.BUDGET_PRESETS}
