@@ -40,6 +40,8 @@ class ParamSpec:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     optional: bool = False  # None allowed (e.g. "derive from n, d, epsilon")
+    kinds: tuple[str, ...] = ()  # "column" params: the column kinds allowed (empty: any kept column)
+    empty_means: str = ""  # what leaving an optional param empty does, when not "the automatic value"
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "type": self.type, "default": self.default, "help": self.help}
@@ -51,7 +53,13 @@ class ParamSpec:
             d["choices"] = list(self.choices)
         if self.optional:
             d["optional"] = True
+        if self.kinds:
+            d["kinds"] = list(self.kinds)
         return d
+
+    def column_choices(self, schema: Schema) -> list[str]:
+        """The kept columns a "column" parameter may name (of the allowed kinds)."""
+        return [c.name for c in schema.kept if not self.kinds or c.kind in self.kinds]
 
     def coerce(self, value: Any, schema: Schema | None = None) -> Any:
         """Validate and convert ``value`` (may be a CLI/form string). Raises ValueError naming the param."""
@@ -103,6 +111,9 @@ class ParamSpec:
             raise ValueError(f"parameter {name!r} must be one of {list(self.choices)}, got {v!r}")
         if self.type == "column" and schema is not None and v not in schema.names:
             raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
+        if self.type == "column" and schema is not None and v not in self.column_choices(schema):
+            raise ValueError(f"parameter {name!r} must name a {' or '.join(self.kinds)} column, got {v!r} "
+                             f"of kind {schema.column(v).kind!r}")
         return v
 
 

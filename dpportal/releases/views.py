@@ -46,7 +46,7 @@ def release_new(request, pk):
             kinds = " and ".join(refused["unsupported_kinds"])
             error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
                      f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
-    elif request.method == "POST" and form.is_valid():
+    elif request.method == "POST" and "estimate" not in request.POST and form.is_valid():
         try:
             release = services.plan_release(dataset, request.user, services.ReleaseRequest(
                 mechanism=name, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data.get("delta") or "0",
