@@ -112,8 +112,8 @@ class ParamSpec:
         if self.type == "column" and schema is not None and v not in schema.names:
             raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
         if self.type == "column" and schema is not None and v not in self.column_choices(schema):
-            raise ValueError(f"parameter {name!r} must name a {' or '.join(self.kinds)} column, got {v!r} "
-                             f"of kind {schema.column(v).kind!r}")
+            raise ValueError(f"parameter {name!r}: {name} must be a {' or '.join(self.kinds)} column, got "
+                             f"{name}={v!r} of kind {schema.column(v).kind!r}")
         return v
 
 

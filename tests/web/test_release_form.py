@@ -109,5 +109,5 @@ def test_a_numeric_target_is_refused_by_the_param_spec():
     from mechanisms.schema import Schema
 
     spec = next(s for s in DPMERF.params if s.name == "target")
-    with pytest.raises(ValueError, match="must name a categorical column, got 'age' of kind 'integer'"):
+    with pytest.raises(ValueError, match="target must be a categorical column, got target='age' of kind 'integer'"):
         spec.coerce("age", Schema.from_dict(SMALL_SCHEMA))
