@@ -508,7 +508,9 @@ def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.
     summary = {k: {"synthetic": mean_of("synthetic", k), "real": mean_of("real", k)}
                for k in (("roc_auc", "prc_auc", "accuracy", "macro_f1") if binary else ("accuracy", "macro_f1"))}
     labels = _cell_labels(col)
+    shares = np.bincount(yte, minlength=n_classes) / max(len(yte), 1)
     return {"target": target, "task": "binary" if binary else f"multiclass ({n_classes} classes)",
+            "chance": chance_level(metric, shares.tolist()),
             "classes": [labels[c] for c in classes],
             "synthetic_rows_of_unseen_class": int((~known).sum()),
             "primary_metric": metric, "test": test_note, "fast": fast,
@@ -574,6 +576,34 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def chance_level(metric: str, class_shares: Sequence[float] | None = None) -> float | None:
+    """The score of guessing: ROC AUC 0.5; macro F1 of a uniform random guess among K classes, which
+    for a class of share p is 2 p (1/K) / (p + 1/K) (precision p, recall 1/K), averaged over classes."""
+    if metric == "roc_auc":
+        return 0.5
+    if metric == "macro_f1" and class_shares:
+        k = len(class_shares)
+        return float(np.mean([2 * p / k / (p + 1 / k) for p in class_shares]))
+    return None
+
+
+def tstr_reading(metric: str, synthetic: float, real: float, chance: float | None) -> str:
+    """TSTR against chance, not as a share of the real score: an AUC of 0.38 is worse than guessing,
+    not "43% of the real baseline". The share reported is of the real models' gain over chance."""
+    label = metric.replace("_", " ").upper()
+    head = f"Models trained on synthetic data reach {label} {synthetic:.3f} on real test rows"
+    real_txt = f"models trained on real data reach {real:.3f}"
+    if chance is None:
+        return f"{head}; {real_txt}."
+    if synthetic <= chance:
+        return f"{head}: no better than chance ({chance:.3f}); {real_txt}."
+    if real <= chance:
+        return f"{head}, above chance ({chance:.3f}); {real_txt}, no better than chance."
+    gain = (synthetic - chance) / (real - chance)
+    return (f"{head}: {_pct(gain)} of the way from chance ({chance:.3f}) to the models trained on real "
+            f"data ({real:.3f}).")
+
+
 def _readings(res: dict) -> list[dict]:
     cols = res["columns"]
     out = []
@@ -627,9 +657,7 @@ def _readings(res: dict) -> list[dict]:
         s, r = ml["mean"][key]["synthetic"], ml["mean"][key]["real"]
         if s is not None and r is not None:
             out.append({"metric": f"TSTR {key} (mean of 12 models)", "value": s,
-                        "reading": f"Models trained on synthetic data reach {key.replace('_', ' ').upper()} {s:.3f} "
-                                   f"on real test rows vs {r:.3f} when trained on real data "
-                                   f"({_pct(s / r) if r else 'n/a'} of the real baseline)."})
+                        "reading": tstr_reading(key, s, r, ml.get("chance", chance_level(key)))})
     pv = res.get("privacy")
     if pv:
         dcr = pv["dcr"]

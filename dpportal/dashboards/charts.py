@@ -60,9 +60,17 @@ def tstr_bars(ml: dict) -> dict:
             {"type": "bar", "name": "train on real", "x": names, "y": [real.get(m["model"]) for m in models],
              "marker": {"color": REAL}}]
     label = key.replace("_", " ").upper()
+    chance = ml.get("chance", 0.5 if key == "roc_auc" else None)
+    extra = {}
+    if chance is not None:  # the level of guessing, drawn across the chart
+        extra = {"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance,
+                             "line": {"dash": "dash", "color": OTHER, "width": 1}}],
+                 "annotations": [{"xref": "paper", "x": 1, "xanchor": "right", "y": chance, "yanchor": "bottom",
+                                  "text": f"chance {chance:.2f}", "showarrow": False, "font": {"size": 11}}]}
     return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
                                             barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]},
-                                            xaxis={"tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110})}
+                                            xaxis={"tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110},
+                                            **extra)}
 
 
 def dcr_histogram(privacy: dict) -> dict:

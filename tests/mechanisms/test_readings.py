@@ -1,0 +1,33 @@
+"""Plain-language readings of the evaluation (issue 18): TSTR is read against chance, not as a share
+of the real models' score."""
+
+from __future__ import annotations
+
+import pytest
+
+from mechanisms import evaluation as ev
+
+
+def test_an_auc_below_chance_is_called_no_better_than_chance_not_a_share_of_the_baseline():
+    text = ev.tstr_reading("roc_auc", 0.38, 0.877, 0.5)
+    assert "no better than chance (0.500)" in text
+    assert "%" not in text  # the old reading said "43.3% of the real baseline"
+
+
+def test_an_auc_above_chance_reports_the_share_of_the_real_gain_over_chance():
+    # (0.70 - 0.5) / (0.90 - 0.5) = 50%
+    text = ev.tstr_reading("roc_auc", 0.70, 0.90, 0.5)
+    assert "50.0% of the way from chance (0.500) to the models trained on real data (0.900)" in text
+
+
+def test_a_broken_reading_that_divides_by_the_real_score_would_be_caught():
+    broken = f"{100 * 0.70 / 0.90:.1f}%"  # 77.8%: the share of the raw score, the old reading
+    assert broken not in ev.tstr_reading("roc_auc", 0.70, 0.90, 0.5)
+
+
+def test_chance_of_macro_f1_is_the_uniform_guess():
+    # two balanced classes: precision 0.5, recall 0.5 -> F1 0.5 per class
+    assert ev.chance_level("macro_f1", [0.5, 0.5]) == pytest.approx(0.5)
+    # shares 0.9 / 0.1, K = 2: F1 = 2 p (1/2) / (p + 1/2): 0.9/1.4 and 0.1/0.6
+    assert ev.chance_level("macro_f1", [0.9, 0.1]) == pytest.approx((0.9 / 1.4 + 0.1 / 0.6) / 2)
+    assert ev.chance_level("roc_auc") == 0.5 and ev.chance_level("macro_f1") is None
