@@ -43,14 +43,15 @@ def release_dict(release: Release, *, for_owner: bool) -> dict:
     data.update(dataset=release.dataset_id, mechanism=release.mechanism, params=release.params,
                 epsilon=release.epsilon, delta=release.delta, rows=release.rows,
                 drawn_from_release=release.parent_id, url=f"/api/releases/{release.pk}/",
-                privacy=public_report(release, for_owner=for_owner))
+                privacy=public_report(release, for_owner=for_owner), title=release.title)
     if release.status == Release.DONE:
         data["synthetic_csv"] = f"/api/releases/{release.pk}/synthetic.csv"
         data["manifest"] = f"/api/releases/{release.pk}/manifest.json"
     if for_owner:
         data.update(created_at=release.created_at.isoformat(), data_touched=release.data_touched,
                     started_at=release.started_at and release.started_at.isoformat(),
-                    finished_at=release.finished_at and release.finished_at.isoformat())
+                    finished_at=release.finished_at and release.finished_at.isoformat(), note=release.note,
+                    withdrawn=release.is_withdrawn, hidden=release.hidden)
     return data
 
 
@@ -140,7 +141,7 @@ def dataset_releases(request, pk):
     if request.method == "GET":
         d = dataset_for_viewer(request.user, pk)
         owner = d.owner_id == request.user.pk
-        qs = d.releases.all() if owner else d.releases.filter(status=Release.DONE)
+        qs = d.releases.all() if owner else d.releases.for_analysts()
         return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)

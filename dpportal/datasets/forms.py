@@ -60,4 +60,4 @@ def _differs(typed: str, preset: str) -> bool:
 
 class GrantForm(forms.Form):
     username = forms.CharField(max_length=150)
-    action = forms.ChoiceField(choices=[("grant", "grant"), ("revoke", "revoke")])
+    action = forms.ChoiceField(choices=[("grant", "grant"), ("revoke", "revoke"), ("create", "create")])

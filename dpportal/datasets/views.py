@@ -57,8 +57,13 @@ def dataset_upload(request):
 def dataset_detail(request, pk):
     dataset = dataset_for_viewer(request.user, pk)
     owner = dataset.owner_id == request.user.pk
-    releases = dataset.releases.all() if owner else dataset.releases.filter(status=Release.DONE)
-    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases.select_related("parent")}
+    releases = dataset.releases.all() if owner else dataset.releases.for_analysts()
+    show_hidden = owner and request.GET.get("hidden") == "1"
+    n_hidden = releases.filter(hidden=True).count() if owner else 0
+    if owner and not show_hidden:
+        releases = releases.filter(hidden=False)
+    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases.select_related("parent"),
+           "show_hidden": show_hidden, "n_hidden": n_hidden}
     if owner:
         ctx["budget"] = ledger.remaining(dataset)
         ctx["analysts"] = dataset.analysts.order_by("username")
@@ -172,11 +177,17 @@ def dataset_budget(request, pk):
 def dataset_grant(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     form = GrantForm(request.POST)
+    if form.is_valid() and form.cleaned_data["action"] == "create":
+        return _create_analyst(request, dataset, form.cleaned_data["username"])
     if form.is_valid():
-        user = get_user_model().objects.filter(username=form.cleaned_data["username"],
-                                               profile__role=Profile.ANALYST).first()
-        if user is None:
-            messages.error(request, f"no analyst named {form.cleaned_data['username']!r}")
+        name = form.cleaned_data["username"]
+        user = get_user_model().objects.filter(username=name, profile__role=Profile.ANALYST).first()
+        if user is None and get_user_model().objects.filter(username=name).exists():
+            messages.error(request, f"no analyst named {name!r}: that name belongs to an account that is not an "
+                                    "analyst (stewards and other accounts cannot be granted releases)")
+        elif user is None:
+            messages.error(request, f"no analyst named {name!r}: tick \"create the account\" to create it and "
+                                    "grant access in one step")
         elif form.cleaned_data["action"] == "grant":
             dataset.analysts.add(user)
             messages.success(request, f"{user.username} can now download this dataset's releases.")
@@ -204,3 +215,20 @@ def dataset_raw_delete(request, pk):
         messages.success(request, "Raw data deleted. Releases, the schema and the ledger remain; "
                                   "no budget was freed.")
     return redirect("dpportal-dataset", dataset.pk)
+
+
+def _create_analyst(request, dataset, username: str):
+    """Create an analyst account with a one-time password, grant it this dataset, and show the password
+    once, on this response only (never in a message cookie, a log or the URL)."""
+    from dpportal.accounts.services import AccountRefused, create_analyst
+
+    try:
+        user, password = create_analyst(username, created_by=request.user)
+    except AccountRefused as exc:
+        messages.error(request, f"No account created: {exc}")
+        return redirect("dpportal-dataset", dataset.pk)
+    dataset.analysts.add(user)
+    resp = render(request, "datasets/analyst_created.html", {"dataset": dataset, "analyst": user,
+                                                             "password": password})
+    resp["Cache-Control"] = "no-store"
+    return resp

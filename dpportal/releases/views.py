@@ -130,3 +130,33 @@ def release_draw(request, pk):
         return redirect("dpportal-release", release.pk)
     messages.success(request, f"Drawing {draw.rows:,} more rows (no privacy cost).")
     return redirect("dpportal-release", draw.pk)
+
+
+RELEASE_ACTIONS = {
+    "withdraw": (lambda r: services.set_withdrawn(r, True), "Release {pk} withdrawn: analysts no longer see it "
+                 "(copies already downloaded cannot be recalled; its privacy cost stays spent)."),
+    "restore": (lambda r: services.set_withdrawn(r, False), "Release {pk} is available to analysts again."),
+    "hide": (lambda r: services.set_hidden(r, True), "Release {pk} hidden from your lists (the ledger keeps it)."),
+    "unhide": (lambda r: services.set_hidden(r, False), "Release {pk} shown in your lists again."),
+}
+
+
+@login_required
+@require_POST
+def release_edit(request, pk):
+    """The steward names and annotates a release, withdraws it from analysts, or hides it."""
+    release = release_for_owner(request.user, pk)
+    action = request.POST.get("action", "")
+    try:
+        if action == "label":
+            services.label_release(release, title=request.POST.get("title"), note=request.POST.get("note"))
+            messages.success(request, f"Release {release.pk} name and note saved.")
+        elif action in RELEASE_ACTIONS:
+            change, text = RELEASE_ACTIONS[action]
+            change(release)
+            messages.success(request, text.format(pk=release.pk))
+        else:
+            messages.error(request, f"unknown action {action[:40]!r}; use label, withdraw, restore, hide or unhide")
+    except services.ReleaseRequestError as exc:
+        messages.error(request, f"Release {release.pk} not changed: {exc}")
+    return redirect("dpportal-release", release.pk)

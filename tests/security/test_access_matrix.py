@@ -90,6 +90,8 @@ MATRIX: dict[str, list[Case]] = {
                         Case("post", "/accounts/login/", everyone(200), {"username": "x", "password": "y"})],
     "accounts/logout/": [Case("get", "/accounts/logout/", everyone(405)),
                          Case("post", "/accounts/logout/", everyone(302))],
+    "accounts/password/": [Case("get", "/accounts/password/", web_user())],
+    "accounts/password/done/": [Case("get", "/accounts/password/done/", web_user())],
     # API
     "api/auth/token/": [Case("get", "/api/auth/token/", everyone(405)),
                         Case("post", "/api/auth/token/", everyone(400), '{"username": "x", "password": "y"}',
@@ -143,6 +145,8 @@ MATRIX: dict[str, list[Case]] = {
     "releases/<int:pk>/synthetic.csv": [Case("get", "/releases/{r}/synthetic.csv", web_viewer())],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
+    "releases/<int:pk>/edit/": [Case("post", "/releases/{r}/edit/", web_owner(302),
+                                     {"action": "label", "title": "t", "note": ""})],
     # ledger (steward-only)
     "datasets/<int:pk>/ledger/": [Case("get", "/datasets/{d}/ledger/", web_owner())],
     "datasets/<int:pk>/ledger.csv": [Case("get", "/datasets/{d}/ledger.csv", web_owner())],
