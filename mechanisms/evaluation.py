@@ -55,7 +55,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_limits
 
-from .schema import Column, Schema, read_raw_csv
+from .schema import MISSING_CATEGORY, Column, Schema, read_raw_csv
 
 ProgressFn = Callable[[float, str], None]
 
@@ -804,6 +804,9 @@ def prepare_table(schema: Schema, raw: pd.DataFrame, *, synthetic: bool) -> pd.D
     raw = raw.astype(str)
     if synthetic:
         raw = undo_formula_guard(schema, raw)
+        for c in schema.kept:  # empty cells stand for the missing-value category (mechanisms.io)
+            if c.kind == "categorical" and MISSING_CATEGORY in c.categories and c.name in raw:
+                raw[c.name] = raw[c.name].where(raw[c.name].str.strip() != "", MISSING_CATEGORY)
     for c in schema.columns:
         if c.kind == "excluded" and c.name not in raw:
             raw[c.name] = ""

@@ -39,6 +39,9 @@ NUMERIC_KINDS = ("continuous", "integer")
 DEFAULT_MISSING_MARKERS = ("", "?", "NA")
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 DEFAULT_BINS = 10
+# The category a draft gives to missing values of a categorical column. Synthetic tables write it back
+# as an empty cell (mechanisms.io), the usual spelling of "missing" in a CSV.
+MISSING_CATEGORY = "(missing)"
 
 
 class SchemaError(ValueError):
@@ -452,8 +455,8 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
             continue
         other = None
         if has_missing:
-            levels.append("(missing)")
-            other = "(missing)"
+            levels.append(MISSING_CATEGORY)
+            other = MISSING_CATEGORY
         cols.append(Column(name=str(name), kind="categorical", categories=tuple(levels), other=other))
     if not any(c.kind != "excluded" for c in cols):
         raise SchemaError("no usable column found: every column was empty or had too many distinct values")
