@@ -95,18 +95,46 @@ UTILITY_METRICS = [
 ]
 
 
+PALETTE = ["#2857a4", "#c2572b", "#1f7a4d", "#7a3fb0", "#a86400", "#0e7c86", "#b3261e", "#5f6b7a"]
+DODGE = 0.03  # releases at the same epsilon are spread by 10^(+-0.03 k) (~7% per step) so none hides another
+
+
+def _dodged(eps: float, i: int, k: int) -> float:
+    return eps * 10 ** (DODGE * (i - (k - 1) / 2))
+
+
+def _eps_ticks(values: list[float]) -> dict:
+    """Tick labels at the epsilons released (and nothing else: plotly's log axis labels minor ticks
+    "2" and "5", which read as epsilons that were never used)."""
+    ticks = sorted(set(values))
+    return {"tickvals": ticks, "ticktext": [f"{v:g}" for v in ticks]}
+
+
 def utility_vs_epsilon(points: list[dict], key: str, title: str) -> dict:
-    """One line per mechanism: metric ``key`` of each evaluated release against its epsilon."""
+    """Per mechanism: one marker per evaluated release (releases at the same epsilon side by side) and
+    a line through the mean at each epsilon."""
     by_mech: dict[str, list[dict]] = defaultdict(list)
     for p in points:
         if p["summary"].get(key) is not None:
             by_mech[p["mechanism"]].append(p)
     data = []
-    for mech, pts in sorted(by_mech.items()):
-        pts.sort(key=lambda p: p["epsilon"])
-        data.append({"type": "scatter", "mode": "lines+markers", "name": mech,
-                     "x": [p["epsilon"] for p in pts], "y": [p["summary"][key] for p in pts],
-                     "text": [f"release {p['id']}" for p in pts],
-                     "hovertemplate": "%{text}<br>ε %{x}<br>%{y:.4f}<extra>" + mech + "</extra>"})
-    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log"},
-                                            yaxis={"rangemode": "tozero"})}
+    for n, (mech, pts) in enumerate(sorted(by_mech.items())):
+        color = PALETTE[n % len(PALETTE)]
+        at: dict[float, list[dict]] = defaultdict(list)
+        for p in sorted(pts, key=lambda p: (p["epsilon"], p["id"])):
+            at[p["epsilon"]].append(p)
+        xs, ys, text = [], [], []
+        for eps, group in at.items():
+            for i, p in enumerate(group):
+                xs.append(_dodged(eps, i, len(group)))
+                ys.append(p["summary"][key])
+                text.append(f"release {p['id']}<br>ε {p['epsilon']:g}")
+        data.append({"type": "scatter", "mode": "markers", "name": mech, "legendgroup": mech, "x": xs, "y": ys,
+                     "text": text, "marker": {"color": color, "size": 8},
+                     "hovertemplate": "%{text}<br>%{y:.4f}<extra>" + mech + "</extra>"})
+        eps_sorted = sorted(at)
+        data.append({"type": "scatter", "mode": "lines", "name": mech, "legendgroup": mech, "showlegend": False,
+                     "x": eps_sorted, "y": [sum(p["summary"][key] for p in at[e]) / len(at[e]) for e in eps_sorted],
+                     "line": {"color": color}, "hoverinfo": "skip"})
+    axis = {"title": {"text": "ε"}, "type": "log", **_eps_ticks([p["epsilon"] for p in points])}
+    return {"data": data, "layout": _layout(title, xaxis=axis, yaxis={"rangemode": "tozero"})}
