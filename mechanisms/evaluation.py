@@ -572,6 +572,23 @@ def _closest(Q: np.ndarray, R: np.ndarray) -> np.ndarray:
 # Plain-language readings and the entry point
 # =================================================================================================
 
+def quality_score(columns: Sequence[dict], pair_items: Sequence[dict]) -> dict:
+    """One quality score in [0, 1] (1 = the synthetic table reproduces every marginal measured), as
+    SDMetrics' QualityReport does: the mean of "column shapes" (1 - TVD of each column's cells) and
+    "column pair trends" (1 - TVD of each pair's 2-way cells), each averaged over its items.
+
+    Differences from SDMetrics, stated: numeric columns are compared on their public bins (TVD on cells)
+    rather than by the KS complement, and pairs by their 2-way cell TVD rather than by correlation
+    similarity; pairs are the evaluated sample when there are more than ``MAX_PAIRS``. With a single
+    kept column there are no pairs and the score is the column shapes alone.
+    """
+    shapes = float(np.mean([1.0 - c["tvd"] for c in columns])) if columns else None
+    trends = float(np.mean([1.0 - p["tvd"] for p in pair_items])) if pair_items else None
+    parts = [v for v in (shapes, trends) if v is not None]
+    return {"score": float(np.mean(parts)) if parts else None, "column_shapes": shapes,
+            "column_pair_trends": trends, "n_columns": len(columns), "n_pairs": len(pair_items)}
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -607,6 +624,13 @@ def tstr_reading(metric: str, synthetic: float, real: float, chance: float | Non
 def _readings(res: dict) -> list[dict]:
     cols = res["columns"]
     out = []
+    q = res.get("quality")
+    if q and q["score"] is not None:
+        trends = (f", column pair trends {_pct(q['column_pair_trends'])}" if q["column_pair_trends"] is not None
+                  else "")
+        out.append({"metric": "Quality score", "value": q["score"],
+                    "reading": f"Quality {_pct(q['score'])} (100% = every column and pair distribution reproduced): "
+                               f"column shapes {_pct(q['column_shapes'])}{trends}."})
     worst = max(cols, key=lambda c: c["tvd"])
     out.append({"metric": "1-way TVD (mean)", "value": res["summary"]["tvd_1way_mean"],
                 "reading": f"Single-column distributions within {_pct(res['summary']['tvd_1way_mean'])} on average "
@@ -729,7 +753,9 @@ def _evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, ta
         res["ml"] = stage("ml", 0.5, lambda: _ml_section(schema, real, synthetic, tst, target, fast=fast,
                                                          rng=rng, progress=sub))
     ml = res["ml"]
+    res["quality"] = quality_score(res["columns"], res["pairs"]["items"])
     res["summary"] = {
+        "quality": res["quality"]["score"],
         "tvd_1way_mean": float(np.mean([c["tvd"] for c in res["columns"]])),
         "tvd_2way_mean": res["pairs"]["mean_tvd"],
         "wasserstein_normalized_mean": (float(np.mean([c["wasserstein_normalized"] for c in res["columns"]

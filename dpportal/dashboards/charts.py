@@ -88,6 +88,7 @@ def dcr_histogram(privacy: dict) -> dict:
 
 
 UTILITY_METRICS = [
+    ("quality", "Quality score (higher is better)"),
     ("tvd_1way_mean", "1-way TVD (lower is better)"),
     ("tvd_2way_mean", "2-way TVD (lower is better)"),
     ("pmse_cart", "pMSE, CART (lower is better)"),

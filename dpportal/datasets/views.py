@@ -62,9 +62,13 @@ def dataset_detail(request, pk):
     n_hidden = releases.filter(hidden=True).count() if owner else 0
     if owner and not show_hidden:
         releases = releases.filter(hidden=False)
-    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases.select_related("parent"),
-           "show_hidden": show_hidden, "n_hidden": n_hidden}
+    releases = list(releases.select_related("parent", "evaluation") if owner else releases.select_related("parent"))
+    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases, "show_hidden": show_hidden,
+           "n_hidden": n_hidden}
     if owner:
+        from dpportal.dashboards.services import mark_best_quality
+
+        mark_best_quality(releases)
         ctx["budget"] = ledger.remaining(dataset)
         ctx["analysts"] = dataset.analysts.order_by("username")
         ctx["grant_form"] = GrantForm()

@@ -78,6 +78,9 @@ def release_detail(request, pk):
         ctx["dashboard_url"] = reverse("dpportal-release-dashboard", args=[release.pk])
         ctx["budget"] = ledger.remaining(release.dataset)
         ctx["draws"] = release.origin().draws.all()
+        from dpportal.dashboards.services import quality_of
+
+        ctx["quality"] = quality_of(release)
     return render(request, "releases/detail.html", ctx)
 
 

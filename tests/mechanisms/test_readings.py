@@ -31,3 +31,34 @@ def test_chance_of_macro_f1_is_the_uniform_guess():
     # shares 0.9 / 0.1, K = 2: F1 = 2 p (1/2) / (p + 1/2): 0.9/1.4 and 0.1/0.6
     assert ev.chance_level("macro_f1", [0.9, 0.1]) == pytest.approx((0.9 / 1.4 + 0.1 / 0.6) / 2)
     assert ev.chance_level("roc_auc") == 0.5 and ev.chance_level("macro_f1") is None
+
+
+# ------------------------------------------------------------------------------------------ quality
+
+def test_quality_is_the_mean_of_column_shapes_and_pair_trends_by_hand():
+    cols = [{"tvd": 0.1}, {"tvd": 0.3}]  # shapes: mean(0.9, 0.7) = 0.8
+    pairs = [{"tvd": 0.4}]  # trends: 0.6
+    q = ev.quality_score(cols, pairs)
+    assert q["column_shapes"] == pytest.approx(0.8) and q["column_pair_trends"] == pytest.approx(0.6)
+    assert q["score"] == pytest.approx(0.7)
+    assert ev.quality_score(cols, [])["score"] == pytest.approx(0.8)  # one column: no pairs
+
+
+def test_quality_is_one_for_a_copy_and_low_for_an_unrelated_table():
+    from tests.mechanisms.test_evaluation import SCHEMA, table
+
+    real = table(800, 1)
+    same = ev.evaluate(SCHEMA, real, real.copy())
+    assert same["quality"]["score"] == pytest.approx(1.0) and same["summary"]["quality"] == pytest.approx(1.0)
+    good = ev.evaluate(SCHEMA, real, table(800, 2))["quality"]["score"]
+    shifted = ev.evaluate(SCHEMA, real, table(800, 3, shift=4.0))["quality"]["score"]
+    assert 0.9 < good < 1.0 and shifted < good - 0.2
+    reading = next(r for r in same["readings"] if r["metric"] == "Quality score")["reading"]
+    assert reading.startswith("Quality 100.0%")
+
+
+def test_a_broken_quality_that_averages_tvd_instead_of_its_complement_is_caught():
+    cols, pairs = [{"tvd": 0.1}], [{"tvd": 0.2}]
+    broken = (0.1 + 0.2) / 2  # the mean TVD itself: 0.15, "lower is better", wrong direction
+    assert ev.quality_score(cols, pairs)["score"] != pytest.approx(broken)
+    assert ev.quality_score(cols, pairs)["score"] == pytest.approx(0.85)
