@@ -62,3 +62,28 @@ def test_a_broken_quality_that_averages_tvd_instead_of_its_complement_is_caught(
     broken = (0.1 + 0.2) / 2  # the mean TVD itself: 0.15, "lower is better", wrong direction
     assert ev.quality_score(cols, pairs)["score"] != pytest.approx(broken)
     assert ev.quality_score(cols, pairs)["score"] == pytest.approx(0.85)
+
+
+# ------------------------------------------------------------------------------------------ CLI
+
+def test_cli_evaluate_prints_a_short_summary_by_default_and_json_on_request(tmp_path, capsys):
+    import json
+
+    from mechanisms.__main__ import main
+    from tests.mechanisms.test_evaluation import SCHEMA, table
+
+    (tmp_path / "s.json").write_text(SCHEMA.to_json())
+    table(300, 1).to_csv(tmp_path / "r.csv", index=False)
+    table(300, 2).to_csv(tmp_path / "y.csv", index=False)
+    args = ["evaluate", "--real", str(tmp_path / "r.csv"), "--synthetic", str(tmp_path / "y.csv"),
+            "--schema", str(tmp_path / "s.json")]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].startswith("Real rows 300, synthetic rows 300") and "NOT PRIVATE" in lines[0]
+    assert lines[2].startswith("Quality score") and "1-way TVD (mean)" in text
+    assert len(text) < 4000 and len(lines) < 25  # short: the full JSON is tens of KB
+    assert main(args + ["--json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert full["quality"]["score"] == pytest.approx(
+        float(lines[2].split()[2]), abs=1e-4)
