@@ -77,17 +77,21 @@ def dataset_detail(request, pk):
 
 
 def _column_rows(dataset, schema, post=None):
-    """Per column: the working values (posted, confirmed, or suggested) and the suggestion."""
+    """Per column: the working values (posted, confirmed, or suggested), the suggestion, and whether
+    the steward ticked it as reviewed (a confirmed schema counts as reviewed; excluded columns publish
+    nothing and need no review)."""
     draft = dataset.schema_draft or {}
     suggested = {c["name"]: c for c in draft.get("columns", [])}
     current = {c.name: c.to_dict() for c in schema.columns} if schema else {}
     rows = []
     for i, name in enumerate(dataset.header):
         cur = current.get(name) or suggested.get(name) or {"name": name, "kind": "excluded"}
+        ok = bool(dataset.schema) or cur.get("kind") == "excluded"
         if post is not None:
             cur = {f: post.get(f"col-{i}-{f}", "") for f in ("kind", "lower", "upper", "bins", "fill", "other")}
             cur["categories"] = [c for c in post.get(f"col-{i}-categories", "").splitlines() if c.strip()]
-        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name)})
+            ok = bool(post.get(f"col-{i}-ok")) or cur["kind"] == "excluded"
+        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name), "ok": ok})
     return rows
 
 
@@ -97,7 +101,14 @@ def dataset_schema(request, pk):
     schema = dataset.working_schema()
     error = None
     markers = schema.missing_markers if schema else dataset.missing_markers
-    if request.method == "POST":
+    rows = _column_rows(dataset, schema, request.POST if request.method == "POST" else None)
+    bulk_note = None
+    if request.method == "POST" and request.POST.get("bulk"):
+        try:  # a bulk action edits the working values on the page; nothing is saved until "Confirm"
+            bulk_note = services.apply_bulk(rows, request.POST)
+        except services.SchemaRejected as exc:
+            error = str(exc)
+    elif request.method == "POST":
         try:
             if not request.POST.get("public_ack"):
                 raise services.SchemaRejected("tick the box to confirm that every value on this page is public "
@@ -113,7 +124,7 @@ def dataset_schema(request, pk):
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
         "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
-        "rows": _column_rows(dataset, schema, request.POST if request.method == "POST" else None),
+        "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
