@@ -21,6 +21,7 @@ urlpatterns = [
     path("datasets/<int:pk>/schema/", datasets.dataset_schema, name="dpportal-schema"),
     path("datasets/<int:pk>/schema.json", datasets.dataset_schema_export, name="dpportal-schema-export"),
     path("datasets/<int:pk>/schema/import/", datasets.dataset_schema_import, name="dpportal-schema-import"),
+    path("datasets/<int:pk>/schema/dp-bounds/", datasets.dataset_schema_dp_bounds, name="dpportal-schema-dp-bounds"),
     path("datasets/<int:pk>/budget/", datasets.dataset_budget, name="dpportal-budget"),
     path("datasets/<int:pk>/raw/delete/", datasets.dataset_raw_delete, name="dpportal-raw-delete"),
     path("datasets/<int:pk>/grants/", datasets.dataset_grant, name="dpportal-grant"),

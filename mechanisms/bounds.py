@@ -41,6 +41,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from .accounting import PrivacyCost
 from .noise import Noise, laplace_scale
 
 MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)  # round numbers in each power of ten
@@ -117,3 +118,16 @@ def estimate_bounds(chunks: Iterable[pd.DataFrame], columns: Sequence[str], *, e
         out[c] = {"lower": found[0], "upper": found[1]} if found else {"lower": None, "upper": None}
     return {"columns": out, "epsilon_per_column": eps_col, "scale": scale, "threshold": t, "beta": beta,
             "bins": N_BINS}
+
+
+def privacy_cost(epsilon: float, result: dict) -> PrivacyCost:
+    """The privacy report of one bounds estimate (pure epsilon-DP, replace-one; see the docstring)."""
+    return PrivacyCost(
+        epsilon=float(epsilon), guarantee="pure",
+        caveats=("bounds are the edges of a fixed grid of round numbers: they can be loose (values far from zero "
+                 "get wide bounds); values in bins with fewer records than the threshold fall outside them and "
+                 "are clipped when the schema is used",),
+        details={"method": "noisy log-scale histogram, thresholded (ApproxBounds)",
+                 "epsilon_per_column": result["epsilon_per_column"], "discrete_laplace_scale": result["scale"],
+                 "threshold": result["threshold"], "beta": result["beta"], "bins": result["bins"],
+                 "bounds": result["columns"]})

@@ -85,7 +85,7 @@ def review_count(rows: list[dict]) -> dict:
     return {"kept": len(kept), "left": len(left), "names": left}
 
 
-def apply_bulk(rows: list[dict], post) -> str:
+def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None) -> str:
     """Apply the schema page's bulk action to ``rows`` in place; returns what was done. Actions:
     ``review`` ticks every column of a kind (``bulk_kind``, or "all") as reviewed; ``kind`` sets the
     kind ``bulk_set_kind`` on the columns whose name matches the glob ``bulk_pattern`` (case-insensitive,
@@ -102,7 +102,28 @@ def apply_bulk(rows: list[dict], post) -> str:
                f"{_names(hit)}. Nothing is saved until you confirm the schema."
     if action == "kind":
         return _bulk_kind(rows, (post.get("bulk_pattern") or "").strip(), post.get("bulk_set_kind", ""))
-    raise SchemaRejected(f"unknown bulk action {str(action)[:40]!r}; use 'review' or 'kind'")
+    if action == "use_dp":
+        return _use_dp_bounds(rows, dp_bounds or {})
+    raise SchemaRejected(f"unknown bulk action {str(action)[:40]!r}; use 'review', 'kind' or 'use_dp'")
+
+
+def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:
+    """Numeric columns take their private bound estimates (DP outputs: public-safe) and count as
+    reviewed; a fill value outside the new bounds is moved to the lower bound."""
+    hit = []
+    for r in rows:
+        b = dp_bounds.get(r["name"])
+        if r["cur"].get("kind") in ("continuous", "integer") and b and b.get("lower") is not None:
+            r["cur"] = {**r["cur"], "lower": b["lower"], "upper": b["upper"]}
+            fill = _number(str(r["cur"].get("fill") or ""), "fill value", r["name"])
+            if fill is not None and not b["lower"] <= fill <= b["upper"]:
+                r["cur"]["fill"] = b["lower"]
+            r["ok"] = True
+            hit.append(r)
+    if not hit:
+        raise SchemaRejected("no numeric column has a private bound estimate yet: estimate them first")
+    return f"Used the private bound estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until " \
+           "you confirm the schema."
 
 
 def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from dpportal.accounts.access import dataset_for_owner, dataset_for_viewer, require_steward, visible_datasets
 from dpportal.accounts.models import Profile
 from dpportal.ledger import services as ledger
+from dpportal.releases import services as release_services
 from dpportal.releases.models import Release
 from mechanisms.schema import KINDS
 
@@ -102,10 +103,13 @@ def dataset_schema(request, pk):
     error = None
     markers = schema.missing_markers if schema else dataset.missing_markers
     rows = _column_rows(dataset, schema, request.POST if request.method == "POST" else None)
+    dp_bounds = release_services.latest_bounds(dataset)
+    for r in rows:
+        r["dp"] = dp_bounds.get(r["name"])
     bulk_note = None
     if request.method == "POST" and request.POST.get("bulk"):
         try:  # a bulk action edits the working values on the page; nothing is saved until "Confirm"
-            bulk_note = services.apply_bulk(rows, request.POST)
+            bulk_note = services.apply_bulk(rows, request.POST, dp_bounds=dp_bounds)
         except services.SchemaRejected as exc:
             error = str(exc)
     elif request.method == "POST":
@@ -125,10 +129,31 @@ def dataset_schema(request, pk):
     ctx = {
         "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
         "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
+        "dp_bounds": dp_bounds, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
+        "bounds_pending": dataset.releases.filter(mechanism=release_services.BOUNDS_MECHANISM,
+                                                  status__in=(Release.QUEUED, Release.RUNNING)),
+        "budget": ledger.remaining(dataset),
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)
+
+
+@login_required
+@require_POST
+def dataset_schema_dp_bounds(request, pk):
+    """Queue a private estimate of numeric bounds (charged to the budget like a release)."""
+    dataset = dataset_for_owner(request.user, pk)
+    try:
+        release = release_services.plan_bounds(dataset, request.user, columns=request.POST.getlist("bounds_columns"),
+                                               epsilon=request.POST.get("bounds_epsilon"))
+    except release_services.ReleaseRequestError as exc:
+        messages.error(request, f"Bounds not estimated: {exc}")
+    else:
+        messages.success(request, f"Estimating bounds of {len(release.params['columns'])} column(s) privately "
+                                  f"(release {release.pk}; epsilon {release.epsilon} reserved). Reload this page "
+                                  "when it is done, then use the estimates.")
+    return redirect("dpportal-schema", dataset.pk)
 
 
 @login_required

@@ -14,7 +14,8 @@ from mechanisms.schema import Schema
 class ReleaseQuerySet(models.QuerySet):
     def for_analysts(self) -> "ReleaseQuerySet":
         """What a granted analyst may see: finished, not withdrawn (nor drawn from a withdrawn release)."""
-        return self.filter(status=Release.DONE, withdrawn_at__isnull=True, parent__withdrawn_at__isnull=True)
+        return self.filter(status=Release.DONE, withdrawn_at__isnull=True, parent__withdrawn_at__isnull=True,
+                           output_file__gt="")  # private bounds estimates (no table) are the steward's
 
 
 class Release(models.Model):

@@ -9,6 +9,8 @@ nothing queued.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -193,6 +195,8 @@ class _Progress:
 
 def execute(release_id: int) -> None:
     """Run a claimed release to completion. Every failure is recorded on the row, never raised."""
+    if Release.objects.filter(pk=release_id, mechanism=BOUNDS_MECHANISM).exists():
+        return execute_bounds(release_id)  # a private bounds estimate for the schema page (issue 18)
     release = Release.objects.select_related("dataset", "parent").get(pk=release_id)
     progress = _Progress(release_id)
     workdir = release.storage_dir()
@@ -372,3 +376,82 @@ def set_hidden(release: Release, hidden: bool) -> Release:
     release.hidden = bool(hidden)
     release.save(update_fields=["hidden"])
     return release
+
+
+# --------------------------------------------------------------------------------------------------
+# Private bounds for the schema page (issue 18): charged like any release (reserve, run, settle), run
+# before the schema is confirmed, reading only the chosen columns' raw cells (mechanisms/bounds.py).
+# --------------------------------------------------------------------------------------------------
+
+BOUNDS_MECHANISM = "dp-bounds"
+DEFAULT_BOUNDS_EPSILON = "0.1"
+BOUNDS_CHUNK_ROWS = 100_000
+
+
+def plan_bounds(dataset, user, *, columns, epsilon) -> Release:
+    """Validate, reserve ``epsilon`` and queue a bounds estimate of ``columns``. Raises
+    ReleaseRequestError (nothing charged or queued)."""
+    epsilon = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
+    try:
+        if exact(epsilon) <= 0:
+            raise ValueError(f"expected a positive number, got {epsilon!r}")
+    except ValueError as exc:
+        raise ReleaseRequestError(f"epsilon: {exc}") from None
+    if not dataset.has_raw:
+        raise ReleaseRequestError("the raw data of this dataset was deleted: nothing to estimate from")
+    columns = list(dict.fromkeys(columns or []))
+    unknown = [c for c in columns if c not in dataset.header]
+    if unknown or not columns:
+        raise ReleaseRequestError(f"choose columns of the file to estimate bounds for, got {unknown[:5] or 'none'}")
+    working = dataset.working_schema()
+    markers = list(working.missing_markers if working else dataset.missing_markers)
+    # what the job may know: the columns and the missing markers (no bounds: that is what it estimates)
+    snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                dataset=dataset, created_by=user, mechanism=BOUNDS_MECHANISM,
+                params={"columns": columns}, epsilon=epsilon, delta="0", rows=0, schema=snapshot,
+                schema_fingerprint=hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest(),
+                software_version=dpportal.__version__, stage="queued", title="private bounds for the schema")
+            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta="0")
+            transaction.on_commit(lambda: _enqueue(release.pk))
+    except ledger.LedgerError as exc:
+        raise ReleaseRequestError(str(exc)) from None
+    return release
+
+
+def execute_bounds(release_id: int) -> None:
+    from mechanisms.bounds import estimate_bounds, privacy_cost
+    from mechanisms.schema import read_raw_csv
+
+    release = Release.objects.select_related("dataset").get(pk=release_id)
+    columns = list(release.params["columns"])
+    try:
+        progress = _Progress(release_id)
+        progress(0.05, "estimating bounds", force=True)
+        epsilon = float(exact(release.epsilon))
+        _mark_data_touched(release.pk)
+        dataset = release.dataset
+        chunks = read_raw_csv(dataset.raw_path(), chunksize=BOUNDS_CHUNK_ROWS, usecols=columns, **dataset.read_kw())
+        result = estimate_bounds(chunks, columns, epsilon=epsilon, noise=Noise.secure_backend(),
+                                 markers=release.schema["missing_markers"])
+        report = privacy_cost(epsilon, result).to_dict()
+        report["mechanism"] = BOUNDS_MECHANISM
+        _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)
+    except BaseException as exc:  # noqa: BLE001 - recorded on the row; the ledger settles or refunds
+        log.exception("bounds estimate %s failed", release_id)
+        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        _finish(release_id, status=Release.FAILED, stage="failed", error=message)
+        if not isinstance(exc, Exception):
+            raise
+
+
+def latest_bounds(dataset) -> dict:
+    """Column -> {"lower", "upper", "release", "epsilon"} from the dataset's finished bounds estimates
+    (the latest per column). These are DP outputs: safe to publish in the schema."""
+    out = {}
+    for r in dataset.releases.filter(mechanism=BOUNDS_MECHANISM, status=Release.DONE).order_by("created_at"):
+        for name, b in (((r.report or {}).get("details") or {}).get("bounds") or {}).items():
+            out[name] = {**b, "release": r.pk, "epsilon": r.epsilon}
+    return out

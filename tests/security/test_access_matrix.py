@@ -126,6 +126,8 @@ MATRIX: dict[str, list[Case]] = {
     "datasets/<int:pk>/schema/": [Case("get", "/datasets/{d}/schema/", web_owner()),
                                   Case("post", "/datasets/{d}/schema/", web_owner(), {"markers": "?"})],
     "datasets/<int:pk>/schema.json": [Case("get", "/datasets/{d}/schema.json", web_owner())],
+    "datasets/<int:pk>/schema/dp-bounds/": [Case("post", "/datasets/{d}/schema/dp-bounds/", web_owner(302),
+                                                 {"bounds_columns": "age", "bounds_epsilon": "0.01"})],
     "datasets/<int:pk>/schema/import/": [Case("post", "/datasets/{d}/schema/import/", web_owner(302),
                                               {"schema_text": SCHEMA_JSON})],
     "datasets/<int:pk>/budget/": [Case("get", "/datasets/{d}/budget/", web_owner()),
