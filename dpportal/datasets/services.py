@@ -113,7 +113,8 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:
     hit = []
     for r in rows:
         b = dp_bounds.get(r["name"])
-        if r["cur"].get("kind") in ("continuous", "integer") and b and b.get("lower") is not None:
+        if r["cur"].get("kind") in ("continuous", "integer") and b and b.get("lower") is not None \
+                and b.get("reliable", True):
             r["cur"] = {**r["cur"], "lower": b["lower"], "upper": b["upper"]}
             fill = _number(str(r["cur"].get("fill") or ""), "fill value", r["name"])
             if fill is not None and not b["lower"] <= fill <= b["upper"]:
@@ -121,7 +122,8 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:
             r["ok"] = True
             hit.append(r)
     if not hit:
-        raise SchemaRejected("no numeric column has a private bound estimate yet: estimate them first")
+        raise SchemaRejected("no numeric column has a usable private bound estimate yet: estimate them first "
+                             "(estimates that hold under 90% of the values are not used)")
     return f"Used the private bound estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until " \
            "you confirm the schema."
 

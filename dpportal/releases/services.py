@@ -435,7 +435,7 @@ def execute_bounds(release_id: int) -> None:
         dataset = release.dataset
         chunks = read_raw_csv(dataset.raw_path(), chunksize=BOUNDS_CHUNK_ROWS, usecols=columns, **dataset.read_kw())
         result = estimate_bounds(chunks, columns, epsilon=epsilon, noise=Noise.secure_backend(),
-                                 markers=release.schema["missing_markers"])
+                                 markers=release.schema["missing_markers"], n=dataset.n_rows)
         report = privacy_cost(epsilon, result).to_dict()
         report["mechanism"] = BOUNDS_MECHANISM
         _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)

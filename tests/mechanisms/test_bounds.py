@@ -14,21 +14,22 @@ from mechanisms.noise import Noise
 
 
 def test_the_grid_is_round_numbers_fixed_before_any_data():
-    assert 0.0 in B.EDGES and 100.0 in B.EDGES and 1.2 in B.EDGES and -2.5e6 in B.EDGES
+    assert 0.0 in B.EDGES and 100.0 in B.EDGES and 0.002 in B.EDGES and -5e6 in B.EDGES and 1.5 not in B.EDGES
     assert np.all(np.diff(B.EDGES) > 0) and B.N_BINS == len(B.EDGES) + 1
 
 
 def test_bin_counts_by_hand():
     counts = B.bin_counts(np.array([17.0, 19.9, 20.0, 90.0, -3.0, 1e12]))
     i = lambda v: int(np.searchsorted(B.EDGES, v, side="right"))  # noqa: E731
-    assert counts[i(17)] == 2 and i(17) == i(19.9)  # [15, 20)
+    assert counts[i(17)] == 2 and i(17) == i(19.9)  # [10, 20)
     assert counts[i(20)] == 1 and counts[i(90)] == 1 and counts[i(-3)] == 1
     assert counts[-1] == 1 and counts.sum() == 6  # beyond the grid: the open-ended top bin
 
 
 def test_without_noise_the_bounds_are_the_edges_around_the_data():
     counts = B.bin_counts(np.array([17.0, 34, 55, 90]))
-    assert B.bounds_from_noisy(counts, 1) == (15.0, 100.0)
+    assert B.bounds_from_noisy(counts, 1) == (10.0, 100.0)
+    assert B.coverage(counts, 10.0, 100.0) == 1.0 and B.coverage(counts, 50.0, 100.0) == 0.5
     assert B.bounds_from_noisy(np.zeros(B.N_BINS), 1) is None
 
 
@@ -71,14 +72,27 @@ def test_seeded_estimates_cover_the_bulk_of_ages_and_incomes():
     for seed in range(20):
         res = B.estimate_bounds([frame.iloc[:5000], frame.iloc[5000:]], ["age", "income"], epsilon=1.0,
                                 noise=Noise.seeded(seed), markers=[""])["columns"]
-        assert res["age"]["lower"] in (15.0, 20.0) and res["age"]["upper"] in (80.0, 100.0), res
-        assert 0 < res["income"]["lower"] <= 12_000 and 60_000 <= res["income"]["upper"] <= 250_000, res
+        assert (res["age"]["lower"], res["age"]["upper"]) == (10.0, 100.0), res
+        assert res["income"]["lower"] in (2_000.0, 5_000.0, 10_000.0), res
+        assert res["income"]["upper"] in (100_000.0, 200_000.0), res
+        assert res["age"]["reliable"] and res["income"]["coverage"] > 0.95
 
 
 def test_too_few_values_for_the_epsilon_give_no_estimate():
     res = B.estimate_bounds([pd.DataFrame({"a": ["5", "6", "7"]})], ["a"], epsilon=0.01, noise=Noise.seeded(0),
                             markers=[""])
-    assert res["columns"]["a"] == {"lower": None, "upper": None}
+    assert res["columns"]["a"] == {"lower": None, "upper": None, "coverage": None, "reliable": False}
+
+
+def test_values_spread_over_thin_bins_are_flagged_unreliable():
+    """A tall spike at 0 and the rest spread thinly: only the spike passes the threshold, and the
+    bounds [0, 0.001] would hold a fraction of the values: flagged, not offered."""
+    counts = np.zeros(B.N_BINS, dtype=int)
+    zero_bin = int(np.searchsorted(B.EDGES, 0.0, side="right"))
+    counts[zero_bin] = 600
+    counts[zero_bin + 12: zero_bin + 30] = 150  # values from 1 to 1e6, 150 per bin
+    lo, hi = B.bounds_from_noisy(counts, 300)
+    assert (lo, hi) == (0.0, 0.001) and B.coverage(counts, lo, hi) < B.MIN_COVERAGE
 
 
 def test_the_secure_backend_runs_through_opendp():
