@@ -81,7 +81,8 @@ def test_a_withdrawn_release_and_its_draws_are_gone_for_analysts_but_stay_in_the
     r = world.release
     draw = Release.objects.create(dataset=r.dataset, created_by=world.owner, parent=r, mechanism=r.mechanism,
                                   params=r.params, epsilon=r.epsilon, delta=r.delta, rows=5, schema=r.schema,
-                                  schema_fingerprint=r.schema_fingerprint, status=Release.DONE)
+                                  schema_fingerprint=r.schema_fingerprint, status=Release.DONE,
+                                  output_file=r.output_file)
     assert client.get(f"/releases/{draw.pk}/").status_code == 200
     text = _edit(world, r, action="withdraw").content.decode()
     assert "withdrawn" in text and "cannot be recalled" in text
