@@ -95,7 +95,7 @@ def release_reevaluate(request, pk):
 
 def _points(dataset) -> list[dict]:
     rows = (Evaluation.objects.filter(release__dataset=dataset, release__parent__isnull=True,
-                                      release__status=Release.DONE, status=Evaluation.DONE)
+                                      release__status=Release.DONE, release__hidden=False, status=Evaluation.DONE)
             .select_related("release").order_by("release__created_at"))
     points = []
     for ev in rows:
