@@ -34,8 +34,9 @@ def release_new(request, pk):
     supported = [c["name"] for c in choices if c["supported"]]
     name = request.POST.get("mechanism") or request.GET.get("mechanism") or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
-    form = ReleaseForm(request.POST if request.method == "POST" else None, mechanism_cls=cls, schema=schema,
-                       n_rows=dataset.n_rows)
+    estimating = request.method == "POST" and "estimate" in request.POST  # re-show the values, no errors yet
+    form = ReleaseForm(request.POST if request.method == "POST" and not estimating else None, mechanism_cls=cls,
+                       schema=schema, n_rows=dataset.n_rows, initial=request.POST.dict() if estimating else None)
     error = None
     if schema is None:
         error = "Confirm the schema before planning a release."
@@ -46,7 +47,7 @@ def release_new(request, pk):
             kinds = " and ".join(refused["unsupported_kinds"])
             error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
                      f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
-    elif request.method == "POST" and "estimate" not in request.POST and form.is_valid():
+    elif request.method == "POST" and not estimating and form.is_valid():
         try:
             release = services.plan_release(dataset, request.user, services.ReleaseRequest(
                 mechanism=name, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data.get("delta") or "0",

@@ -46,3 +46,10 @@ def test_the_estimate_names_its_parts_so_the_fixed_chunk_memory_is_explained(wor
         parts[mb] = plan.memory_bytes(len(schema.kept))
         assert f"{round(parts[mb]['chunk'] / 2**20, 2)} MiB: one chunk" in page
     assert parts["8"]["chunk"] == parts["1"]["chunk"]
+
+
+def test_updating_the_estimate_keeps_the_typed_values_and_shows_no_errors_yet(world):
+    page = world.client(world.owner).post(f"/datasets/{world.dataset.pk}/releases/new/",
+                                          {"mechanism": "privhp", "estimate": "1", "epsilon": "",
+                                           "param_memory_mb": "3.5"}).content.decode()
+    assert 'name="param_memory_mb" value="3.5"' in page and "This field is required" not in page
