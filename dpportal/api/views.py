@@ -52,6 +52,9 @@ def release_dict(release: Release, *, for_owner: bool) -> dict:
                     started_at=release.started_at and release.started_at.isoformat(),
                     finished_at=release.finished_at and release.finished_at.isoformat(), note=release.note,
                     withdrawn=release.is_withdrawn, hidden=release.hidden)
+        from dpportal.dashboards.services import quality_of
+
+        data["quality"] = quality_of(release)  # steward-only: computed from the raw data
     return data
 
 
@@ -165,10 +168,38 @@ def dataset_ledger(request, pk):
     return JsonResponse(ledger.entries_json(dataset_for_owner(request.user, pk)))
 
 
-@api_view("GET")
+@api_view("GET", "PATCH")
 def release(request, pk):
+    if request.method == "PATCH":
+        return _release_labels(request, pk)
     r = release_for_viewer(request.user, pk)
     return JsonResponse(release_dict(r, for_owner=r.dataset.owner_id == request.user.pk))
+
+
+LABEL_FIELDS = {"title": str, "note": str, "withdrawn": bool, "hidden": bool}
+
+
+def _release_labels(request, pk):
+    """PATCH /api/releases/{id}/: the steward names, annotates, withdraws or hides a release."""
+    r = release_for_owner(request.user, pk)
+    data = json_body(request)
+    unknown = sorted(set(data) - set(LABEL_FIELDS))
+    if unknown or not data:
+        raise ApiError(f"send any of {sorted(LABEL_FIELDS)}, got {unknown or 'nothing'}")
+    for key, kind in LABEL_FIELDS.items():
+        if key in data and not isinstance(data[key], kind):
+            raise ApiError(f"{key} must be {'a string' if kind is str else 'true or false'}, got {key}={data[key]!r}")
+    try:
+        if "title" in data or "note" in data:
+            release_services.label_release(r, title=data.get("title", r.title), note=data.get("note", r.note))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    if "withdrawn" in data:
+        release_services.set_withdrawn(r, data["withdrawn"])
+    if "hidden" in data:
+        release_services.set_hidden(r, data["hidden"])
+    r.refresh_from_db()
+    return JsonResponse(release_dict(r, for_owner=True))
 
 
 @api_view("POST")

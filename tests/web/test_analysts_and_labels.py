@@ -112,3 +112,22 @@ def test_others_cannot_edit_a_release(world):
         resp = world.client(user).post(f"/releases/{world.release.pk}/edit/", {"action": "withdraw"})
         assert resp.status_code == 404
     assert Release.objects.get(pk=world.release.pk).withdrawn_at is None
+
+
+def test_the_api_labels_withdraws_and_reports_quality_to_the_owner_only(world):
+    import json
+
+    url = f"/api/releases/{world.release.pk}/"
+    owner = world.client(None)
+    resp = owner.patch(url, json.dumps({"title": "v1", "withdrawn": True}), content_type="application/json",
+                       **world.api(world.owner))
+    assert resp.status_code == 200 and resp.json()["title"] == "v1" and resp.json()["withdrawn"] is True
+    assert resp.json()["quality"]["score"] > 0
+    assert world.client(None).get(url, **world.api(world.analyst)).status_code == 404
+    bad = owner.patch(url, json.dumps({"hidden": "yes"}), content_type="application/json", **world.api(world.owner))
+    assert bad.status_code == 400 and "hidden must be true or false, got hidden='yes'" in bad.json()["error"]
+    bad = owner.patch(url, json.dumps({"colour": 1}), content_type="application/json", **world.api(world.owner))
+    assert bad.status_code == 400 and "colour" in bad.json()["error"]
+    owner.patch(url, json.dumps({"withdrawn": False}), content_type="application/json", **world.api(world.owner))
+    analyst_view = world.client(None).get(url, **world.api(world.analyst)).json()
+    assert analyst_view["title"] == "v1" and "quality" not in analyst_view and "note" not in analyst_view
