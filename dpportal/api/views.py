@@ -163,6 +163,27 @@ def dataset_releases(request, pk):
     return JsonResponse(release_dict(release, for_owner=True), status=201)
 
 
+@api_view("POST")
+def dataset_bounds(request, pk):
+    """POST /api/datasets/{id}/bounds/ {"columns": [...], "epsilon": "0.1"}: estimate numeric bounds
+    privately (charged like a release); the estimate is in the release's privacy report when done."""
+    d = dataset_for_owner(request.user, pk)
+    data = json_body(request)
+    unknown = sorted(set(data) - {"columns", "epsilon"})
+    if unknown:
+        raise ApiError(f"unknown field(s) {unknown}; send columns and epsilon")
+    columns = data.get("columns")
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise ApiError(f"columns must be a list of column names, got columns={columns!r}"[:300])
+    try:
+        r = release_services.plan_bounds(d, request.user, columns=columns,
+                                         epsilon=_amount(data.get("epsilon", release_services.DEFAULT_BOUNDS_EPSILON),
+                                                         "epsilon"))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(release_dict(r, for_owner=True), status=201)
+
+
 @api_view("GET")
 def dataset_ledger(request, pk):
     return JsonResponse(ledger.entries_json(dataset_for_owner(request.user, pk)))

@@ -101,3 +101,19 @@ def test_the_release_page_of_an_estimate_lists_the_bounds_and_offers_no_download
     page = world.client(world.owner).get(f"/releases/{r.pk}/").content.decode()
     assert 'id="bounds-note"' in page and "<dt>age</dt>" in page and 'id="download-csv"' not in page
     assert "quality-score" not in page
+
+
+def test_the_api_starts_an_estimate_and_names_bad_input(world):
+    import json
+
+    d = make_dataset(world.owner, text=AGES, schema=None, budget=("1", "0"))
+    url = f"/api/datasets/{d.pk}/bounds/"
+    c = world.client(None)
+    resp = c.post(url, json.dumps({"columns": ["age"], "epsilon": "0.3"}), content_type="application/json",
+                  **world.api(world.owner))
+    assert resp.status_code == 201 and resp.json()["mechanism"] == "dp-bounds"
+    r = _run(Release.objects.get(pk=resp.json()["id"]))
+    got = c.get(f"/api/releases/{r.pk}/", **world.api(world.owner)).json()
+    assert got["privacy"]["details"]["bounds"]["age"]["lower"] is not None
+    bad = c.post(url, json.dumps({"columns": "age"}), content_type="application/json", **world.api(world.owner))
+    assert bad.status_code == 400 and "columns must be a list" in bad.json()["error"]
