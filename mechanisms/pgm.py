@@ -155,44 +155,37 @@ class Measurements:
         return out
 
 
-_ESTIMATOR = None
+_COMPILED = {}
 
 
-def _estimator(mbi):
-    """Private-PGM's MirrorDescent with its set-up and finishing steps compiled as one program each.
-
-    mbi runs them op by op, and JAX compiles every op for every new shape: about 60 small
-    compilations per AIM round, most of its time. Compiled whole they cost two compilations per new
-    model structure (measured in docs/mechanisms/aim.md). The mathematics is mbi's, unchanged."""
-    global _ESTIMATOR
-    if _ESTIMATOR is None:
-        import dataclasses
-
+def _compiled_estimate(mbi):
+    """Private-PGM's MirrorDescent (its ``_init``, ``_step`` and ``_finalize``, unchanged) compiled as ONE
+    program per model structure. mbi's own ``estimate`` runs the set-up and finishing steps op by op,
+    and JAX compiles every op anew for every new shape: about 60 small compilations per AIM round plus
+    three programs, most of AIM's time. One program per structure is measured in docs/mechanisms/aim.md."""
+    if "run" not in _COMPILED:
         import jax
 
-        base = mbi.estimation.MirrorDescent
+        @jax.jit(static_argnames=("estimator", "domain", "iters"))
+        def run(estimator, domain, loss_fn, known_total, warm, iters):
+            state = estimator._init(domain, loss_fn, known_total, warm_start=warm)
+            state = jax.lax.fori_loop(0, iters, lambda _, s: estimator._step(s, loss_fn, known_total), state)
+            return estimator._finalize(state, known_total)
 
-        @dataclasses.dataclass(frozen=True)
-        class CompiledMirrorDescent(base):
-            @jax.jit(static_argnames=("self", "domain", "constraints"))
-            def _init(self, domain, loss_fn, known_total, *, warm_start=None, constraints=()):
-                return base._init(self, domain, loss_fn, known_total, warm_start=warm_start, constraints=constraints)
-
-            @jax.jit(static_argnames=("self", "constraints"))
-            def _finalize(self, state, known_total, constraints=()):
-                return base._finalize(self, state, known_total, constraints=constraints)
-
-        _ESTIMATOR = CompiledMirrorDescent()
-    return _ESTIMATOR
+        _COMPILED["run"] = run
+        _COMPILED["estimator"] = mbi.estimation.MirrorDescent()
+    return _COMPILED["run"], _COMPILED["estimator"]
 
 
 def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Measurements, *, total: int,
              iters: int, warm_start=None):
-    """Private-PGM mirror descent over the noisy measurements (post-processing)."""
+    """Private-PGM mirror descent over the noisy measurements (post-processing): ``iters`` steps with
+    mbi's Armijo line search from zero potentials or from ``warm_start``'s, the public n as total."""
     domain = mbi.Domain(list(names), [sizes[a] for a in names])
-    potentials = None if warm_start is None else warm_start.potentials
-    return _estimator(mbi).estimate(domain, measurements.to_mbi(mbi), known_total=float(total),
-                                    iters=int(iters), warm_start=potentials)
+    run, estimator = _compiled_estimate(mbi)
+    loss_fn = mbi.marginal_loss.from_linear_measurements(measurements.to_mbi(mbi), domain)
+    warm = None if warm_start is None else warm_start.potentials  # expanded inside the program
+    return run(estimator, domain, loss_fn, float(total), warm, int(iters))
 
 
 # ------------------------------------------------------------------------------------------------
