@@ -47,7 +47,8 @@ import pandas as pd
 from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from .base import Mechanism, ParamSpec
 from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, Measurement, Measurements, ModelTables,
-                  candidate_marginals, estimate, load_mbi, measure, model_size_mb, rho_of_measurement)
+                  candidate_marginals, estimate, load_mbi, measure, model_size_mb, rho_of_measurement,
+                  sigma_for_rho)
 from .schema import Schema, TableSource
 
 WORKLOADS = ("all-2way", "all-3way", "target")
@@ -72,8 +73,8 @@ def candidate_weights(names: list[str], workload: list[Clique]) -> dict[Clique, 
     """The workload's downward closure, each clique r weighted by sum_s |r ∩ s| (Section 4)."""
     closure = sorted({sub for w in workload for k in range(1, len(w) + 1) for sub in itertools.combinations(w, k)},
                      key=lambda c: (len(c), [names.index(a) for a in c]))
-    sets = [set(w) for w in workload]
-    return {c: float(sum(len(set(c) & s) for s in sets)) for c in closure}
+    containing = {a: sum(a in w for w in workload) for a in names}  # sum_s |r ∩ s| = sum_{a in r} #{s: a in s}
+    return {c: float(sum(containing[a] for a in c)) for c in closure}
 
 
 class AIM(Mechanism):
@@ -133,7 +134,7 @@ class AIM(Mechanism):
         n, d = table.n, len(names)
         rho = zcdp_rho(self.epsilon, self.delta)
         rounds = self.params["max_rounds"] or ROUNDS_PER_COLUMN * d
-        sigma = math.sqrt(rounds / (MEASURE_SHARE * rho))
+        sigma = sigma_for_rho(MEASURE_SHARE * rho / rounds)
         rho_select = (1 - MEASURE_SHARE) * rho / rounds
         sensitivity = QUALITY_L1_SENSITIVITY * max(weights.values())
         limit = self.params["max_model_size"]
@@ -152,7 +153,7 @@ class AIM(Mechanism):
             remaining = rho - used
             last = remaining < 2 * (rho_of_measurement(sigma) + rho_select)
             if last:
-                sigma = math.sqrt(1 / (MEASURE_SHARE * remaining))  # 1/sigma^2 = 0.9 of what is left
+                sigma = sigma_for_rho(MEASURE_SHARE * remaining)
                 rho_select = (1 - MEASURE_SHARE) * remaining
             size_limit = limit * (used + rho_of_measurement(sigma) + rho_select) / rho
             candidates = self._filter(mbi, model, names, sizes, weights, size_limit)

@@ -41,7 +41,7 @@ import pandas as pd
 from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from .base import Mechanism, ParamSpec
 from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
-                  estimate, load_mbi, measure, rho_of_measurement)
+                  estimate, load_mbi, measure, rho_of_measurement, sigma_for_rho)
 from .schema import TableSource
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged
@@ -84,7 +84,7 @@ class MST(Mechanism):
         d, n = len(names), table.n
         self.rho = zcdp_rho(self.epsilon, self.delta)
         parts = 3 if d > 1 else 1  # one column: the whole budget measures its marginal
-        sigma1 = math.sqrt(d / (self.rho / parts))
+        sigma1 = sigma_for_rho(self.rho / parts / d)
         self.progress(0.05, "measuring 1-way marginals")
         one_way = [measure(self.noise, table.counts((a,)), sigma1) for a in names]
         self.spent = [d * rho_of_measurement(sigma1)]
@@ -101,7 +101,7 @@ class MST(Mechanism):
         if d > 1:
             self.progress(0.15, "selecting the spanning tree")
             edges = self._select_tree(mbi, comp, log, self.rho / 3)
-            sigma2 = math.sqrt((d - 1) / (self.rho / 3))
+            sigma2 = sigma_for_rho(self.rho / 3 / (d - 1))
             self.progress(0.45, "measuring the tree's 2-way marginals")
             for e in edges:
                 log.add(Measurement(e, measure(self.noise, comp.counts(e), sigma2), sigma2))
@@ -109,7 +109,7 @@ class MST(Mechanism):
         if math.fsum(self.spent) > self.rho * (1 + 1e-9):  # pragma: no cover - guards the derivation
             raise AssertionError(f"mst spent rho={math.fsum(self.spent)} > {self.rho}")
         self.edges = edges
-        self.sigmas = (sigma1, math.sqrt((d - 1) / (self.rho / 3)) if d > 1 else None)
+        self.sigmas = (sigma1, sigma2 if d > 1 else None)
 
         self.progress(0.55, "estimating the graphical model (Private-PGM)")
         model = estimate(mbi, comp.sizes, names, log, total=n, iters=self.params["iters"])
