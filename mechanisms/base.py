@@ -117,6 +117,13 @@ class ParamSpec:
         return v
 
 
+NOISE_MODE = ParamSpec(
+    "noise_type", "choice", "laplace",
+    "Noise family: 'laplace' keeps pure epsilon-DP (delta 0); 'gaussian' is accounted in zero-concentrated DP "
+    "and needs a delta, but adds far less noise when many columns or tables share the budget (its error grows "
+    "with their square root, not linearly)", choices=("laplace", "gaussian"))
+
+
 class Mechanism:
     """Base class. Subclasses set the class attributes and implement ``_fit``, ``sample``,
     ``summary`` / ``_load_summary`` and ``privacy_cost``."""
@@ -125,7 +132,8 @@ class Mechanism:
     title: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     supported_kinds: ClassVar[frozenset[str]] = frozenset({"continuous", "integer", "categorical"})
-    needs_delta: ClassVar[bool] = False
+    needs_delta: ClassVar[bool] = False  # always (epsilon, delta)-DP
+    gaussian_mode: ClassVar[bool] = False  # offers noise="gaussian" (zCDP, needs a delta); pure by default
     streaming: ClassVar[bool] = False  # reads the source only through chunks()
     params: ClassVar[tuple[ParamSpec, ...]] = ()
 
@@ -136,8 +144,14 @@ class Mechanism:
         self.check_schema(schema)
         self.schema = schema
         self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta, required=self.needs_delta)
         self.params = self.validate_params(params, schema)
+        required = self.requires_delta(self.params)
+        try:
+            self.delta = check_delta(delta, required=required)
+        except ValueError as exc:
+            if self.gaussian_mode and not required:
+                raise ValueError(f"{exc}; choose noise_type='gaussian' (zCDP) to spend a delta") from None
+            raise
         self.noise = noise if noise is not None else Noise.secure_backend()
         self._progress = progress
         self.fitted = False
@@ -148,6 +162,11 @@ class Mechanism:
         bad = sorted(schema.kinds - cls.supported_kinds)
         if bad:
             raise ValueError(f"mechanism {cls.name!r} does not support column kind(s) {bad}")
+
+    @classmethod
+    def requires_delta(cls, params: dict) -> bool:
+        """Whether this configuration is (epsilon, delta)-DP and so needs a positive delta."""
+        return cls.needs_delta or (cls.gaussian_mode and params.get("noise_type") == "gaussian")
 
     @classmethod
     def validate_params(cls, raw: dict, schema: Schema | None = None) -> dict:
@@ -165,6 +184,7 @@ class Mechanism:
             "paper": cls.paper,
             "supported_kinds": sorted(cls.supported_kinds),
             "needs_delta": cls.needs_delta,
+            "gaussian_mode": cls.gaussian_mode,
             "streaming": cls.streaming,
             "params": [p.to_dict() for p in cls.params],
         }

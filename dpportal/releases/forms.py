@@ -57,7 +57,7 @@ class ReleaseForm(forms.Form):
         self.mechanism_cls = mechanism_cls
         if n_rows:
             self.fields["rows"].initial = n_rows
-        if mechanism_cls is not None and not mechanism_cls.needs_delta:
+        if mechanism_cls is not None and not (mechanism_cls.needs_delta or mechanism_cls.gaussian_mode):
             self.fields["delta"].widget = forms.HiddenInput()
         elif mechanism_cls is not None and n_rows:
             self.fields["delta"].initial = suggested_delta(n_rows)
