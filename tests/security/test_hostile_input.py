@@ -550,14 +550,20 @@ def test_web_schema_page_refuses_hostile_numbers(world, settings, field, value):
     assert snapshot(world, settings) == before
 
 
-HOSTILE_FORM_EPSILONS = ["1e30000000", "1e-400", "1e400", "-1e30000000", "9" * 40, "1/0", "\x00", "1e-31"]
+HOSTILE_FORM_EPSILONS = {"1e30000000": "between 1e-30 and 1e30", "1e-400": "between 1e-30 and 1e30",
+                         "1e400": "between 1e-30 and 1e30", "-1e30000000": "between 1e-30 and 1e30",
+                         "9" * 40: "between 1e-30 and 1e30", "1/0": "expected a number", "\x00": "Null characters",
+                         "1e-31": "between 1e-30 and 1e30"}
 
 
-@pytest.mark.parametrize("epsilon", HOSTILE_FORM_EPSILONS)
+@pytest.mark.parametrize("epsilon", sorted(HOSTILE_FORM_EPSILONS), ids=repr)
 def test_web_release_form_refuses_hostile_epsilon_fast(world, timed, epsilon):
+    # param_noise_type: the form's other required field (baseline's Gaussian mode), so the refusal
+    # comes from the amount itself
     timed(lambda: world.client(world.owner).post(
         f"/datasets/{world.dataset.pk}/releases/new/",
-        {"mechanism": "baseline", "epsilon": epsilon, "delta": "0", "rows": "5"}), "psilon")
+        {"mechanism": "baseline", "epsilon": epsilon, "delta": "0", "rows": "5", "param_noise_type": "laplace"}),
+        HOSTILE_FORM_EPSILONS[epsilon])
 
 
 @pytest.mark.parametrize("param, value", [("param_width", "1e-400"), ("param_threshold", "1e400"),
@@ -565,8 +571,8 @@ def test_web_release_form_refuses_hostile_epsilon_fast(world, timed, epsilon):
 def test_web_release_form_refuses_hostile_parameters_fast(world, timed, param, value):
     timed(lambda: world.client(world.owner).post(
         f"/datasets/{world.dataset.pk}/releases/new/",
-        {"mechanism": "kdtree-grid", "epsilon": "0.1", "delta": "0", "rows": "5", param: value}),
-        param.removeprefix("param_"))
+        {"mechanism": "kdtree-grid", "epsilon": "0.1", "delta": "0", "rows": "5", "param_placement": "uniform",
+         param: value}), f"parameter '{param.removeprefix('param_')}'")
 
 
 @pytest.mark.parametrize("epsilon", ["1e30000000", "-1e30000000", "1e-400", "1e400"])
