@@ -436,6 +436,7 @@ def plan_bounds(dataset, user, *, columns, epsilon) -> Release:
     snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
     try:
         with transaction.atomic():
+            _lock_raw_file(dataset)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=BOUNDS_MECHANISM,
                 params={"columns": columns}, epsilon=epsilon, delta="0", rows=0, schema=snapshot,
@@ -468,7 +469,7 @@ def execute_bounds(release_id: int) -> None:
         _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)
     except BaseException as exc:  # noqa: BLE001 - recorded on the row; the ledger settles or refunds
         log.exception("bounds estimate %s failed", release_id)
-        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        message = failure_text(exc)
         _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise

@@ -704,3 +704,14 @@ def test_out_of_range_ids_in_links_are_404_not_500(world, url):
 def test_out_of_range_ids_in_the_api_are_404_json(world):
     resp = world.client(None).get("/api/releases/99999999999999999999999/", **world.api(world.owner))
     assert resp.status_code == 404 and resp.json()["error"] == "not found"
+
+
+@pytest.mark.parametrize("body, message", [
+    ('{"columns": ["age"], "epsilon": "1e30000000"}', "between 1e-30 and 1e30"),
+    ('{"columns": ["age"], "epsilon": "1e-400"}', "between 1e-30 and 1e30"),
+    (f'{{"columns": ["age"], "epsilon": {BIG_INT}}}', "limit is 100"),
+    ('{"columns": ' + "[" * 50_000 + "]" * 50_000 + "}", "deeper than the limit"),
+    ('{"columns": ["a\\u0000ge"], "epsilon": "0.1"}', "choose columns of the file"),
+])
+def test_api_private_bounds_refuses_hostile_input_fast(world, timed, body, message):
+    timed(api_post(world, f"/api/datasets/{world.dataset.pk}/bounds/", body), message)
