@@ -715,3 +715,12 @@ def test_out_of_range_ids_in_the_api_are_404_json(world):
 ])
 def test_api_private_bounds_refuses_hostile_input_fast(world, timed, body, message):
     timed(api_post(world, f"/api/datasets/{world.dataset.pk}/bounds/", body), message)
+
+
+@pytest.mark.parametrize("body, message", [('{"title": "a\\u0000b"}', "control characters"),
+                                           ('{"note": "\\u001b[2J"}', "control characters"),
+                                           ('{"title": ' + "[" * 50_000 + "]" * 50_000 + "}", "deeper than the limit")])
+def test_api_release_labels_refuse_control_characters(world, timed, body, message):
+    timed(api_post(world, f"/api/releases/{world.release.pk}/", body, method="patch"), message)
+    world.release.refresh_from_db()
+    assert "\x00" not in world.release.title and "\x1b" not in world.release.note
