@@ -386,6 +386,10 @@ HOSTILE_RELEASE_BODIES = {
     "epsilon 1e-400 on kdtree (was ZeroDivisionError)": ('{"mechanism": "kdtree-grid", "epsilon": "1e-400"}',
                                                          "between 1e-30"),
     "epsilon 1e-400 on privhp": ('{"mechanism": "privhp", "epsilon": "1e-400"}', "between 1e-30"),
+    "epsilon 1e-30 on kdtree-grid (int64 overflow in fit)": ('{"mechanism": "kdtree-grid", "epsilon": "1e-30"}',
+                                                             "too small for kdtree-grid"),
+    "epsilon 1e-30 on kdtree-adaptive": ('{"mechanism": "kdtree-adaptive", "epsilon": "1e-30"}',
+                                         "too small for kdtree-adaptive"),
     "delta 1e-400": ('{"mechanism": "density-lp", "epsilon": "0.1", "delta": "1e-400"}', "delta"),
     "delta 1e30000000": ('{"mechanism": "density-lp", "epsilon": "0.1", "delta": "1e30000000"}', "delta"),
     "float parameter given a 401-digit integer": (
