@@ -64,6 +64,10 @@ def load_mbi():
     except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
         pass
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        # AIM compiles one program per model structure; XLA's optimisation level 0 cut its CPU time by a
+        # third on adult (docs/mechanisms/aim.md) and the programs run in well under their compile time
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)
