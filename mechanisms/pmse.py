@@ -39,7 +39,8 @@ Trees (``tree`` parameter)
     parameter: a split is kept only if it reduces the MISCLASSIFICATION risk by more than
     cp × (root risk) per split (cost-complexity pruning at alpha = cp · n, computed exactly bottom-up).
     Greedy deeper trees can exceed the 1/n bound (paper Table 1: 0.3%–2.5% of neighbouring pairs),
-    so the ε claim is then heuristic; the privacy report says so.
+    so the ε claim is then heuristic: the report's guarantee is "heuristic" (never "pure") and the
+    release form says so before release (``advice``).
 Both modes are fitted by :func:`tree_pmse`, a level-wise greedy CART vectorized over all m
 synthetic sets at once (each set is one root node).
 
@@ -97,6 +98,14 @@ INIT_LOG_VAR = math.log(1.0 / 12.0)  # start: variance of a uniform on the unit 
 CENTRE = 0.5  # regressors enter as (x_k - 1/2): the public mid-range, so intercepts and slopes decorrelate
 DEFAULT_PROPOSAL_SCALE = 0.05  # initial random-walk sd on the unit scale, adapted during burn-in
 MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenly thinned
+# tree="paper" is labelled "heuristic", never "pure": greedy CART deeper than one split breaks Theorem 2's
+# 1/n bound. Measured (issue 17 audit, defaults, after the node-index fix): n·|Δu| up to 1.30, so an exact
+# exponential mechanism over those utilities leaks epsilon 1.30 against a claimed 1. Shown on the release
+# form (advice) and first in the privacy report.
+PAPER_MODE_CAVEAT = ("tree='paper' is HEURISTIC, not a proven epsilon-DP guarantee: greedy CART deeper than one "
+                     "split can exceed the 1/n utility sensitivity of Theorem 2 (the paper measures 0.3%-2.5% of "
+                     "neighbouring pairs; an audit here measured a sensitivity of 1.30/n, i.e. epsilon up to 1.3x "
+                     "the claim). Use tree='strict' for the epsilon-DP target.")
 
 
 # =================================================================================================
@@ -147,8 +156,9 @@ def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None =
             break
         left_of = np.full(len(A), -1)
         left_of[split] = 2 * np.arange(int(split.sum()))
-        # children of the rows in split nodes
-        keep = split[node]
+        # children of the rows in split nodes; rows of nodes that stopped earlier carry node -1, which
+        # must never index ``split`` (split[-1] is the LAST node's flag: those rows would rejoin its children)
+        keep = (node >= 0) & split[np.maximum(node, 0)]
         rows = np.flatnonzero(keep)
         nd = node[rows]
         goes_right = flat[rows, col[nd]] > thr[nd]
@@ -518,9 +528,12 @@ class PMSEMechanism(Mechanism):
         worst-fitted feature, the chain drifts in the other directions and the synthetic columns fill
         the public box (2-way TVD 0.75-0.77 at every epsilon, whatever the chain length)."""
         d = len([c for c in schema.columns if c.kind in cls.supported_kinds])
+        privacy = ("Privacy: tree='strict' (the default) targets epsilon-DP; tree='paper' is heuristic (greedy "
+                   "deeper trees break the sensitivity bound; measured up to 1.3x the claimed epsilon) and the "
+                   "release is recorded as 'heuristic', not as pure epsilon-DP.")
         if d <= cls.WIDE:
-            return []
-        return [f"This schema keeps {d} numeric columns. pMSE is built for two or three: with more, its one-split "
+            return [privacy]
+        return [privacy, f"This schema keeps {d} numeric columns. pMSE is built for two or three: with more, its one-split "
                 f"utility sees only the worst-fitted column and the synthetic values spread over the declared "
                 f"bounds (measured on 9 columns: 2-way TVD 0.75 at every epsilon, docs/benchmarks.md). "
                 f"Exclude columns, or prefer baseline or density-lp for marginals."]
@@ -528,7 +541,8 @@ class PMSEMechanism(Mechanism):
     params = (
         ParamSpec("tree", "choice", "strict",
                   "strict: depth-1 trees, exact split, Theorem 2's bound holds. paper: deeper greedy trees "
-                  "with rpart's cp, better utility but greedy fitting can exceed the sensitivity bound.",
+                  "with rpart's cp, better utility but HEURISTIC privacy: greedy fitting exceeds the sensitivity "
+                  "bound (recorded as 'heuristic', not epsilon-DP).",
                   choices=("strict", "paper")),
         ParamSpec("features", "choice", "pairwise",
                   "CART predictors: the columns, or (pairwise) also the centred products of column pairs, "
@@ -659,11 +673,10 @@ class PMSEMechanism(Mechanism):
             caveats.append("the l released parameter draws come from one chain (thinned), so they are only "
                            "approximately independent draws of the mechanism")
         if p["tree"] == "paper":
-            caveats.append("greedy CART deeper than one split can exceed the 1/n sensitivity bound of Theorem 2 "
-                           "(the paper measures 0.3%-2.5% of neighbouring pairs); the epsilon claim is then not "
-                           "a proven guarantee")
+            caveats.insert(0, PAPER_MODE_CAVEAT)
         return PrivacyCost(
-            epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats),
+            epsilon=self.epsilon, delta=0.0, guarantee="heuristic" if p["tree"] == "paper" else "pure",
+            caveats=tuple(caveats),
             details={"per_release_epsilon": self.epsilon / p["releases"], "releases": p["releases"],
                      "utility_sensitivity": "1/n (Theorem 2)",
                      "sensitivity_value": (1.0 / self.n) if self.n else None,

@@ -59,6 +59,61 @@ def test_tree_engine_equals_sklearn_greedy_gini_cart(depth, min_leaf):
         assert mine[g] == pytest.approx(np.mean((p - 0.5) ** 2), rel=1e-10, abs=1e-15)
 
 
+def _reference_pmse(V, y, depth):
+    """Recursive greedy Gini CART, one node at a time, with the engine's tie rule (first column, lowest
+    threshold) and gain tolerance: the slow, obviously-correct reference for deep trees."""
+    def grow(idx, left):
+        A, M = y[idx].sum(), len(idx)
+        if left == 0 or M < 2 or min(A, M - A) <= 0:
+            return M * (A / M - 0.5) ** 2
+        best, arg = -np.inf, None
+        for c in range(V.shape[1]):
+            o = idx[np.argsort(V[idx, c], kind="stable")]
+            v, cs = V[o, c], np.cumsum(y[o])
+            for i in np.flatnonzero(v[:-1] < v[1:]):
+                a, m = cs[i], i + 1
+                score = a * a / m + (A - a) ** 2 / (M - m)
+                if score > best:
+                    best, arg = score, (c, v[i])
+        if arg is None or best - A * A / M <= pmse.GAIN_TOL * max(A, 1):
+            return M * (A / M - 0.5) ** 2
+        c, t = arg
+        return grow(idx[V[idx, c] <= t], left - 1) + grow(idx[V[idx, c] > t], left - 1)
+    return grow(np.arange(len(y)), depth) / len(y)
+
+
+@pytest.mark.parametrize("depth", [4, 10, 30])
+def test_deep_trees_equal_a_recursive_reference_and_pmse_never_exceeds_a_quarter(depth):
+    """Issue 17, finding 1: rows of nodes that stopped splitting carry node -1; indexing split[-1] read the
+    LAST node's flag and sent them into its children. On this seed the old engine gave 0.41 (> 1/4, the
+    maximum of pMSE) for the last group at depth 10 and 30, where the reference gives 0.14."""
+    rng = np.random.default_rng(depth)
+    n = 150
+    X = rng.normal(size=(n, 2)).round(1)  # rounded: ties exercise the tie rule too
+    S = rng.normal(0.5, 1.5, size=(4, n, 2)).round(1)
+    V, y = _stack(X, S)
+    mine = tree_pmse(V, y, depth=depth)
+    ref = [_reference_pmse(V[g], y, depth) for g in range(4)]
+    np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-15)
+    assert mine.max() <= 0.25
+
+
+def test_pmse_stays_within_its_range_on_many_deep_trees():
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(20, 120))
+        V, y = _stack(rng.normal(size=(n, 3)), rng.normal(rng.normal(), 2.0, size=(5, n, 3)))
+        assert tree_pmse(V, y, depth=30).max() <= 0.25 + 1e-15
+
+
+def test_paper_mode_is_labelled_heuristic_in_the_report_and_on_the_form():
+    paper = PMSEMechanism(SCHEMA, epsilon=1.0, tree="paper").privacy_cost()
+    assert paper.guarantee == "heuristic" and paper.guarantee != "pure"
+    assert "HEURISTIC" in paper.caveats[0] and "NOT a proven" in paper.to_dict()["guarantee_meaning"]
+    assert any("tree='paper' is heuristic" in a for a in PMSEMechanism.advice(SCHEMA))
+    assert "HEURISTIC" in next(p.help for p in PMSEMechanism.params if p.name == "tree")
+
+
 def test_fast_depth1_path_equals_the_generic_engine_with_ties():
     rng = np.random.default_rng(3)
     for n, grid in ((9, 3), (60, 5), (300, None)):
