@@ -256,11 +256,11 @@ def test_large_epsilon_concentrates_on_the_data_generating_parameters():
 def test_summary_round_trip_decodes_through_the_schema():
     raw = _raw(300)
     progress = []
-    mech = PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(9), m=2, burn_in=40, iterations=30,
+    mech = PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(9), m=2, burn_in=100, iterations=100,
                          releases=3, column_order="k, x1, x2", progress=lambda f, s: progress.append(f))
     mech.fit(TableSource.from_frame(SCHEMA, raw))
-    assert len(progress) == 1 + 70 and progress[-1] == 1.0  # start + one per MCMC iteration
-    assert mech.noise.draws == 70  # the only private-score randomness: one uniform per iteration
+    assert len(progress) == 1 + 200 and progress[-1] == 1.0  # start + one per MCMC iteration
+    assert mech.noise.draws == 200  # the only private-score randomness: one uniform per iteration
     again = PMSEMechanism.from_summary(SCHEMA, through_npz(mech.summary()), epsilon=1.0, params=mech.params,
                                        noise=Noise.seeded(10))
     np.testing.assert_array_equal(again.thetas, mech.thetas)
@@ -282,6 +282,24 @@ def test_parameters_and_schemas_are_validated():
         PMSEMechanism(SCHEMA, epsilon=1.0, iterations=2, releases=3, noise=Noise.seeded(0))
 
 
+@pytest.mark.parametrize("params", [{"burn_in": 0}, {"iterations": 1}, {"burn_in": 99}, {"iterations": 99}])
+def test_chains_too_short_to_leave_the_start_are_refused_before_any_data_is_read(params):
+    """Issue 17, finding 2: burn_in=0 / iterations=1 released the public starting point with a
+    data-dependent probability (epsilon lower bound 2.66 against 1). The old specs accepted them."""
+    name = next(iter(params))
+    with pytest.raises(ValueError, match=f"{name}' must be >= 100"):
+        PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(0), **params)
+    PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(0), burn_in=pmse.MIN_BURN_IN,
+                  iterations=pmse.MIN_ITERATIONS)
+
+
+def test_strict_mode_reports_mcmc_not_pure_and_says_what_is_approximated():
+    cost = PMSEMechanism(SCHEMA, epsilon=1.0).privacy_cost()
+    assert cost.guarantee == "mcmc"
+    assert "GUARANTEED" in cost.caveats[0] and "APPROXIMATED" in cost.caveats[0]
+    assert "finite Markov chain" in cost.to_dict()["guarantee_meaning"]
+
+
 def test_privacy_report_is_honest_about_mcmc_and_greedy_trees():
     strict = PMSEMechanism(SCHEMA, epsilon=2.0, releases=4).privacy_cost()
     paper = PMSEMechanism(SCHEMA, epsilon=2.0, tree="paper").privacy_cost()
@@ -296,7 +314,7 @@ def test_cli_synthesizes_a_numeric_table(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "mechanisms", "synthesize", "pmse", "--data", str(tmp_path / "d.csv"),
          "--schema", str(tmp_path / "s.json"), "--epsilon", "1", "--rows", "50", "--out", str(tmp_path / "o.csv"),
-         "--seed", "1", "--param", "iterations=20", "--param", "burn_in=20", "--param", "tree=paper",
+         "--seed", "1", "--param", "iterations=100", "--param", "burn_in=100", "--param", "tree=paper",
          "--param", "depth=3"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
