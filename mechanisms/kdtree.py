@@ -20,8 +20,9 @@ scale b (q = e^(-1/b), P[X = k] = (1-q)/(1+q) q^|k|) and an integer T >= 1:
     P[X >= T] = q^T / (1 + q),        X - T | X >= T  ~  Geometric(1 - q) on {0, 1, ...}.
 
 So among K empty cells the number that survive is Binomial(K, q^T/(1+q)); which ones is a uniform
-draw without replacement (rejection against the non-empty cells, per-axis uniform coordinates, as in
-E.1); their noisy counts are T + Geometric. The same holds for the split decisions of empty nodes in
+draw without replacement from the complement of the non-empty cells (uniform ranks among the free
+cells mapped to cells; rejection as in E.1 only on grids of 2^63 cells or more: the path depends on the
+grid, never on the data); their noisy counts are T + Geometric. The same holds for the split decisions of empty nodes in
 the adaptive tree: the number of empty nodes that (wrongly) split is Binomial(K, P[X > τ]); we simulate
 those splits EXACTLY instead of assuming, as the paper's Lemma 10 / Theorem 11 do, that they never
 happen (that assumption would only hold with probability 1 - δ and would break pure DP). Lemma 10's τ
@@ -84,9 +85,6 @@ COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, r
 MAX_EXPECTED_EMPTY = 1_000_000
 # numpy's binomial takes int64 trials; above this a Poisson law is used (total variation <= p).
 EXACT_BINOMIAL_LIMIT = 2 ** 62
-# Grids with at most this many cells have their empty cells enumerated (rejection would be slow when
-# most cells are occupied); larger grids use rejection sampling.
-ENUMERATE_LIMIT = 1 << 20
 DEFAULT_BETA = 0.05  # failure probability δ of Theorems 3/5 and Lemma 10 (a utility knob, NOT privacy)
 MIN_ADAPTIVE_LEVELS = 8  # default h' - h is at least this (rounded up to whole rounds over the axes)
 MAX_AXIS_SPLITS = 62  # per-axis cell coordinates must fit in int64
@@ -185,8 +183,14 @@ def _isin_sorted(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.ndarray, m: int) -> np.ndarray:
     """m distinct cells drawn uniformly among those whose key is not in ``occupied`` (sorted keys).
 
-    Small grids: enumerate the free cells. Large grids: per-axis uniform coordinates, rejecting
-    occupied cells and repeats (Supplementary E.1); the acceptance rate is at least 1 - n / J.
+    The sampling path depends only on the grid (public: schema and parameters), never on the data: a
+    path that fails or slows down when many cells are occupied would let one replaced record flip
+    whether a release succeeds (issue 17, finding 3: the old rejection sampler raised "grid too densely
+    occupied" on grids above 16 x 2^20 cells with fewer than a quarter free). Grids below 2^63 cells
+    (one-word keys, the row-major cell index) draw ranks among the FREE cells and map them to cells
+    exactly (:func:`_empty_by_rank`): the complement of the occupied set, in O(m log n), however dense.
+    Larger grids reject occupied cells (Supplementary E.1): there at most n < 2^62 of the >= 2^63 cells
+    are occupied, so every candidate is accepted with probability above 1/2 whatever the data.
     """
     d = len(grid.sizes)
     if m <= 0:
@@ -194,11 +198,25 @@ def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.nd
     free = grid.total - len(occupied)
     if m > free:
         raise ValueError(f"cannot draw {m} empty cells out of {free}")
-    if grid.total <= ENUMERATE_LIMIT:  # one-word keys are the row-major cell indices
-        free_idx = np.setdiff1d(np.arange(grid.total, dtype=np.int64), occupied, assume_unique=True)
-        return grid.cells_of(rng.choice(free_idx, size=m, replace=False))
-    if free < grid.total // 4 and grid.total > 16 * ENUMERATE_LIMIT:
-        raise ValueError("grid too densely occupied for rejection sampling")  # needs n > 12 * 2^20 * 4
+    if len(grid.words) == 1:
+        return _empty_by_rank(rng, grid, occupied, m)
+    return _empty_by_rejection(rng, grid, occupied, m)
+
+
+def _empty_by_rank(rng: np.random.Generator, grid: CellGrid, occupied: np.ndarray, m: int) -> np.ndarray:
+    """Uniform distinct ranks r among the free cells, mapped to the r-th free cell index.
+
+    With occupied indices o_0 < o_1 < ..., the r-th free index (0-based) is r + #{j : o_j - j <= r}
+    (o_j - j, the number of free cells below o_j, is non-decreasing, so one ``searchsorted``)."""
+    occupied = np.asarray(occupied, dtype=np.int64)
+    ranks = rng.choice(grid.total - len(occupied), size=m, replace=False).astype(np.int64)
+    below = occupied - np.arange(len(occupied), dtype=np.int64)
+    return grid.cells_of(ranks + np.searchsorted(below, ranks, side="right"))
+
+
+def _empty_by_rejection(rng: np.random.Generator, grid: CellGrid, occupied: np.ndarray, m: int) -> np.ndarray:
+    """Per-axis uniform coordinates, rejecting occupied cells and repeats (Supplementary E.1)."""
+    d = len(grid.sizes)
     chosen = np.zeros((0, d), dtype=np.int64)
     while len(chosen) < m:
         batch = 2 * (m - len(chosen)) + 16
