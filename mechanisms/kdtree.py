@@ -43,7 +43,8 @@ Privacy (neighbouring tables differ in one REPLACED record; n is public):
   of non-empty cells; the implicit draw has exactly the law of the explicit per-cell noise (Lemma 9), so
   the guarantee is that of the explicit algorithm. The noisy counts of surviving empty cells are exact
   OpenDP draws (|Y| - 1 for Y ~ DLap(b) conditioned on Y != 0 is Geometric(1 - q)). The Binomial count
-  and the uniform choice of cells use ``noise.rng`` (numpy, OS-entropy seeded per job in secure mode):
+  and the uniform choice of cells use ``noise.private_rng`` (keyed from the OS CSPRNG, a stream separate
+  from ``noise.rng``, which draws the published rows, so the rows cannot reveal these choices):
   these are floating-point samplers (numpy's binomial; above 2^62 trials a Poisson law whose total
   variation distance to the Binomial is at most p <= MAX_EXPECTED_EMPTY / 2^62, Barbour & Hall 1984).
   The privacy report states this as a caveat.
@@ -356,8 +357,9 @@ class _KDBase(Mechanism):
     def _caveats(self) -> tuple[str, ...]:
         return (
             "which empty cells get a positive noisy count, and how many, is drawn implicitly with numpy's "
-            "floating-point Binomial/Poisson and uniform samplers (OS-entropy seeded per job); the noisy "
-            "counts themselves come from the exact discrete Laplace sampler",
+            "floating-point Binomial/Poisson and uniform samplers on a private Philox stream keyed from the OS "
+            "CSPRNG, separate from the stream that draws the published rows; the noisy counts themselves come "
+            "from the exact discrete Laplace sampler",
             "cells are cut on the public schema bounds (not the data's range as in the paper); values outside "
             "the bounds were clipped by the schema",
         )
@@ -414,7 +416,7 @@ class KDTreeGrid(_KDBase):
     def _fit(self, source: TableSource) -> None:
         cfg = self._resolve(source.n)  # public: n, schema, params
         self.config = cfg
-        rng = self.noise.rng
+        rng = self.noise.private_rng  # private choices: which empty cells
         X = self.schema.to_unit(source.frame())
         self.progress(0.1, "binning")
         k, grid = cfg["bins_per_axis"], self._grid(cfg["bins_per_axis"])
@@ -557,7 +559,7 @@ class KDTreeAdaptive(_KDBase):
     def _fit(self, source: TableSource) -> None:
         cfg = self._resolve(source.n)
         self.config = cfg
-        rng = self.noise.rng
+        rng = self.noise.private_rng  # private choices: which empty cells
         X = self.schema.to_unit(source.frame())
         D = X.shape[1]
         h, L = cfg["levels_independent"], cfg["levels_adaptive"]
@@ -624,7 +626,7 @@ class KDTreeAdaptive(_KDBase):
         self.progress(1.0, "done")
 
     def _release_leaves(self, cfg, grid_h, keys_h, split_empty_h, leaves, empty_leaves, D) -> _Released:
-        rng = self.noise.rng
+        rng = self.noise.private_rng  # private choices: which empty cells
         cat = lambda parts, shape: np.concatenate(parts) if parts else np.zeros(shape, dtype=np.int64)  # noqa: E731
         coords, depth = cat(leaves["coords"], (0, D)), cat(leaves["depth"], (0,))
         counts = cat(leaves["count"], (0,))

@@ -59,8 +59,9 @@ the average over m synthetic sets (fixed Z) keeps it too. The exponential mechan
 exact sampling: the report's guarantee is "mcmc" (see ``GUARANTEE_MEANINGS`` in accounting.py),
 with a caveat saying what is guaranteed and what only approximated; chain-length floors MIN_BURN_IN and
 MIN_ITERATIONS (justified beside them) refuse the short chains whose output is measurably data-dependent.
-The MCMC accept/reject uniforms go through ``noise.uniform`` (they act on private scores); the
-synthetic normals, proposals and the released rows use ``noise.rng`` (data-independent).
+The MCMC accept/reject uniforms (``noise.uniform``) and the proposals come from ``noise.private_rng``
+(the chain's path is a private choice; a stream separate from the published rows); the fixed synthetic
+normals Z (Theorem 2 holds for every Z) and the released rows use ``noise.rng``.
 """
 
 from __future__ import annotations
@@ -338,7 +339,7 @@ def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scal
     After burn-in the target is exactly ``score + prior`` and the proposal is frozen. Returns the
     ``keep`` states at iterations burn_in + (i+1)·(iterations // keep), and diagnostics (PRIVATE:
     acceptance rates depend on the data; never put them in a report). The accept step compares
-    ``noise.uniform()`` draws with the ratio of private scores; proposals use ``noise.rng``.
+    ``noise.uniform()`` draws with the ratio of private scores; proposals use ``noise.private_rng``.
     """
     k = len(theta0)
     total = burn_in + iterations
@@ -350,7 +351,7 @@ def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scal
         raise ValueError(f"warmup must not exceed burn_in, got warmup={warmup}, burn_in={burn_in}")
     if not 0 < anneal_from <= 1:
         raise ValueError(f"anneal_from must be in (0, 1], got anneal_from={anneal_from}")
-    rng = noise.rng
+    rng = noise.private_rng  # proposals: with the accept decisions they ARE the private path of the chain
     uniforms = noise.uniform(size=total)
     chol = np.diag(np.broadcast_to(np.asarray(scale, dtype=np.float64), (k,)))
     log_s = 0.0  # log multiplier on the proposal, adapted during burn-in
