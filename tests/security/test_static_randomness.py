@@ -61,6 +61,8 @@ def test_each_job_gets_its_own_secure_noise(world, monkeypatch):
     assert len(seen) == 2 and all(n.secure for n in seen)
     assert seen[0] is not seen[1]
     assert seen[0].rng.bit_generator.state != seen[1].rng.bit_generator.state
+    keys = [n.private_rng.bit_generator.state["state"]["key"] for n in seen]  # Philox keys from secrets
+    assert not (keys[0] == keys[1]).all()
 
 
 # -- private choices never come from the stream that draws published rows (issue 17, finding 4) ----------
