@@ -14,9 +14,9 @@ Two backends exist:
     numpy samplers from a seeded generator, for reproducibility. Not protected against the
     floating-point attack; the privacy report says so (``Noise.secure`` is False).
 
-Besides privacy noise, mechanisms need data-independent randomness (random features, hash
-functions, MCMC proposals, drawing synthetic rows from a released summary). ``Noise.rng`` is a
-numpy ``Generator`` for that. For the secure backend it is created per ``Noise`` object from OS
+Besides privacy noise, mechanisms need data-independent randomness (random features, drawing
+synthetic rows from a released summary). ``Noise.rng`` is a numpy ``Generator`` for that (private
+choices use ``Noise.private_rng``, below). For the secure backend it is created per ``Noise`` object from OS
 entropy (``SeedSequence()`` reads ``os.urandom``), so a ``Noise`` made inside a job after a fork
 never repeats another process's stream. Never create a ``Noise`` at import time.
 
