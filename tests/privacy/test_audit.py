@@ -31,3 +31,13 @@ def test_the_mutant_is_caught_by_the_same_audit(name, monkeypatch):
     case.mutant(monkeypatch)
     lb, claim = case.run(seed=1)
     assert lb > claim.value, f"{name}: mutant not caught ({claim.kind} bound {lb:.3f} <= {claim.value:.3f})"
+
+
+def test_the_gdp_conversion_round_trips_and_matches_a_known_value():
+    from scipy.stats import norm
+
+    from tests.privacy.harness import gdp_delta, gdp_mu_for
+
+    assert gdp_delta(1.0, 0.0) == pytest.approx(norm.cdf(0.5) - norm.cdf(-0.5))  # mu-GDP at eps 0: TV
+    mu = gdp_mu_for(1.0, 1e-5)
+    assert gdp_delta(mu, 1.0) == pytest.approx(1e-5, rel=1e-9) and 0.26 < mu < 0.28
