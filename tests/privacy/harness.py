@@ -11,8 +11,8 @@ How a mechanism is audited (FIELD-NOTES, "Auditing a mechanism"):
    shows up as inputs that differ by more than the scale allows.
 2. Worst-case pair: among the candidates, the D' whose inputs differ most in units of the scale
    (sum |a - b| / s for Laplace calls, the L2 norm for Gaussian ones).
-3. Audit: draw the summary again many times on each side THROUGH THE MECHANISM'S NOISE OBJECT (the real
-   sampler, with the recorded exact inputs and scales; the path is held fixed), reduce each draw to the
+3. Audit: draw the summary again many times on each side through ``Noise``'s own samplers (the seeded
+   backend, with the recorded exact inputs and scales; the path is held fixed), reduce each draw to the
    Neyman-Pearson statistic (the privacy loss log p_D(y) / p_D'(y) under the nominal law), choose an event
    {statistic >= t} on a pilot batch and count it on fresh batches. Lower bounds at confidence 1 - alpha:
    pure claims:  epsilon_lb = ln(p_lo(D) / p_hi(D'))  (Clopper-Pearson, alpha/2 each side);
