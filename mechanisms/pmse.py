@@ -543,7 +543,8 @@ class PMSEMechanism(Mechanism):
 
     @classmethod
     def advice(cls, schema: Schema) -> list[str]:
-        """Measured in docs/benchmarks.md (finding 7): with 9 columns the one-split utility sees only the
+        """Always: what each tree mode's privacy label means (issue 17), before anything is released.
+        Measured in docs/benchmarks.md (finding 7): with 9 columns the one-split utility sees only the
         worst-fitted feature, the chain drifts in the other directions and the synthetic columns fill
         the public box (2-way TVD 0.75-0.77 at every epsilon, whatever the chain length)."""
         d = len([c for c in schema.columns if c.kind in cls.supported_kinds])
@@ -553,7 +554,8 @@ class PMSEMechanism(Mechanism):
                    "release is recorded as 'heuristic', not as pure epsilon-DP.")
         if d <= cls.WIDE:
             return [privacy]
-        return [privacy, f"This schema keeps {d} numeric columns. pMSE is built for two or three: with more, its one-split "
+        return [privacy,
+                f"This schema keeps {d} numeric columns. pMSE is built for two or three: with more, its one-split "
                 f"utility sees only the worst-fitted column and the synthetic values spread over the declared "
                 f"bounds (measured on 9 columns: 2-way TVD 0.75 at every epsilon, docs/benchmarks.md). "
                 f"Exclude columns, or prefer baseline or density-lp for marginals."]

@@ -143,7 +143,8 @@ def test_private_rng_is_a_separate_stream_from_rng():
 
 
 @pytest.mark.parametrize("name,params", [("kdtree-grid", {"width": 0.05, "threshold": 1.0}),
-                                         ("kdtree-adaptive", {"tau": 1.0, "threshold": 1.0}), ("privhp", {"depth": 12, "pruning_level": 4})])
+                                         ("kdtree-adaptive", {"tau": 1.0, "threshold": 1.0}),
+                                         ("privhp", {"depth": 12, "pruning_level": 4})])
 def test_fit_consumes_nothing_from_the_published_rows_stream(name, params):
     """kdtree's Binomial counts and empty-cell choices, PrivHP's hashes: fit() leaves noise.rng untouched
     (it consumed it before issue 17)."""
