@@ -314,6 +314,25 @@ def test_chains_too_short_to_leave_the_start_are_refused_before_any_data_is_read
                   iterations=pmse.MIN_ITERATIONS)
 
 
+def test_at_the_floors_the_chain_never_releases_its_starting_point():
+    """The atom at the public start (finding 2's leak) is there with the old minimums and gone at the
+    floors: 300 releases each, n = 10, epsilon 1, m = 1 (the figures beside MIN_BURN_IN)."""
+    schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),))
+    src = TableSource.from_frame(schema, pd.DataFrame({"x": [str(v) for v in np.linspace(0.3, 0.7, 10)]}))
+    start = LinearGaussianModel(1, None).initial()
+
+    def at_start(burn_in, iterations):
+        noise, hits = Noise.seeded(0), 0
+        for _ in range(300):
+            mech = PMSEMechanism(schema, epsilon=1.0, noise=noise, m=1, features="columns")
+            mech.params.update(burn_in=burn_in, iterations=iterations)  # bypasses the floors: the old code
+            hits += bool(np.all(mech.fit(src).thetas[0] == start))
+        return hits
+
+    assert at_start(0, 1) > 3
+    assert at_start(pmse.MIN_BURN_IN, pmse.MIN_ITERATIONS) == 0
+
+
 def test_strict_mode_reports_mcmc_not_pure_and_says_what_is_approximated():
     cost = PMSEMechanism(SCHEMA, epsilon=1.0).privacy_cost()
     assert cost.guarantee == "mcmc"
