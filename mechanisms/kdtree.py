@@ -45,9 +45,8 @@ Privacy (neighbouring tables differ in one REPLACED record; n is public):
   OpenDP draws (|Y| - 1 for Y ~ DLap(b) conditioned on Y != 0 is Geometric(1 - q)). The Binomial count
   and the uniform choice of cells use ``noise.private_rng`` (keyed from the OS CSPRNG, a stream separate
   from ``noise.rng``, which draws the published rows, so the rows cannot reveal these choices):
-  these are floating-point samplers (numpy's binomial; above 2^62 trials a Poisson law whose total
-  variation distance to the Binomial is at most p <= MAX_EXPECTED_EMPTY / 2^62, Barbour & Hall 1984).
-  The privacy report states this as a caveat.
+  these are floating-point samplers (numpy's binomial; above 2^62 trials the exact Poissonisation of
+  ``binomial``, whose Poisson draw is numpy's). The privacy report states this as a caveat.
 * Nothing else leaks: released cells are kept in a canonical order (position does not tell which were
   empty); the numbers of non-empty cells / nodes and of released empty cells are NOT differentially
   private and stay in ``diagnostics`` (tests, benchmarks), out of the summary and the report.
@@ -84,7 +83,7 @@ COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, r
 # Refuse parameters for which the expected number of surviving (or splitting) empty cells exceeds
 # this: such a release is dominated by noise cells and would not fit in memory anyway.
 MAX_EXPECTED_EMPTY = 1_000_000
-# numpy's binomial takes int64 trials; above this a Poisson law is used (total variation <= p).
+# numpy's binomial takes int64 trials; above this, Poissonisation (exact in law, see ``binomial``).
 EXACT_BINOMIAL_LIMIT = 2 ** 62
 DEFAULT_BETA = 0.05  # failure probability δ of Theorems 3/5 and Lemma 10 (a utility knob, NOT privacy)
 MIN_ADAPTIVE_LEVELS = 8  # default h' - h is at least this (rounded up to whole rounds over the axes)
@@ -125,15 +124,41 @@ def conditioned_dlap(noise: Noise, m: int, *, scale: float, T: int) -> np.ndarra
 
 
 def binomial(rng: np.random.Generator, trials: int, p: float) -> int:
-    """Binomial(trials, p) for a Python-int number of trials (may exceed 64 bits)."""
+    """Binomial(trials, p) for a Python-int number of trials (may exceed 64 bits).
+
+    Below EXACT_BINOMIAL_LIMIT numpy's sampler. Above it, Poissonisation, which keeps the exact law
+    (a plain Poisson(trials p) would be off by up to p in total variation, Barbour & Hall 1984, i.e. a
+    delta): throw K ~ Poisson(lambda) points uniformly on the trials with lambda = -trials log(1 - p).
+    Each trial receives Poisson(lambda / trials) points independently, so it is hit with probability
+    1 - exp(log(1 - p)) = p, independently of the others: the number of DISTINCT trials hit is
+    Binomial(trials, p). Callers keep trials * p <= MAX_EXPECTED_EMPTY, so K stays small.
+    """
     trials = int(trials)
     if trials <= 0 or p <= 0.0:
         return 0
+    if p >= 1.0:
+        return trials
     if trials < EXACT_BINOMIAL_LIMIT:
         return int(rng.binomial(trials, p))
-    # Poisson(trials * p): total variation to the Binomial at most p (Barbour & Hall 1984); callers
-    # guarantee trials * p <= MAX_EXPECTED_EMPTY, so p <= 2.2e-13 here.
-    return int(rng.poisson(float(trials) * p))
+    k = int(rng.poisson(-float(trials) * math.log1p(-p)))
+    return len(set(_uniform_below(rng, trials, k)))
+
+
+def _uniform_below(rng: np.random.Generator, bound: int, k: int) -> list[int]:
+    """k independent uniform integers in [0, bound) for a Python-int bound: uniform on [0, 2^bits) from
+    62-bit words (the top one narrower), rejecting values >= bound (acceptance above 1/2)."""
+    bits = bound.bit_length()
+    words = -(-bits // 62)
+    top = bits - 62 * (words - 1)
+    out: list[int] = []
+    while len(out) < k:
+        need = k - len(out)
+        low = rng.integers(0, 2 ** 62, size=(2 * need + 8, words - 1), dtype=np.int64)
+        high = rng.integers(0, 2 ** top, size=2 * need + 8, dtype=np.int64)
+        values = [(int(h) << (62 * (words - 1))) + sum(int(w) << (62 * i) for i, w in enumerate(row))
+                  for h, row in zip(high, low)]
+        out += [v for v in values if v < bound][:need]
+    return out
 
 
 class CellGrid:
@@ -357,9 +382,9 @@ class _KDBase(Mechanism):
     def _caveats(self) -> tuple[str, ...]:
         return (
             "which empty cells get a positive noisy count, and how many, is drawn implicitly with numpy's "
-            "floating-point Binomial/Poisson and uniform samplers on a private Philox stream keyed from the OS "
-            "CSPRNG, separate from the stream that draws the published rows; the noisy counts themselves come "
-            "from the exact discrete Laplace sampler",
+            "floating-point Binomial (Poissonised, exact in law, above 2^62 trials) and uniform samplers on a "
+            "private Philox stream keyed from the OS CSPRNG, separate from the stream that draws the published "
+            "rows; the noisy counts themselves come from the exact discrete Laplace sampler",
             "cells are cut on the public schema bounds (not the data's range as in the paper); values outside "
             "the bounds were clipped by the schema",
         )

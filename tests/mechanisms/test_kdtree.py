@@ -74,6 +74,21 @@ def test_binomial_beyond_64_bits_uses_an_accurate_law():
     assert binomial(rng, 0, 0.5) == 0 and binomial(rng, 10, 0.0) == 0
 
 
+def test_binomial_beyond_the_numpy_limit_has_the_exact_law_not_a_poisson_approximation(monkeypatch):
+    """The >= 2^62-trial path (Poissonisation: distinct trials hit by Poisson-many uniform points), run at
+    a small size where it can be compared: Binomial(50, 0.3) has variance 10.5; the old Poisson(15)
+    approximation (a delta of up to p, not pure DP) had variance 15 and fails the chi-square test."""
+    monkeypatch.setattr(kdtree, "EXACT_BINOMIAL_LIMIT", 10)
+    rng = np.random.default_rng(1)
+    draws = np.array([binomial(rng, 50, 0.3) for _ in range(4000)])
+    assert abs(draws.var() - 10.5) < 1.0
+    pmf = stats.binom.pmf(np.arange(51), 50, 0.3)
+    edges = [0, 11, 13, 14, 15, 16, 17, 19, 51]  # bins with expected counts well above 5
+    observed = [np.sum((draws >= a) & (draws < b)) for a, b in zip(edges, edges[1:])]
+    expected = [pmf[a:b].sum() * len(draws) for a, b in zip(edges, edges[1:])]
+    assert stats.chisquare(observed, expected)[1] > 1e-3
+
+
 # -- implicit empty cells ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", ["rank", "rejection"])
