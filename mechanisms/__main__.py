@@ -40,8 +40,31 @@ def _load_schema(path: str) -> Schema:
 
 
 def cmd_list(args) -> int:
-    print(json.dumps(registry.describe_all(), indent=2))
+    mechs = registry.describe_all()
+    if getattr(args, "json", False):
+        print(json.dumps(mechs, indent=2, ensure_ascii=False))
+    else:
+        print(list_summary(mechs))
     return 0
+
+
+def list_summary(mechs: list[dict]) -> str:
+    """One block per mechanism: name and title, kinds and guarantee, each parameter with its default."""
+    lines = []
+    width = max(len(m["name"]) for m in mechs) + 2
+    for m in mechs:
+        pad = " " * width
+        lines.append(f"{m['name']:<{width}}{m['title']}")
+        privacy = "epsilon and delta (approximate DP)" if m["needs_delta"] else "epsilon only (pure DP)"
+        extra = "; streams tables larger than memory" if m.get("streaming") else ""
+        lines.append(f"{pad}columns: {', '.join(m['supported_kinds'])}; {privacy}{extra}")
+        for p in m["params"]:
+            default = "automatic" if p["default"] is None else p["default"]
+            lines.append(f"{pad}  --param {p['name']}=...  ({p['type']}, default {default}): {p['help']}")
+        if not m["params"]:
+            lines.append(f"{pad}  (no parameters)")
+    lines.append("\nFull descriptions as JSON: python -m mechanisms list --json")
+    return "\n".join(lines)
 
 
 def cmd_schema(args) -> int:
@@ -92,7 +115,8 @@ def cmd_evaluate(args) -> int:
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m mechanisms", description="dpportal DP synthesis library")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="mechanisms, parameters and supported column kinds as JSON")
+    ls = sub.add_parser("list", help="mechanisms, parameters and supported column kinds")
+    ls.add_argument("--json", action="store_true", help="print the descriptions as JSON")
     s = sub.add_parser("schema", help="schema tools")
     s.add_argument("action", help="'draft'")
     s.add_argument("data")
@@ -114,7 +138,8 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--test", default=None, help="real held-out CSV for TSTR (needs --target)")
     e.add_argument("--seed", type=int, default=0, help="seed of the (non-private) evaluation sampling")
     e.add_argument("--fast", action="store_true", help="TSTR on fewer rows with fewer trees")
-    e.add_argument("--compact", action="store_true", help="one-line JSON")
+    e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON (default: a summary)")
+    e.add_argument("--compact", action="store_true", help="one-line JSON (implies --json)")
     return p
 
 

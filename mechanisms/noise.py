@@ -161,6 +161,36 @@ class Noise:
             return np.asarray(m(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
         return values + self.rng.normal(0.0, scale, values.shape)
 
+    # -- private selection ----------------------------------------------------------------------
+    def select_max_zcdp(self, scores: Sequence[float] | np.ndarray, *, sensitivity: float, rho: float) -> int:
+        """Index of a noisy maximum of ``scores``: the exponential mechanism, as report-noisy-max with
+        Gumbel noise of scale ``sensitivity / sqrt(2 rho)``, which is rho-zCDP when every score moves
+        by at most ``sensitivity`` (in either direction) between neighbouring tables.
+
+        Derivation: Gumbel-max with scale s samples exactly the exponential mechanism
+        P[i] ∝ exp(score_i / s), which is eps-DP for eps = 2 sensitivity / s (non-monotone scores)
+        and eps^2/8-zCDP (Cesar & Rogers 2021): rho = (2 sensitivity / s)^2 / 8, so
+        s = sensitivity / sqrt(2 rho). OpenDP's ``make_noisy_max`` with the zCDP output measure
+        samples it exactly; its own privacy map is checked against ``rho`` before sampling."""
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        if scores.size == 0:
+            raise ValueError("select_max_zcdp needs at least one score")
+        self._check_finite(scores)
+        if not (sensitivity > 0 and math.isfinite(sensitivity)):
+            raise ValueError(f"sensitivity must be positive and finite, got sensitivity={sensitivity!r}")
+        if not (rho > 0 and math.isfinite(rho)):
+            raise ValueError(f"rho must be positive and finite, got rho={rho!r}")
+        scale = sensitivity / math.sqrt(2 * rho) * _SCALE_MARGIN
+        self.draws += scores.size
+        if self.secure:
+            dp = _opendp()
+            space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=False)
+            m = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=float(scale))
+            if m.map(float(sensitivity)) > rho:  # pragma: no cover - guards the derivation above
+                raise AssertionError(f"noisy max costs {m.map(float(sensitivity))} > rho={rho}")
+            return int(m(scores.tolist()))
+        return int(np.argmax(scores + self.rng.gumbel(0.0, scale, scores.size)))
+
     # -- exponential mechanism helper ----------------------------------------------------------
     def uniform(self, size=None) -> np.ndarray | float:
         """Uniform(0,1) draws for samplers whose output depends on private scores (e.g. MCMC

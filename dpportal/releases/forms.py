@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from django import forms
 
 from mechanisms.base import ParamSpec
@@ -12,7 +14,8 @@ PARAM_PREFIX = "param_"
 def _field(spec: ParamSpec, schema) -> forms.Field:
     required = False  # empty means "default" (or "derive automatically" for optional params)
     end = "" if spec.help.rstrip().endswith(".") else "."
-    help_text = spec.help + (f"{end} Leave empty for the automatic value." if spec.optional else "")
+    help_text = spec.help + (f"{end} Leave empty for the automatic value."
+                             if spec.optional and not spec.empty_means else "")
     attrs = {}
     if spec.minimum is not None:
         attrs["min"] = spec.minimum
@@ -29,11 +32,18 @@ def _field(spec: ParamSpec, schema) -> forms.Field:
     if spec.type == "choice":
         return forms.ChoiceField(choices=[(c, c) for c in spec.choices], help_text=help_text, initial=spec.default)
     if spec.type == "column":
-        names = schema.names if schema is not None else []
-        choices = ([("", "(automatic)")] if spec.optional else []) + [(n, n) for n in names]
+        names = spec.column_choices(schema) if schema is not None else []
+        empty = f"({spec.empty_means or 'automatic'})"
+        choices = ([("", empty)] if spec.optional else []) + [(n, n) for n in names]
         return forms.ChoiceField(choices=choices, required=not spec.optional, help_text=help_text,
                                  initial=spec.default)
     return forms.CharField(required=required, help_text=help_text, initial=spec.default, max_length=500)
+
+
+def suggested_delta(n_rows: int) -> str:
+    """The power of ten at or below 1/(10 n): the usual advice is delta much smaller than 1/n (a delta
+    near 1/n allows releasing one record outright). n is public."""
+    return f"1e-{math.ceil(math.log10(10 * max(int(n_rows), 1)))}"
 
 
 class ReleaseForm(forms.Form):
@@ -47,8 +57,12 @@ class ReleaseForm(forms.Form):
         self.mechanism_cls = mechanism_cls
         if n_rows:
             self.fields["rows"].initial = n_rows
-        if mechanism_cls is not None and not mechanism_cls.needs_delta:
+        if mechanism_cls is not None and not (mechanism_cls.needs_delta or mechanism_cls.gaussian_mode):
             self.fields["delta"].widget = forms.HiddenInput()
+        elif mechanism_cls is not None and n_rows:
+            self.fields["delta"].initial = suggested_delta(n_rows)
+            self.fields["delta"].help_text = (f"Probability that the epsilon guarantee fails; keep it well below "
+                                              f"1/n = 1/{n_rows:,}. Suggested: {suggested_delta(n_rows)}")
         self.param_names = []
         for spec in (mechanism_cls.params if mechanism_cls else ()):
             name = PARAM_PREFIX + spec.name
