@@ -233,3 +233,19 @@ if _has_noise_type("density-lp"):
         "density-lp", TWO_CATS, _cats_frame(), CASES["density-lp"].candidates,
         mutant=_quadruple_rho("mechanisms.density_lp"), delta=1e-5,
         params={"reference": "histogram", "m": 20, "noise_type": "gaussian"})
+
+
+# -- Private bounds estimation (mechanisms/bounds.py, issue 18): a DP release charged like one, though
+#    not a registered mechanism. Two columns; the replaced record moves bins in both. ------------------
+
+def _run_bounds(case: Case, frame: pd.DataFrame, noise: Noise) -> None:
+    from mechanisms import bounds
+
+    bounds.estimate_bounds([frame], list(frame.columns), epsilon=case.epsilon, noise=noise, markers=[""],
+                           n=len(frame))
+
+
+CASES["bounds"] = Case("bounds", TWO_CATS, pd.DataFrame({"u": [str(v) for v in [3, 30, 300] * 10],
+                                                         "v": [str(v) for v in [-4, 0.5, 7000] * 10]}),
+                       [(0, {"u": "-70", "v": "0.003"}), (0, {"u": "3000"})],
+                       mutant=_halve_scales("mechanisms.bounds"), runner=_run_bounds)

@@ -163,7 +163,12 @@ def _loss(pairs: list[tuple[Call, Call]], draws: list[np.ndarray]) -> np.ndarray
 
 
 def summary_sampler(pairs: list[tuple[Call, Call]], side: int, noise: Noise) -> Callable[[int], np.ndarray]:
-    """k draws of the noisy summary on D (side 0) or D' (side 1), reduced to the privacy loss."""
+    """k draws of the noisy summary on D (side 0) or D' (side 1), reduced to the privacy loss.
+
+    Coordinates equal on D and D' are left out: their noise is independent of the rest and adds
+    exactly 0 to the loss, so the statistic's law is unchanged (and big summaries stay cheap)."""
+    pairs = _moved(pairs)
+
     def draw(k: int) -> np.ndarray:
         ys = []
         for pair in pairs:
@@ -174,6 +179,15 @@ def summary_sampler(pairs: list[tuple[Call, Call]], side: int, noise: Noise) -> 
             ys.append(getattr(noise, c.kind)(x, scale=c.scale).astype(np.float64))
         return _loss(pairs, ys)
     return draw
+
+
+def _moved(pairs: list[tuple[Call, Call]]) -> list[tuple[Call, Call]]:
+    out = []
+    for a, b in pairs:
+        keep = a.values != b.values
+        if keep.any():
+            out.append((Call(a.kind, a.values[keep], a.scale), Call(b.kind, b.values[keep], b.scale)))
+    return out
 
 
 def _bound(claim_kind: str, ka: int, kb: int, n: int) -> float:
@@ -230,6 +244,7 @@ class Case:
     delta: float = 0.0
     summary: Callable | None = None
     sampler: Callable | None = None  # (case) -> (draw_d, draw_d2, claim) for non-additive releases
+    runner: Callable | None = None  # (case, frame, noise) -> None: a DP release that is not a Mechanism
 
     def neighbour(self, index: int, row: dict) -> pd.DataFrame:
         other = self.frame.copy()
@@ -237,15 +252,21 @@ class Case:
             other.loc[index, k] = v
         return other
 
-    def worst_pair(self, seed: int = 0) -> list[tuple[Call, Call]]:
+    def record(self, frame: pd.DataFrame, seed: int) -> list[Call]:
+        if self.runner is not None:
+            noise = RecordingNoise(seed)
+            self.runner(self, frame, noise)
+            return noise.calls
         from mechanisms import registry
 
-        cls = registry.get(self.mechanism)
-        base = record(cls, self.schema, self.frame, self.params, epsilon=self.epsilon, delta=self.delta, seed=seed)
+        return record(registry.get(self.mechanism), self.schema, frame, self.params, epsilon=self.epsilon,
+                      delta=self.delta, seed=seed)
+
+    def worst_pair(self, seed: int = 0) -> list[tuple[Call, Call]]:
+        base = self.record(self.frame, seed)
         best, best_sep = None, -1.0
         for index, row in self.candidates:
-            calls = record(cls, self.schema, self.neighbour(index, row), self.params, epsilon=self.epsilon,
-                           delta=self.delta, seed=seed)
+            calls = self.record(self.neighbour(index, row), seed)
             pairs = aligned(base, calls)
             sep = separation(pairs)
             if sep > best_sep:
