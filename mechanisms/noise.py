@@ -189,7 +189,7 @@ class Noise:
             if m.map(float(sensitivity)) > rho:  # pragma: no cover - guards the derivation above
                 raise AssertionError(f"noisy max costs {m.map(float(sensitivity))} > rho={rho}")
             return int(m(scores.tolist()))
-        return int(np.argmax(scores + self.rng.gumbel(0.0, scale, scores.size)))
+        return int(np.argmax(scores + self.private_rng.gumbel(0.0, scale, scores.size)))  # a private choice
 
     # -- exponential mechanism helper ----------------------------------------------------------
     def uniform(self, size=None) -> np.ndarray | float:
