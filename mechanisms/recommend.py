@@ -532,9 +532,9 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
     if best.score is None:
         return f"{best.mechanism} is the only mechanism that can run for this purpose (no accuracy model for it yet)."
     if purpose.kind == "ml" and best.mechanism in ML_PREFERRED:
-        return (f"{best.mechanism} learns the other columns conditionally on {purpose.target}, which kept the best "
-                f"model accuracy on the shared tables; predicted 2-way error with {purpose.target}: "
-                f"{best.score:.1%}.")
+        return (f"{best.mechanism} learns the other columns conditionally on {purpose.target}: models trained on "
+                "its output scored best, or within 10% of the best, on the shared tables, even where another "
+                f"mechanism kept the marginals better (predicted 2-way error with {purpose.target}: {best.score:.1%}).")
     runner = f", against {others[0].score:.1%} for {others[0].mechanism}" if others else ""
     what = "the pairs that matter" if purpose.kind != "explore" else "all pairs"
     return f"{best.mechanism} has the lowest predicted 2-way error over {what}: {best.score:.1%}{runner}."
@@ -573,3 +573,19 @@ def smallest_epsilon(name: str, schema: Schema, *, n: int, target: float, delta:
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if score(mid) <= target else (mid, hi)
     return float(f"{hi:.3g}") if score(float(f"{hi:.3g}")) <= target else hi
+
+
+def summary_text(result: Recommendation, smallest: float | None = None, target: float | None = None) -> str:
+    """A few lines for a person (the CLI's default output)."""
+    s = result.setting
+    lines = [f"Purpose: {result.purpose.describe()}; n = {s.n:,}, epsilon = {s.epsilon:g}, delta = {s.delta:g}",
+             f"Recommended: {result.recommended or 'none'}. {result.reason}",
+             f"Predicted accuracy ({result.metric}; lower is better; public inputs only):"]
+    for p in result.items:
+        value = f"{p.score:6.1%}" if p.score is not None else "   n/a"
+        note = f"  ({p.reason})" if p.reason else ""
+        lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}")
+    if target is not None:
+        lines.append(f"Smallest epsilon for {result.recommended} within {target:.1%}: "
+                     + (f"{smallest:g}" if smallest is not None else "not reached below epsilon 100"))
+    return "\n".join(lines)
