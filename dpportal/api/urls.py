@@ -13,6 +13,7 @@ urlpatterns = [
     path("datasets/<int:pk>/budget/", views.budget, name="dpportal-api-budget"),
     path("datasets/<int:pk>/releases/", views.dataset_releases, name="dpportal-api-dataset-releases"),
     path("datasets/<int:pk>/ledger/", views.dataset_ledger, name="dpportal-api-ledger"),
+    path("datasets/<int:pk>/recommendation/", views.recommendation, name="dpportal-api-recommendation"),
     # releases
     path("releases/<int:pk>/", views.release, name="dpportal-api-release"),
     path("releases/<int:pk>/draws/", views.release_draws, name="dpportal-api-release-draws"),

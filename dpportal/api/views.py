@@ -10,6 +10,7 @@ from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, rel
 from dpportal.datasets import services as dataset_services
 from dpportal.datasets.upload import UploadError, parse_markers, store_upload
 from dpportal.ledger import services as ledger
+from dpportal.releases import guidance
 from dpportal.releases import services as release_services
 from dpportal.releases.manifest import manifest, public_report
 from dpportal.releases.models import Release
@@ -162,6 +163,24 @@ def dataset_releases(request, pk):
 @api_view("GET")
 def dataset_ledger(request, pk):
     return JsonResponse(ledger.entries_json(dataset_for_owner(request.user, pk)))
+
+
+@api_view("GET")
+def recommendation(request, pk):
+    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&target_error=:
+    the recommended mechanism and every mechanism's predicted accuracy, from public inputs only."""
+    d = dataset_for_owner(request.user, pk)
+    unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
+    if unknown:
+        raise ApiError(f"unknown parameter(s) {unknown}; use {sorted(RECOMMENDATION_PARAMS)}")
+    try:
+        return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
+    except guidance.GuidanceError as exc:
+        raise ApiError(str(exc)) from None
+
+
+RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
+                         "mechanism"}
 
 
 @api_view("GET")

@@ -111,6 +111,8 @@ MATRIX: dict[str, list[Case]] = {
         Case("post", "/api/datasets/{d}/releases/", api_owner(201),
              '{"mechanism": "baseline", "epsilon": "0.1", "rows": 5}', "application/json")],
     "api/datasets/<int:pk>/ledger/": [Case("get", "/api/datasets/{d}/ledger/", api_owner())],
+    "api/datasets/<int:pk>/recommendation/": [Case("get", "/api/datasets/{d}/recommendation/?epsilon=1",
+                                                   api_owner())],
     "api/releases/<int:pk>/": [Case("get", "/api/releases/{r}/", api_viewer())],
     "api/releases/<int:pk>/draws/": [Case("post", "/api/releases/{r}/draws/", api_owner(201), '{"rows": 5}',
                                           "application/json")],
