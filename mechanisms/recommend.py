@@ -205,6 +205,7 @@ class Prediction:
     score: float | None = None  # the purpose's metric: mean predicted 2-way TVD over its pairs
     modelled: str = ""
     priors: list[str] = field(default_factory=list)
+    label_conditional: bool = False  # models the other columns given the ml target
 
     def to_dict(self) -> dict:
         def r(x):
@@ -470,11 +471,20 @@ def _default_params(name: str, purpose: Purpose) -> dict:
     return params
 
 
+def _label_target(params: dict, setting: Setting) -> dict:
+    """Labelled modes take a categorical target only: a numeric one leaves the mechanism unlabelled."""
+    target = params.get("target")
+    if target is not None and target in setting.schema.names and setting.schema.column(target).is_numeric:
+        params = {**params, "target": None}
+    return params
+
+
 def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None = None) -> Prediction:
     """The predicted accuracy of mechanism ``name`` for ``purpose`` (public inputs only)."""
     cls = registry.get(name)
-    params = {**_default_params(name, purpose), **(params or {})}
-    pred = Prediction(mechanism=name, title=cls.title, status="ok")
+    params = _label_target({**_default_params(name, purpose), **(params or {})}, setting)
+    pred = Prediction(mechanism=name, title=cls.title, status="ok",
+                      label_conditional=purpose.kind == "ml" and name in ML_PREFERRED and params.get("target") is not None)
     if cls.needs_delta and setting.delta <= 0:
         pred.status, pred.reason = "unavailable", "needs a delta above 0 (approximate DP); none was given"
         return pred
@@ -507,7 +517,7 @@ def _predict_unknown(setting: Setting, params: dict) -> Errors | None:
 def _rank_key(p: Prediction, purpose: Purpose) -> tuple:
     status = {"ok": 0, "would-fail": 2, "unavailable": 3}.get(p.status, 1)
     modelled = 0 if p.score is not None else 1
-    preferred = 0 if purpose.kind == "ml" and p.mechanism in ML_PREFERRED else 1
+    preferred = 0 if p.label_conditional else 1
     return (status, modelled, preferred, p.score if p.score is not None else 1.0, p.mechanism)
 
 
@@ -531,7 +541,7 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
     others = [p for p in items if p is not best and p.score is not None and p.status == "ok"]
     if best.score is None:
         return f"{best.mechanism} is the only mechanism that can run for this purpose (no accuracy model for it yet)."
-    if purpose.kind == "ml" and best.mechanism in ML_PREFERRED:
+    if best.label_conditional:
         return (f"{best.mechanism} learns the other columns conditionally on {purpose.target}: models trained on "
                 "its output scored best, or within 10% of the best, on the shared tables, even where another "
                 f"mechanism kept the marginals better (predicted 2-way error with {purpose.target}: {best.score:.1%}).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from mechanisms.base import ParamSpec
+from mechanisms.steward_help import steward_help
 
 PARAM_PREFIX = "param_"
 
@@ -42,11 +43,20 @@ class ReleaseForm(forms.Form):
                             help_text="Needed by approximate-DP mechanisms only, e.g. 1e-6")
     rows = forms.IntegerField(min_value=1, help_text="Number of synthetic rows")
 
-    def __init__(self, *args, mechanism_cls=None, schema=None, n_rows=None, **kwargs):
+    def __init__(self, *args, mechanism_cls=None, schema=None, n_rows=None, guide=None, prediction=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.mechanism_cls = mechanism_cls
         if n_rows:
             self.fields["rows"].initial = n_rows
+        if guide:  # the purpose step's epsilon (and delta, for mechanisms that take one) carry over
+            self.fields["epsilon"].initial = f"{guide['epsilon']:g}"
+            if mechanism_cls is not None and mechanism_cls.needs_delta and guide["delta"] > 0:
+                self.fields["delta"].initial = f"{guide['delta']:g}"
+        if prediction and prediction["status"] == "would-fail":
+            self.fields["confirm_would_fail"] = forms.BooleanField(
+                required=True, label=f"Run {prediction['mechanism']} anyway: {prediction['reason']}",
+                error_messages={"required": f"{prediction['mechanism']} is predicted to fail on this table: tick the "
+                                            "box to confirm you want to spend budget on it anyway"})
         if mechanism_cls is not None and not mechanism_cls.needs_delta:
             self.fields["delta"].widget = forms.HiddenInput()
         self.param_names = []
@@ -54,7 +64,19 @@ class ReleaseForm(forms.Form):
             name = PARAM_PREFIX + spec.name
             self.fields[name] = _field(spec, schema)
             self.fields[name].label = spec.name
+            self.fields[name].steward_help = steward_help(mechanism_cls.name, spec)
             self.param_names.append(name)
+
+    def main_fields(self) -> list:
+        """epsilon, delta, rows and the would-fail confirmation: shown openly."""
+        return [self[n] for n in self.fields if n not in self.param_names]
+
+    def params_have_errors(self) -> bool:
+        return any(self.errors.get(n) for n in self.param_names) if self.is_bound else False
+
+    def param_fields(self) -> list:
+        """The mechanism's parameters: behind "Advanced" (their defaults suit most releases)."""
+        return [self[n] for n in self.param_names]
 
     def params(self) -> dict:
         """Submitted parameter values; empty ones are left out (the mechanism's default applies)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from typing import Mapping
+from urllib.parse import urlencode
 
 from dpportal.ledger import services as ledger
 from mechanisms import recommend as rec
@@ -94,3 +95,102 @@ def _curve(name: str, schema, n: int, delta: float, purpose: rec.Purpose, query:
         curve["smallest_epsilon"] = rec.smallest_epsilon(name, schema, n=n, delta=delta, purpose=purpose,
                                                          target=goal)
     return curve
+
+
+# ------------------------------------------------------------------------------------------------------
+# The release page (web): purpose form values, the curve figure
+# ------------------------------------------------------------------------------------------------------
+
+PURPOSE_FIELDS = ("purpose", "target", "pairs", "larger_than_memory", "error_pct")
+
+
+def default_epsilon(budget: dict) -> float:
+    """1, or the remaining epsilon when less is left (never 0: the curve still shows what it would buy)."""
+    remaining = budget["epsilon"]["remaining_float"] if budget.get("set") else 0.0
+    return min(DEFAULT_EPSILON, remaining) if remaining > 0 else DEFAULT_EPSILON
+
+
+def query_with_defaults(dataset, values: Mapping) -> dict:
+    """The page's GET/POST values as a recommendation query (web names: ``error_pct`` in percent)."""
+    budget = ledger.remaining(dataset)
+    query = {k: values.get(k) for k in ("purpose", "target", "pairs", "larger_than_memory") if values.get(k)}
+    query["epsilon"] = values.get("epsilon") or str(default_epsilon(budget))
+    query["delta"] = values.get("delta") or str(default_delta(budget))
+    pct = (values.get("error_pct") or "").strip()
+    if pct:  # percent on the page, a fraction for the engine; bad text is named by recommendation_for
+        try:
+            query["target_error"] = repr(float(pct[:AMOUNT_MAX_CHARS]) / 100)
+        except ValueError:
+            query["target_error"] = pct
+    return query
+
+
+def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_error: str | None,
+                 prediction: dict | None) -> dict:
+    budget = ledger.remaining(dataset)
+    purpose = {k: (values.get(k) or "") for k in PURPOSE_FIELDS}
+    purpose["purpose"] = purpose["purpose"] or "explore"
+    purpose["epsilon"] = values.get("epsilon") or str(default_epsilon(budget))
+    purpose["delta"] = values.get("delta") or str(default_delta(budget))
+    hidden = {k: v for k, v in purpose.items() if k in PURPOSE_FIELDS and v}
+    ctx = {"purpose": purpose, "purpose_hidden": hidden, "guide": guide, "guide_error": guide_error,
+           "prediction": prediction, "columns": schema.names if schema is not None else [],
+           "curve_figure": None}
+    if guide:
+        _decorate(guide, hidden, purpose)
+        if guide.get("curve"):
+            ctx["curve_figure"] = curve_figure(guide, budget)
+    return ctx
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x:.1%}"
+
+
+def _decorate(guide: dict, hidden: dict, purpose: dict) -> None:
+    """Display strings and links for the template (percentages, 'choose' and 'use this epsilon' links)."""
+    base = {**hidden, "epsilon": purpose["epsilon"], "delta": purpose["delta"]}
+    for m in guide["mechanisms"]:
+        m["score_pct"], m["tvd_1way_pct"] = _pct(m["score"]), _pct(m["predicted_tvd_1way"])
+        m["choose_query"] = urlencode({**base, "mechanism": m["mechanism"]})
+    curve = guide.get("curve") or {}
+    if curve.get("smallest_epsilon"):
+        curve["target_pct"] = _pct(curve["target_error"])
+        curve["use_query"] = urlencode({**base, "epsilon": f"{curve['smallest_epsilon']:g}",
+                                        "mechanism": curve["mechanism"]})
+    elif curve.get("target_error"):
+        curve["target_pct"] = _pct(curve["target_error"])
+
+
+def curve_figure(guide: dict, budget: dict) -> dict:
+    """Predicted error against epsilon (log axis) for the chosen mechanism, with the remaining budget,
+    the epsilon asked for and the accepted error marked. A plotly figure as plain data."""
+    from dpportal.dashboards.charts import _layout
+
+    curve = guide["curve"]
+    pts = curve["points"]
+    if not pts:
+        return None
+    xs, ys = [p["epsilon"] for p in pts], [p["score"] for p in pts]
+    top = max(ys) * 1.05
+    data = [{"type": "scatter", "mode": "lines", "name": f"{curve['mechanism']}: predicted error", "x": xs, "y": ys,
+             "line": {"color": "#2857a4"}, "hovertemplate": "ε %{x}<br>predicted %{y:.1%}<extra></extra>"}]
+    if budget.get("set") and budget["epsilon"]["remaining_float"] > 0:
+        e = budget["epsilon"]["remaining_float"]
+        data.append({"type": "scatter", "mode": "lines", "name": f"remaining budget ε {budget['epsilon']['remaining']}",
+                     "x": [e, e], "y": [0, top], "line": {"color": "#c2572b", "dash": "dash"}, "hoverinfo": "name"})
+    e = guide["epsilon"]
+    data.append({"type": "scatter", "mode": "markers", "name": f"ε asked: {e:g}", "x": [e],
+                 "y": [_score_at(guide, curve["mechanism"])], "marker": {"color": "#2857a4", "size": 10}})
+    if curve.get("target_error"):
+        t = curve["target_error"]
+        data.append({"type": "scatter", "mode": "lines", "name": f"accepted error {t:.1%}", "x": [xs[0], xs[-1]],
+                     "y": [t, t], "line": {"color": "#5f6b7a", "dash": "dot"}, "hoverinfo": "name"})
+    title = f"Predicted {guide['metric']} against ε ({curve['mechanism']}; before anything is reserved)"
+    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log"},
+                                            yaxis={"title": {"text": "predicted error"}, "tickformat": ".0%",
+                                                   "rangemode": "tozero"})}
+
+
+def _score_at(guide: dict, name: str) -> float | None:
+    return next((m["score"] for m in guide["mechanisms"] if m["mechanism"] == name), None)

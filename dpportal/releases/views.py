@@ -13,7 +13,7 @@ from dpportal.accounts.access import dataset_for_owner, release_for_owner, relea
 from dpportal.ledger import services as ledger
 from mechanisms import registry
 
-from . import services
+from . import guidance, services
 from .forms import ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
@@ -26,16 +26,31 @@ def _choices(schema):
             for n in registry.names()]
 
 
+def _guide(dataset, schema, values, mechanism):
+    """The recommendation for the purpose in ``values`` (GET or POST), or (None, error message)."""
+    if schema is None:
+        return None, None
+    query = guidance.query_with_defaults(dataset, values)
+    try:
+        return guidance.recommendation_for(dataset, query, mechanism=mechanism), None
+    except guidance.GuidanceError as exc:
+        return None, str(exc)
+
+
 @login_required
 def release_new(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     schema = dataset.confirmed_schema()
     choices = _choices(schema)
     supported = [c["name"] for c in choices if c["supported"]]
-    name = request.POST.get("mechanism") or request.GET.get("mechanism") or (supported[0] if supported else None)
+    values = request.POST if request.method == "POST" else request.GET
+    asked = request.POST.get("mechanism") or request.GET.get("mechanism")
+    guide, guide_error = _guide(dataset, schema, values, asked)
+    name = asked or (guide and guide["recommended"]) or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
+    prediction = next((m for m in guide["mechanisms"] if m["mechanism"] == name), None) if guide else None
     form = ReleaseForm(request.POST if request.method == "POST" else None, mechanism_cls=cls, schema=schema,
-                       n_rows=dataset.n_rows)
+                       n_rows=dataset.n_rows, guide=guide, prediction=prediction)
     error = None
     if schema is None:
         error = "Confirm the schema before planning a release."
@@ -59,11 +74,11 @@ def release_new(request, pk):
     mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class
     estimate = None
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
-        values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate,
-           "advice": cls.advice(schema) if cls is not None and schema is not None else []}
+           "advice": cls.advice(schema) if cls is not None and schema is not None else [],
+           **guidance.page_context(dataset, schema, values, guide, guide_error, prediction)}
     return render(request, "releases/new.html", ctx)
 
 
