@@ -72,6 +72,12 @@ PMSE_MAX_NUMERIC = 3
 # measured TSTR is 0.45-0.54 ROC AUC (chance) on the five labelled shared tables.
 ML_PREFERRED = ("dpmerf",)  # label-conditional mode: best or within 10% TSTR on the shared tables (finding 5)
 
+# Predictions within this fraction of the best are a tie (they are approximate: docs/recommend.md); the
+# faster mechanism wins a tie. Release times measured in docs/benchmarks.md ("Time and memory"):
+# baseline, kdtree-grid, kdtree-adaptive, privhp 1-5 s; density-lp 1-81 s; DP-MERF 11-98 s; pmse 39-84 s.
+TIE_MARGIN = 0.10
+FASTEST_FIRST = ("baseline", "kdtree-grid", "kdtree-adaptive", "privhp", "density-lp", "dpmerf", "pmse")
+
 PURPOSES = ("explore", "marginals", "ml")
 STATUSES = ("recommended", "ok", "would-fail", "unavailable")
 
@@ -529,12 +535,27 @@ def recommend(schema: Schema, *, n: int, epsilon: float, delta: float = 0.0, pur
     setting = Setting(schema, int(n), float(epsilon), float(delta))
     names = [m for m in (mechanisms or registry.supporting(schema)) if m in registry.supporting(schema)]
     items = sorted((predict(m, setting, purpose) for m in names), key=lambda p: _rank_key(p, purpose))
-    best = next((p for p in items if p.status == "ok"), None)
+    best = _break_tie(items, next((p for p in items if p.status == "ok"), None))
     if best is None:
         return Recommendation(setting, purpose, items, None, "no mechanism is predicted to work for this schema "
                               "and purpose at this budget: raise epsilon, exclude columns or coarsen bins")
     best.status = "recommended"
+    items.remove(best)
+    items.insert(0, best)
     return Recommendation(setting, purpose, items, best.mechanism, _reason(best, items, purpose))
+
+
+def _speed(name: str) -> int:
+    return FASTEST_FIRST.index(name) if name in FASTEST_FIRST else len(FASTEST_FIRST)
+
+
+def _break_tie(items: list[Prediction], best: Prediction | None) -> Prediction | None:
+    """Among usable mechanisms predicted within TIE_MARGIN of ``best`` (same ml preference), the fastest."""
+    if best is None or best.score is None:
+        return best
+    tied = [p for p in items if p.status == "ok" and p.score is not None
+            and p.label_conditional == best.label_conditional and p.score <= best.score * (1 + TIE_MARGIN)]
+    return min(tied, key=lambda p: (_speed(p.mechanism), p.score))
 
 
 def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
@@ -545,8 +566,12 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
         return (f"{best.mechanism} learns the other columns conditionally on {purpose.target}: models trained on "
                 "its output scored best, or within 10% of the best, on the shared tables, even where another "
                 f"mechanism kept the marginals better (predicted 2-way error with {purpose.target}: {best.score:.1%}).")
-    runner = f", against {others[0].score:.1%} for {others[0].mechanism}" if others else ""
     what = "the pairs that matter" if purpose.kind != "explore" else "all pairs"
+    lower = [p for p in others if p.score < best.score]
+    if lower:  # won a tie on speed
+        return (f"{best.mechanism} is predicted within {TIE_MARGIN:.0%} of the lowest 2-way error over {what} "
+                f"({best.score:.1%} against {lower[0].score:.1%} for {lower[0].mechanism}) and is faster.")
+    runner = f", against {others[0].score:.1%} for {others[0].mechanism}" if others else ""
     return f"{best.mechanism} has the lowest predicted 2-way error over {what}: {best.score:.1%}{runner}."
 
 

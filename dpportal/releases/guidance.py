@@ -186,8 +186,10 @@ def curve_figure(guide: dict, budget: dict) -> dict:
         t = curve["target_error"]
         data.append({"type": "scatter", "mode": "lines", "name": f"accepted error {t:.1%}", "x": [xs[0], xs[-1]],
                      "y": [t, t], "line": {"color": "#5f6b7a", "dash": "dot"}, "hoverinfo": "name"})
-    title = f"Predicted {guide['metric']} against ε ({curve['mechanism']}; before anything is reserved)"
-    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log"},
+    title = f"Predicted error of {curve['mechanism']} against ε"
+    ticks = [t for t in (0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100) if xs[0] <= t <= xs[-1]]
+    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log", "tickvals": ticks,
+                                                          "ticktext": [f"{t:g}" for t in ticks]},
                                             yaxis={"title": {"text": "predicted error"}, "tickformat": ".0%",
                                                    "rangemode": "tozero"})}
 

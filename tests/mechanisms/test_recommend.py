@@ -71,7 +71,7 @@ def test_pmse_would_fail_beyond_three_numeric_columns_and_is_unmodelled_below():
 
 def test_a_small_joint_domain_is_modelled_not_refused():
     p = rec.recommend(narrow_schema(), n=10_000, epsilon=1.0).get("kdtree-grid")
-    assert p.status == "ok" and p.score is not None and p.score < 0.2
+    assert p.status in ("ok", "recommended") and p.score is not None and p.score < 0.2
 
 
 def test_larger_than_memory_leaves_only_streaming_mechanisms():
@@ -180,3 +180,13 @@ def test_cli_errors_are_one_line():
     assert out.returncode == 2 and out.stderr.strip() == "error: epsilon must be finite, got epsilon='nan'"
     out = _cli("--schema", schema, "--rows", "100", "--epsilon", "1", "--purpose", "ml")
     assert out.returncode == 2 and "needs a target column" in out.stderr
+
+
+def test_a_near_tie_goes_to_the_faster_mechanism():
+    """On a 40-column table at n = 2,000, DP-MERF is predicted about 2% better than the baseline: a tie
+    (predictions are approximate), so the baseline (1 s against about a minute) is recommended."""
+    purpose = rec.Purpose.parse("marginals", pairs="x0:c0, x1:c1")
+    r = rec.recommend(wide_schema(), n=2_000, epsilon=1.0, delta=1e-6, purpose=purpose)
+    assert r.get("dpmerf").score < r.get("baseline").score <= r.get("dpmerf").score * (1 + rec.TIE_MARGIN)
+    assert r.recommended == "baseline" and "and is faster" in r.reason
+    assert r.items[0].mechanism == "baseline"
