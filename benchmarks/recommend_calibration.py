@@ -1,0 +1,286 @@
+"""Calibration of the recommendation engine: predicted against measured errors, and whether the
+recommended mechanism was (close to) the best one measured.
+
+    python -m benchmarks.recommend_calibration              # recorded full run + a fresh short run
+    python -m benchmarks.recommend_calibration --no-fresh   # recorded full run only (seconds)
+
+Two sources of measured errors:
+
+* **recorded**: the full benchmark run committed in ``docs/data/benchmarks-full.json`` (six tables,
+  epsilon 0.1 / 1 / 10, three repetitions; ``docs/benchmarks.md``). The priors of
+  ``mechanisms/recommend.py`` were read off this run, so agreement there is in-sample.
+* **fresh**: a new, short run (one repetition, epsilon 1, ``--datasets``, default german_credit and
+  bank_marketing) through the same harness (``benchmarks.compare.run_task``: every release in its own
+  process, scored by ``mechanisms.evaluation``), with new noise: out of sample for the noise, not for
+  the tables.
+
+Predictions use only the schema, the training table's row count, epsilon and delta (1e-5, the
+benchmark's). Writes docs/recommend.md and docs/data/recommend-calibration.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks import compare
+from mechanisms import recommend as rec
+from mechanisms import registry
+from mechanisms.schema import Schema
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "docs" / "data" / "benchmarks-full.json"
+DOC = ROOT / "docs" / "recommend.md"
+RAW = ROOT / "docs" / "data" / "recommend-calibration.json"
+DELTA = compare.DELTA
+# training rows of each table in the recorded run (80% splits; adult.csv whole): the public n
+ROWS = {"german_credit": 800, "california_housing_numeric": 16_512, "california_housing": 16_512,
+        "credit_default_taiwan": 24_000, "bank_marketing": 3_616, "adult": 32_561}
+FACTOR = 1.5  # the issue's goal: predicted within a factor 1.5 of measured
+ABSOLUTE = 0.01  # ... or within this absolute TVD (ratios of errors below 0.01 say little)
+WITHIN = 0.10  # the issue's goal: recommended within 10% of the best measured
+MARGINAL_BASED = ("baseline", "density-lp", "mst", "aim")  # mechanisms that release noisy marginals
+
+
+def schema_of(ds: str) -> Schema:
+    return Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{ds}.json").read_text())
+
+
+PEERS = {"smartnoise-mst": "mst", "smartnoise-aim": "aim"}  # SmartNoise runs: add/remove neighbours
+
+
+def predicted(ds: str, mech: str, eps: float, n: int) -> rec.Prediction:
+    """A dpportal mechanism's prediction; for a SmartNoise peer, our MST/AIM model with its add/remove
+    calibration (neighbour factor 1), used to fit the links before dpportal's own MST/AIM exist."""
+    target = compare.DATASETS[ds][0]
+    setting = rec.Setting(schema_of(ds), n, eps, DELTA)
+    if mech in PEERS:
+        errors = rec.PREDICTORS[PEERS[mech]](setting, {"neighbour_factor": 1.0})
+        pairs = rec.Purpose().pairs_of_interest(setting.schema)
+        return rec.Prediction(mech, mech, "ok", tvd_1way=sum(errors.one_way) / len(errors.one_way),
+                              tvd_2way=sum(errors.two_way(i, j) for i, j in pairs) / len(pairs))
+    params = {"target": target} if mech == "dpmerf" and target else {}
+    return rec.predict(mech, setting, rec.Purpose(), params)
+
+
+def measured_means(rows: list[dict]) -> dict:
+    agg = defaultdict(list)
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        if r.get("family", "dpportal") == "dpportal":
+            agg[(r["dataset"], r["mechanism"], float(r["epsilon"]))].append(r)
+        elif f"smartnoise-{r['mechanism']}" in PEERS:
+            agg[(r["dataset"], f"smartnoise-{r['mechanism']}", float(r["epsilon"]))].append(r)
+    return {k: {m: statistics.mean(x[m] for x in v) if all(x.get(m) is not None for x in v) else None
+                for m in ("tvd_1way", "tvd_2way", "tstr")} | {"reps": len(v)} for k, v in agg.items()}
+
+
+def factor(p: float | None, m: float | None) -> float | None:
+    if p is None or m is None or p <= 0 or m <= 0:
+        return None
+    return max(p / m, m / p)
+
+
+def compare_rows(means: dict, rows_of: dict) -> list[dict]:
+    out = []
+    for (ds, mech, eps), m in sorted(means.items()):
+        if mech not in registry.names() and mech not in PEERS:
+            continue
+        p = predicted(ds, mech, eps, rows_of[ds])
+        out.append({"dataset": ds, "mechanism": mech, "epsilon": eps, "status": p.status, "reps": m["reps"],
+                    "pred_1way": p.tvd_1way, "meas_1way": m["tvd_1way"], "pred_2way": p.tvd_2way,
+                    "meas_2way": m["tvd_2way"], "f1": factor(p.tvd_1way, m["tvd_1way"]),
+                    "f2": factor(p.tvd_2way, m["tvd_2way"])})
+    return out
+
+
+def goal_rows(means: dict, rows_of: dict) -> list[dict]:
+    """Per table and epsilon: explore (2-way TVD) and ml (TSTR) recommendations against the best measured."""
+    out = []
+    for ds, eps in sorted({(k[0], k[2]) for k in means}):
+        target = compare.DATASETS[ds][0]
+        purposes = [("explore", rec.Purpose(), "tvd_2way", min)]
+        if target:
+            purposes.append(("ml", rec.Purpose("ml", target=target), "tstr", max))
+        for label, purpose, key, best_of in purposes:
+            r = rec.recommend(schema_of(ds), n=rows_of[ds], epsilon=eps, delta=DELTA, purpose=purpose)
+            values = {m: v[key] for (d, m, e), v in means.items()
+                      if d == ds and e == eps and v[key] is not None and m in registry.names()}
+            usable = {m: v for m, v in values.items() if r.get(m) is not None and r.get(m).status != "would-fail"}
+            if not values or r.recommended not in values:
+                continue
+            got = values[r.recommended]
+            row = {"dataset": ds, "epsilon": eps, "purpose": label, "metric": key, "recommended": r.recommended,
+                   "value": got}
+            for scope, pool in (("all", values), ("usable", usable)):
+                best = best_of(pool, key=pool.get)
+                ok = got <= pool[best] * (1 + WITHIN) if key == "tvd_2way" else got >= pool[best] * (1 - WITHIN)
+                row.update({f"best_{scope}": best, f"best_{scope}_value": pool[best], f"ok_{scope}": ok})
+            row["near_uniform_recommended"] = r.get(r.recommended).status == "would-fail"
+            out.append(row)
+    return out
+
+
+def fresh_run(datasets: list[str], mechanisms: list[str]) -> tuple[list[dict], dict, float]:
+    work = compare.OUT / "work-recommend"
+    t0 = time.time()
+    rows, n_rows = [], {}
+    for ds in datasets:
+        tr, te, schema, target = compare.prepare_split(ds, work)
+        n_rows[ds] = sum(1 for _ in tr.open()) - 1
+        for mech in mechanisms:
+            task = {"dataset": ds, "family": "dpportal", "mechanism": mech, "epsilon": 1.0, "rep": 0,
+                    "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr),
+                    "test": str(te), "target": target, "rows": n_rows[ds], "out": str(work / f"{ds}-{mech}.csv"),
+                    "params": compare.PARAMS.get(mech, {}), "timeout": 600}
+            row = compare.run_task(task)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows, n_rows, time.time() - t0
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| dataset | mechanism | ε | status | 1-way predicted | measured | factor | 2-way predicted | measured | factor |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['dataset']} | {r['mechanism']} | {r['epsilon']:g} | {r['status']} | {_f(r['pred_1way'])} | "
+                     f"{_f(r['meas_1way'])} | {_f(r['f1'], 2)} | {_f(r['pred_2way'])} | {_f(r['meas_2way'])} | "
+                     f"{_f(r['f2'], 2)} |")
+    return lines
+
+
+def within_summary(rows: list[dict]) -> list[str]:
+    by = defaultdict(lambda: [0, 0, 0])
+    for r in rows:
+        if r["f1"] is None or r["f2"] is None:
+            continue
+        by[r["mechanism"]][2] += 2
+        by[r["mechanism"]][0] += (r["f1"] <= FACTOR) + (r["f2"] <= FACTOR)
+        by[r["mechanism"]][1] += sum(f <= FACTOR or abs(p - m) <= ABSOLUTE for f, p, m in (
+            (r["f1"], r["pred_1way"], r["meas_1way"]), (r["f2"], r["pred_2way"], r["meas_2way"])))
+    lines = ["| mechanism | within a factor 1.5 (1-way and 2-way) | within 1.5x or 0.01 absolute | worst factor |",
+             "|---|---|---|---|"]
+    for mech, (ok, ok_abs, tot) in sorted(by.items()):
+        worst = max(max(r["f1"], r["f2"]) for r in rows if r["mechanism"] == mech and r["f1"] and r["f2"])
+        lines.append(f"| {mech} | {ok}/{tot} | {ok_abs}/{tot} | {worst:.2f} |")
+    return lines
+
+
+def goal_table(rows: list[dict]) -> list[str]:
+    lines = ["| dataset | ε | purpose | recommended | measured | best measured (all) | within 10% | best usable | within 10% |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        metric = "2-way TVD" if r["metric"] == "tvd_2way" else "TSTR"
+        lines.append(f"| {r['dataset']} | {r['epsilon']:g} | {r['purpose']} | {r['recommended']} | "
+                     f"{metric} {r['value']:.3f} | {r['best_all']} {r['best_all_value']:.3f} | "
+                     f"{'yes' if r['ok_all'] else '**no**'} | {r['best_usable']} {r['best_usable_value']:.3f} | "
+                     f"{'yes' if r['ok_usable'] else '**no**'} |")
+    return lines
+
+
+def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None, meta: dict) -> None:
+    ok_all = sum(r["ok_all"] for r in goals)
+    ok_usable = sum(r["ok_usable"] for r in goals)
+    uniform = sum(r["near_uniform_recommended"] for r in goals)
+    marginal = [r for r in recorded if r["mechanism"] in MARGINAL_BASED]
+    doc = ["# Recommendation engine: predicted against measured", "",
+           "`mechanisms/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
+           "and the purpose only, each mechanism's mean 1-way and 2-way TVD over the public cells (the",
+           "dashboard's metrics). This page compares the predictions with measured errors. Produced by:", "",
+           f"    {meta['command']}", "",
+           f"({meta['finished']}; {meta['seconds']:.0f} s on the 2-core machine.)", "",
+           "## What is modelled and what is a prior", "",
+           "* **Modelled** from each mechanism's own noise calibration: the noise scale of every released count",
+           "  (baseline: discrete Laplace 2d/ε per 1-way cell; density-lp: 2T/((1 - split) ε) per marginal cell,",
+           "  T = d + d(d-1)/2; DP-MERF: the Gaussian noise multiplier of its embedding (zCDP approximation), relative",
+           "  to the embedding's unit norm), turned into expected TVD (E|noise| summed over the cells / 2n).",
+           "* **Priors** (not knowable without the data; values read off the recorded run below, so the agreement on",
+           "  that run is in-sample): the sampling error of n synthetic rows (0.6 x the uniform-share value),",
+           f"  the independence penalty {rec.INDEPENDENCE_PENALTY} (2-way TVD of a pair against the product of its margins),",
+           f"  the saturation values {rec.SATURATION_1WAY} / {rec.SATURATION_2WAY}, density-lp's LP consistency gain and",
+           "  DP-MERF's no-noise error and link. kdtree-grid, kdtree-adaptive, privhp and pmse are not modelled",
+           "  numerically on wide tables: a rule (more than 8 columns, a joint domain too large for n x ε, more than",
+           "  3 numeric columns for pmse) predicts near-uniform output, as measured on every shared table.", "",
+           "## Goal 1: the recommendation", "",
+           "The recommended mechanism's measured utility for the purpose (explore: mean 2-way TVD, lower is",
+           "better; ml: TSTR, higher is better) against the best dpportal mechanism measured at the same table",
+           "and epsilon (recorded run, mean of 3 repetitions). \"All\" compares with every mechanism, \"usable\"",
+           "with those not predicted to fail (a near-uniform mechanism can be best when everything fails, as on",
+           "german_credit at ε 0.1).", "",
+           f"**Recommended within 10% of the best in {ok_all} of {len(goals)} cases (all), {ok_usable} of {len(goals)} "
+           f"(usable); a mechanism predicted near-uniform was recommended {uniform} times.**", "",
+           *goal_table(goals), "",
+           "## Goal 2: predicted against measured marginal error", "",
+           "### Recorded full run (in-sample for the priors)", "",
+           *within_summary(recorded), "",
+           "`smartnoise-mst` / `smartnoise-aim`: the MST and AIM predictors with SmartNoise's add/remove",
+           "calibration against SmartNoise's runs (dpportal's own MST and AIM are not on main yet; with replace-one",
+           "neighbours they get sqrt(2) x the noise).", "",
+           f"Marginal-based dpportal mechanisms ({', '.join(MARGINAL_BASED)}): "
+           f"{sum((r['f1'] <= FACTOR) + (r['f2'] <= FACTOR) for r in marginal if r['f1'] and r['f2'])}"
+           f"/{2 * len(marginal)} predictions within a factor 1.5.", ""]
+    if fresh is not None:
+        doc += ["### Fresh run (epsilon 1, one repetition, new noise)", "", *within_summary(fresh), "", *table(fresh), ""]
+    doc += ["### Recorded full run, every prediction", "", *table(recorded), "",
+            "## Known gaps", "",
+            "* The priors were fitted on the same six tables they are checked on; a table far from them (very",
+            "  skewed columns, strong dependence between columns) can be off by more than the factor above.",
+            "* Predictions of tiny errors (1-way TVD below 0.01) are often off by more than 1.5x in ratio while",
+            "  off by less than 0.003 in absolute terms.",
+            "* AIM and MST: to be added when they are on main (`recommend.register`); until then they get the",
+            "  default (no numeric prediction, listed after the modelled mechanisms).", ""]
+    DOC.write_text("\n".join(doc))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-fresh", action="store_true", help="only the recorded full run (no releases)")
+    ap.add_argument("--reuse-fresh", action="store_true",
+                    help="re-score the fresh runs kept in docs/data/recommend-calibration.json (no releases)")
+    ap.add_argument("--datasets", nargs="*", default=["german_credit", "bank_marketing"])
+    ap.add_argument("--mechanisms", nargs="*", default=["baseline", "density-lp", "dpmerf", "kdtree-grid"])
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    recorded_means = measured_means(json.loads(RECORDED.read_text())["results"])
+    recorded = compare_rows(recorded_means, ROWS)
+    goals = goal_rows(recorded_means, ROWS)
+    fresh = None
+    raw: dict = {"recorded": recorded, "goals": goals}
+    command = " ".join(["python -m benchmarks.recommend_calibration", *(argv if argv is not None else sys.argv[1:])])
+    if a.reuse_fresh:
+        old = json.loads(RAW.read_text())
+        rows = old["fresh_runs"]
+        n_rows = old.get("fresh_rows") or {ds: ROWS[ds] for ds in {r["dataset"] for r in rows}}
+        fresh_meta = {"fresh_command": old["meta"].get("fresh_command", "python -m benchmarks.recommend_calibration"),
+                      "fresh_finished": old["meta"].get("fresh_finished", old["meta"]["finished"])}
+        command = f"{fresh_meta['fresh_command']}` (releases, {fresh_meta['fresh_finished']}), then `{command}"
+    elif not a.no_fresh:
+        rows, n_rows, _ = fresh_run(a.datasets, a.mechanisms)
+        fresh_meta = {"fresh_command": command, "fresh_finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    if a.reuse_fresh or not a.no_fresh:
+        fresh = compare_rows(measured_means(rows), n_rows)
+        raw.update(fresh=fresh, fresh_runs=rows, fresh_rows=n_rows)
+    meta = {"command": command, "seconds": time.time() - t0, "finished": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                                           time.gmtime())}
+    if fresh is not None:
+        meta.update(fresh_meta)
+    raw["meta"] = meta
+    RAW.write_text(json.dumps(raw, indent=1, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x))
+    write_doc(recorded, goals, fresh, meta)
+    print(f"wrote {DOC.relative_to(ROOT)} and {RAW.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
