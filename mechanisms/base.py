@@ -151,6 +151,9 @@ class Mechanism:
 
     @classmethod
     def describe(cls) -> dict:
+        from .steward_help import steward_help  # beside the specs; imports this module
+
+        params = [{**p.to_dict(), "steward_help": steward_help(cls.name, p)} for p in cls.params]
         return {
             "name": cls.name,
             "title": cls.title,
@@ -158,7 +161,7 @@ class Mechanism:
             "supported_kinds": sorted(cls.supported_kinds),
             "needs_delta": cls.needs_delta,
             "streaming": cls.streaming,
-            "params": [p.to_dict() for p in cls.params],
+            "params": params,
         }
 
     @classmethod

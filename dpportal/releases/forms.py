@@ -66,6 +66,10 @@ class ReleaseForm(forms.Form):
             self.fields[name].label = spec.name
             self.fields[name].steward_help = steward_help(mechanism_cls.name, spec)
             self.param_names.append(name)
+        target = guide.get("target") if guide and guide.get("purpose") == "ml" else None
+        field = self.fields.get(PARAM_PREFIX + "target")
+        if target and field is not None and target in dict(getattr(field, "choices", ())):
+            field.initial = target  # a labelled mode trains for the purpose's column (as predicted)
 
     def main_fields(self) -> list:
         """epsilon, delta, rows and the would-fail confirmation: shown openly."""

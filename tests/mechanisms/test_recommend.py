@@ -190,3 +190,15 @@ def test_a_near_tie_goes_to_the_faster_mechanism():
     assert r.get("dpmerf").score < r.get("baseline").score <= r.get("dpmerf").score * (1 + rec.TIE_MARGIN)
     assert r.recommended == "baseline" and "and is faster" in r.reason
     assert r.items[0].mechanism == "baseline"
+
+
+def test_every_parameter_of_the_seven_mechanisms_has_steward_help():
+    from mechanisms import registry
+    from mechanisms.steward_help import steward_help
+
+    for name in ("baseline", "kdtree-grid", "kdtree-adaptive", "pmse", "privhp", "density-lp", "dpmerf"):
+        for spec in registry.get(name).params:
+            text = steward_help(name, spec)
+            assert len(text) > 30, (name, spec.name)
+        described = registry.get(name).describe()["params"]
+        assert all(p["steward_help"] for p in described), name

@@ -127,6 +127,7 @@ def test_model_training_recommends_dpmerf_and_carries_epsilon_and_delta_into_the
     form = page.split('id="release-form"')[1]
     assert 'name="epsilon" value="0.8"' in form and 'name="delta" value="1e-06"' in form
     assert '<input type="hidden" name="purpose" value="ml">' in form  # the purpose survives a refused POST
+    assert '<option value="city" selected>city</option>' in form.split('name="param_target"')[1].split("</select>")[0]
 
 
 def test_the_smallest_epsilon_for_an_accepted_error_links_back_with_it(world):
