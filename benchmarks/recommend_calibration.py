@@ -198,8 +198,10 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            "`mechanisms/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
            "and the purpose only, each mechanism's mean 1-way and 2-way TVD over the public cells (the",
            "dashboard's metrics). This page compares the predictions with measured errors. Produced by:", "",
-           f"    {meta['command']}", "",
-           f"({meta['finished']}; {meta['seconds']:.0f} s on the 2-core machine.)", "",
+           *([f"    {meta['fresh_command']}   # the fresh releases: {meta['fresh_seconds']:.0f} s on the 2-core "
+              f"machine, {meta['fresh_finished']}"] if "fresh_command" in meta and meta["fresh_command"] != meta["command"]
+             else []),
+           f"    {meta['command']}   # {meta['finished']}", "",
            "## What is modelled and what is a prior", "",
            "* **Modelled** from each mechanism's own noise calibration: the noise scale of every released count",
            "  (baseline: discrete Laplace 2d/ε per 1-way cell; density-lp: 2T/((1 - split) ε) per marginal cell,",
@@ -227,7 +229,7 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            "`smartnoise-mst` / `smartnoise-aim`: the MST and AIM predictors with SmartNoise's add/remove",
            "calibration against SmartNoise's runs (dpportal's own MST and AIM are not on main yet; with replace-one",
            "neighbours they get sqrt(2) x the noise).", "",
-           f"Marginal-based dpportal mechanisms ({', '.join(MARGINAL_BASED)}): "
+           f"Marginal-based dpportal mechanisms ({', '.join(m for m in MARGINAL_BASED if m in registry.names())}): "
            f"{sum((r['f1'] <= FACTOR) + (r['f2'] <= FACTOR) for r in marginal if r['f1'] and r['f2'])}"
            f"/{2 * len(marginal)} predictions within a factor 1.5.", ""]
     if fresh is not None:
@@ -263,11 +265,12 @@ def main(argv=None) -> int:
         rows = old["fresh_runs"]
         n_rows = old.get("fresh_rows") or {ds: ROWS[ds] for ds in {r["dataset"] for r in rows}}
         fresh_meta = {"fresh_command": old["meta"].get("fresh_command", "python -m benchmarks.recommend_calibration"),
-                      "fresh_finished": old["meta"].get("fresh_finished", old["meta"]["finished"])}
-        command = f"{fresh_meta['fresh_command']}` (releases, {fresh_meta['fresh_finished']}), then `{command}"
+                      "fresh_finished": old["meta"].get("fresh_finished", old["meta"]["finished"]),
+                      "fresh_seconds": old["meta"].get("fresh_seconds", old["meta"]["seconds"])}
     elif not a.no_fresh:
-        rows, n_rows, _ = fresh_run(a.datasets, a.mechanisms)
-        fresh_meta = {"fresh_command": command, "fresh_finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        rows, n_rows, seconds = fresh_run(a.datasets, a.mechanisms)
+        fresh_meta = {"fresh_command": command, "fresh_finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                      "fresh_seconds": seconds}
     if a.reuse_fresh or not a.no_fresh:
         fresh = compare_rows(measured_means(rows), n_rows)
         raw.update(fresh=fresh, fresh_runs=rows, fresh_rows=n_rows)
