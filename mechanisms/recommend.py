@@ -676,7 +676,13 @@ def smallest_epsilon(name: str, schema: Schema, *, n: int, target: float, delta:
     while hi / lo > 1.01:
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if score(mid) <= target else (mid, hi)
-    return float(f"{hi:.3g}") if score(float(f"{hi:.3g}")) <= target else hi
+    return round_up(hi)
+
+
+def round_up(x: float, digits: int = 3) -> float:
+    """``x`` rounded UP to ``digits`` significant digits (an epsilon that still reaches the target)."""
+    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    return float(f"{math.ceil(x / step - 1e-9) * step:.{digits}g}")
 
 
 def summary_text(result: Recommendation, smallest: float | None = None, target: float | None = None) -> str:
