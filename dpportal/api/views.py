@@ -145,11 +145,12 @@ def dataset_releases(request, pk):
         return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)
-    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows"})
+    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail"})
     if unknown:
         raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
     if "epsilon" not in data or "mechanism" not in data:
         raise ApiError("send at least 'mechanism' and 'epsilon'")
+    _check_would_fail(d, data)
     try:
         release = release_services.plan_release(d, request.user, release_services.ReleaseRequest(
             mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
@@ -158,6 +159,16 @@ def dataset_releases(request, pk):
     except release_services.ReleaseRequestError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(release, for_owner=True), status=201)
+
+
+def _check_would_fail(dataset, data: dict) -> None:
+    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true."""
+    if data.get("confirm_would_fail") is True or not isinstance(data["mechanism"], str):
+        return
+    reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
+    if reason:
+        raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
+                       "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
 
 
 @api_view("GET")

@@ -196,3 +196,20 @@ def curve_figure(guide: dict, budget: dict) -> dict:
 
 def _score_at(guide: dict, name: str) -> float | None:
     return next((m["score"] for m in guide["mechanisms"] if m["mechanism"] == name), None)
+
+
+def would_fail_reason(dataset, mechanism: str, epsilon, delta) -> str | None:
+    """Why ``mechanism`` is predicted near-uniform on this dataset (public inputs only), or None. Used by
+    the API to ask for an explicit confirmation, like the release form's checkbox. Amounts that do not
+    parse are left to the release's own validation (which names them)."""
+    schema = dataset.confirmed_schema()
+    if schema is None or mechanism not in registry.supporting(schema):
+        return None
+    try:
+        eps = parse_amount(epsilon, "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON,
+                           high_open=False)
+        dlt = parse_amount(delta, "delta", default=0.0, low_open=False, high=1.0, high_open=True)
+    except GuidanceError:
+        return None
+    p = rec.predict(mechanism, rec.Setting(schema, dataset.n_rows, eps, dlt), rec.Purpose())
+    return p.reason if p.status == "would-fail" else None

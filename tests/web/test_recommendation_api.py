@@ -62,3 +62,22 @@ def test_only_the_owner_sees_it(world):
     for user in (world.analyst, world.other_steward):
         resp = world.client(None).get(URL.format(world.dataset.pk), **world.api(user))
         assert resp.status_code == 404
+
+
+def test_a_release_of_a_mechanism_predicted_to_fail_needs_the_confirmation(world):
+    from dpportal.ledger import services as ledger
+    from dpportal.releases.models import Release
+
+    url = f"/api/datasets/{world.dataset.pk}/releases/"
+    body = {"mechanism": "kdtree-grid", "epsilon": "0.1", "rows": 5}
+    before, left = Release.objects.count(), ledger.remaining(world.dataset)["epsilon"]["remaining"]
+    resp = world.client(None).post(url, body, content_type="application/json", **world.api(world.owner))
+    assert resp.status_code == 400 and "confirm_would_fail" in resp.json()["error"]
+    assert "near-uniform" in resp.json()["error"] and "Nothing was charged" in resp.json()["error"]
+    assert Release.objects.count() == before and ledger.remaining(world.dataset)["epsilon"]["remaining"] == left
+    ok = world.client(None).post(url, {**body, "confirm_would_fail": True}, content_type="application/json",
+                                 **world.api(world.owner))
+    assert ok.status_code == 201
+    plain = world.client(None).post(url, {"mechanism": "baseline", "epsilon": "0.1", "rows": 5},
+                                    content_type="application/json", **world.api(world.owner))
+    assert plain.status_code == 201  # mechanisms not predicted to fail need nothing new
