@@ -259,6 +259,19 @@ def goal_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+EXAMPLE = ["--schema", "benchmarks/schemas/adult.json", "--rows", "32561", "--epsilon", "1", "--delta", "1e-5",
+           "--purpose", "marginals", "--pairs", "age:income,education:income", "--target-error", "0.08"]
+
+
+def example() -> list[str]:
+    """The CLI on the adult schema, run now, for the page (the web page and the API say the same)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "mechanisms", "recommend", *EXAMPLE], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.rstrip().splitlines()
+    return ["    $ python -m mechanisms recommend " + " ".join(EXAMPLE), *("    " + line for line in out)]
+
+
 def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None, meta: dict,
               lodo: list[str]) -> None:
     ok_all = sum(r["ok_all"] for r in goals)
@@ -289,6 +302,9 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            "  DP-MERF's no-noise error and link, MST's off-tree and AIM's unexplained structure. kdtree-grid, kdtree-adaptive, privhp and pmse are not modelled",
            "  numerically on wide tables: a rule (more than 8 columns, a joint domain too large for n x ε, more than",
            "  3 numeric columns for pmse) predicts near-uniform output, as measured on every shared table.", "",
+           "## Example", "",
+           "The release page, `GET /api/datasets/{id}/recommendation/` and the CLI give the same answer:", "",
+           *example(), "",
            "## Goal 1: the recommendation", "",
            "The recommended mechanism's measured utility for the purpose (explore: mean 2-way TVD, lower is",
            "better; ml: TSTR, higher is better) against the best dpportal mechanism measured at the same table",
