@@ -114,8 +114,8 @@ def query_with_defaults(dataset, values: Mapping) -> dict:
     """The page's GET/POST values as a recommendation query (web names: ``error_pct`` in percent)."""
     budget = ledger.remaining(dataset)
     query = {k: values.get(k) for k in ("purpose", "target", "pairs", "larger_than_memory") if values.get(k)}
-    query["epsilon"] = values.get("epsilon") or str(default_epsilon(budget))
-    query["delta"] = values.get("delta") or str(default_delta(budget))
+    query["epsilon"] = values.get("epsilon") or f"{default_epsilon(budget):g}"
+    query["delta"] = values.get("delta") or f"{default_delta(budget):g}"
     pct = (values.get("error_pct") or "").strip()
     if pct:  # percent on the page, a fraction for the engine; bad text is named by recommendation_for
         try:
@@ -130,8 +130,8 @@ def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_err
     budget = ledger.remaining(dataset)
     purpose = {k: (values.get(k) or "") for k in PURPOSE_FIELDS}
     purpose["purpose"] = purpose["purpose"] or "explore"
-    purpose["epsilon"] = values.get("epsilon") or str(default_epsilon(budget))
-    purpose["delta"] = values.get("delta") or str(default_delta(budget))
+    purpose["epsilon"] = values.get("epsilon") or f"{default_epsilon(budget):g}"
+    purpose["delta"] = values.get("delta") or f"{default_delta(budget):g}"
     hidden = {k: v for k, v in purpose.items() if k in PURPOSE_FIELDS and v}
     ctx = {"purpose": purpose, "purpose_hidden": hidden, "guide": guide, "guide_error": guide_error,
            "prediction": prediction, "columns": schema.names if schema is not None else [],
