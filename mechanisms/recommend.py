@@ -221,13 +221,14 @@ class Prediction:
     modelled: str = ""
     priors: list[str] = field(default_factory=list)
     label_conditional: bool = False  # models the other columns given the ml target
+    params: dict = field(default_factory=dict)  # parameters the prediction assumes beyond the defaults
 
     def to_dict(self) -> dict:
         def r(x):
             return None if x is None else round(x, 4)
         return {"mechanism": self.mechanism, "title": self.title, "status": self.status, "reason": self.reason,
                 "predicted_tvd_1way": r(self.tvd_1way), "predicted_tvd_2way": r(self.tvd_2way),
-                "score": r(self.score), "modelled": self.modelled, "priors": self.priors}
+                "score": r(self.score), "modelled": self.modelled, "priors": self.priors, "params": self.params}
 
 
 @dataclass
@@ -316,14 +317,35 @@ def _independent_columns(s: Setting, one_way: list[float]) -> Callable[[int, int
 # Per-mechanism predictors (public inputs only)
 # ------------------------------------------------------------------------------------------------------
 
+GAUSSIAN = "gaussian"  # a choice value that switches a mechanism to Gaussian (zCDP) measurements
+
+
+def gaussian_mode(params: dict) -> bool:
+    """True when a parameter selects Gaussian noise (whatever the mechanism calls that parameter)."""
+    return any(v == GAUSSIAN for v in params.values())
+
+
+def _count_noise(s: Setting, params: dict, *, tables: int, epsilon: float, rho_share: float) -> tuple[float, str]:
+    """E|noise| on each count of ``tables`` count vectors sharing a budget, and its description.
+
+    Laplace (pure): L1 sensitivity 2 per vector, so scale 2 x tables / epsilon (basic composition).
+    Gaussian (zCDP): L2 sensitivity sqrt(2) per vector, so sigma = sqrt(tables / rho') with
+    rho' = rho_share x rho(epsilon, delta); E|N(0, sigma)| = sigma sqrt(2 / pi)."""
+    if gaussian_mode(params) and s.delta > 0:
+        sigma = math.sqrt(tables / (rho_share * zcdp_rho(s.epsilon, s.delta)))
+        return sigma * math.sqrt(2 / math.pi), f"Gaussian noise sigma = {sigma:.3g} (zCDP)"
+    b = 2 * tables / epsilon
+    return b, f"discrete Laplace of scale {b:.3g}"
+
+
 def predict_baseline(s: Setting, params: dict) -> Errors:
     """Each column's histogram gets discrete Laplace of scale b = 2d/epsilon (epsilon/d per column,
     L1 sensitivity 2); E|noise| ~ b per cell (the discrete Laplace's mean absolute value is within 1%
-    of b for b >= 2). Columns are sampled independently."""
-    b = 2 * s.d / s.epsilon
+    of b for b >= 2). In Gaussian mode, sigma = sqrt(d / rho). Columns are sampled independently."""
+    b, note = _count_noise(s, params, tables=s.d, epsilon=s.epsilon, rho_share=1.0)
     one = [soft_cap(rss(noise_tvd(k, b, s.n), sampling_tvd(k, s.n)), SATURATION_1WAY) for k in s.sizes]
     return Errors(one, _independent_columns(s, one),
-                  modelled=f"discrete Laplace of scale 2d/epsilon = {b:.3g} on every 1-way cell",
+                  modelled=f"{note} on every 1-way cell (d = {s.d} histograms)",
                   priors=[SAMPLING_PRIOR, f"independence penalty {INDEPENDENCE_PENALTY} on every pair", SAT_PRIOR])
 
 
@@ -345,7 +367,7 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
         split = 0.0
     d = s.d
     T = sum(math.comb(d, k) for k in range(1, min(degree, d) + 1))
-    b = 2 * T / ((1 - split) * s.epsilon)
+    b, note = _count_noise(s, params, tables=T, epsilon=(1 - split) * s.epsilon, rho_share=1 - split)
     sizes = s.sizes
 
     def link(raw: float, floor: float, sat: float) -> float:
@@ -358,7 +380,7 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
             return _independent_columns(s, one)(i, j)
         return link(noise_tvd(sizes[i] * sizes[j], b, s.n), LP_FLOOR_2WAY, SATURATION_2WAY)
     return Errors(one, two_way,
-                  modelled=f"discrete Laplace of scale 2T/eps_lp = {b:.3g} on every marginal cell (T = {T} tables)",
+                  modelled=f"{note} on every marginal cell (T = {T} tables)",
                   priors=[f"LP consistency gain: error = {LP_GAIN} x (noise TVD)^{LP_POWER} + floor "
                           f"{LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)", SAT_PRIOR])
 
@@ -573,6 +595,26 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
     return pred
 
 
+def variants(name: str, setting: Setting) -> list[dict]:
+    """Parameter settings worth predicting besides the defaults: the Gaussian (zCDP) mode of a mechanism
+    that offers one, when the steward accepts a delta."""
+    if setting.delta <= 0:
+        return []
+    return [{spec.name: GAUSSIAN} for spec in registry.get(name).params
+            if spec.type == "choice" and GAUSSIAN in spec.choices and spec.default != GAUSSIAN]
+
+
+def predict_best_variant(name: str, setting: Setting, purpose: Purpose) -> Prediction:
+    """The default prediction, or a variant's (e.g. Gaussian mode) when it is predicted better."""
+    best = predict(name, setting, purpose)
+    for extra in variants(name, setting):
+        p = predict(name, setting, purpose, extra)
+        if p.score is not None and best.score is not None and p.score < best.score and p.status == best.status:
+            p.params = extra
+            best = p
+    return best
+
+
 def _mean_pair_error(errors: Errors, setting: Setting, pairs: list[tuple[int, int]]) -> float:
     cache: dict[tuple, float] = {}
     keys = setting.pair_key
@@ -604,7 +646,7 @@ def recommend(schema: Schema, *, n: int, epsilon: float, delta: float = 0.0, pur
     setting = Setting(schema, int(n), float(epsilon), float(delta))
     supported = registry.supporting(schema)
     names = [m for m in (mechanisms or supported) if m in supported]
-    items = sorted((predict(m, setting, purpose) for m in names), key=lambda p: _rank_key(p, purpose))
+    items = sorted((predict_best_variant(m, setting, purpose) for m in names), key=lambda p: _rank_key(p, purpose))
     best = _break_tie(items, next((p for p in items if p.status == "ok"), None))
     if best is None:
         return Recommendation(setting, purpose, items, None, "no mechanism is predicted to work for this schema "

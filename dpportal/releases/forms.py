@@ -66,6 +66,9 @@ class ReleaseForm(forms.Form):
             self.fields[name].label = spec.name
             self.fields[name].steward_help = steward_help(mechanism_cls.name, spec)
             self.param_names.append(name)
+        for key, value in (prediction or {}).get("params", {}).items():  # e.g. the Gaussian mode it assumed
+            if PARAM_PREFIX + key in self.fields:
+                self.fields[PARAM_PREFIX + key].initial = value
         target = guide.get("target") if guide and guide.get("purpose") == "ml" else None
         field = self.fields.get(PARAM_PREFIX + "target")
         if target and field is not None and target in dict(getattr(field, "choices", ())):

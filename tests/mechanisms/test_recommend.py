@@ -202,3 +202,20 @@ def test_every_parameter_of_the_seven_mechanisms_has_steward_help():
             assert len(text) > 30, (name, spec.name)
         described = registry.get(name).describe()["params"]
         assert all(p["steward_help"] for p in described), name
+
+
+def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(monkeypatch):
+    """Finding 2 of docs/benchmarks.md: zCDP composition over d marginals beats basic composition.
+    A mechanism offering a 'gaussian' choice gets it recommended when delta > 0 and it predicts better."""
+    from mechanisms.base import ParamSpec
+    from mechanisms.baseline import Baseline
+
+    setting = rec.Setting(ADULT, ADULT_N, 0.1, 1e-5)
+    laplace = rec.predict("baseline", setting, rec.Purpose())
+    gaussian = rec.predict("baseline", setting, rec.Purpose(), {"noise": "gaussian"})
+    assert gaussian.tvd_1way < 0.8 * laplace.tvd_1way and "Gaussian" in gaussian.modelled
+    monkeypatch.setattr(Baseline, "params", (ParamSpec("noise", "choice", "laplace", "noise",
+                                                       choices=("laplace", "gaussian")),))
+    with_delta = rec.recommend(ADULT, n=ADULT_N, epsilon=0.1, delta=1e-5).get("baseline")
+    assert with_delta.params == {"noise": "gaussian"} and with_delta.score == gaussian.score
+    assert rec.recommend(ADULT, n=ADULT_N, epsilon=0.1).get("baseline").params == {}  # pure: no delta
