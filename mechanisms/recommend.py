@@ -737,7 +737,8 @@ def summary_text(result: Recommendation, smallest: float | None = None, target: 
     for p in result.items:
         value = f"{p.score:6.1%}" if p.score is not None else "   n/a"
         note = f"  ({p.reason})" if p.reason else ""
-        lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}")
+        variant = "".join(f" {k}={v}" for k, v in p.params.items())
+        lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}{variant}")
     if target is not None:
         lines.append(f"Smallest epsilon for {result.recommended} within {target:.1%}: "
                      + (f"{smallest:g}" if smallest is not None else "not reached below epsilon 100"))
