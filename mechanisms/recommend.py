@@ -694,6 +694,7 @@ def accuracy_curve(name: str, schema: Schema, *, n: int, delta: float = 0.0, pur
                    epsilons: Sequence[float] = DEFAULT_CURVE_EPSILONS) -> list[dict]:
     """Predicted error (the purpose's metric and 1-way TVD) against epsilon for mechanism ``name``."""
     purpose = purpose or Purpose()
+    purpose.check(schema)
     out = []
     for eps in epsilons:
         p = predict(name, Setting(schema, int(n), float(eps), float(delta)), purpose)
@@ -708,6 +709,7 @@ def smallest_epsilon(name: str, schema: Schema, *, n: int, target: float, delta:
     if not (isinstance(target, (int, float)) and 0 < target < 1):
         raise ValueError(f"the error target must be a fraction in (0, 1), got target={target!r}")
     purpose = purpose or Purpose()
+    purpose.check(schema)
 
     def score(eps: float) -> float:
         p = predict(name, Setting(schema, int(n), eps, float(delta)), purpose)
