@@ -138,7 +138,7 @@ FITS: dict[str, dict[str, list[float]]] = {
     "dpmerf": {"MERF_GAIN_1WAY": [0.12, 0.16, 0.2, 0.25], "MERF_POWER": [0.6, 0.7, 0.8, 1.0],
                "MERF_FLOOR_1WAY": [0.0, 0.01, 0.02], "MERF_NUMERIC_1WAY": [0.1, 0.12, 0.14],
                "MERF_2WAY_RATIO": [1.8, 2.0, 2.2]},
-    "smartnoise-mst": {"MST_GAIN": [0.5, 1.0, 1.5, 2.0], "MST_TREE_PENALTY": [0.08, 0.09, 0.1, 0.11, 0.12]},
+    "smartnoise-mst": {"MST_GAIN": [0.1, 0.15, 0.2, 0.3, 0.5, 0.7], "MST_TREE_PENALTY": [0.08, 0.09, 0.1, 0.11, 0.12]},
     "smartnoise-aim": {"AIM_GAIN": [0.1, 0.15, 0.2, 0.25], "AIM_PENALTY": [0.015, 0.02, 0.025, 0.03]},
 }
 TINY = 0.005  # measured errors below this are left out of the fit (their ratios are noise)

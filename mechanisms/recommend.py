@@ -473,8 +473,8 @@ def predict_pmse(s: Setting, params: dict) -> Errors | None:
 # fitted on SmartNoise's MST (18 runs) and AIM (4 runs) in the recorded benchmark with the add/remove
 # factor 1, then used with sqrt(2) for dpportal's own mechanisms.
 REPLACE_ONE_L2 = math.sqrt(2)
-MST_GAIN = 1.0
-MST_TREE_PENALTY = 0.11  # pairs off the spanning tree are implied by conditional independence (finding 3)
+MST_GAIN = 0.3
+MST_TREE_PENALTY = 0.1  # pairs off the spanning tree are implied by conditional independence (finding 3)
 AIM_GAIN = 0.2
 AIM_PENALTY = 0.015  # what AIM's selected marginals leave unexplained (AIM 0.036-0.156 at eps 1, finding 1)
 AIM_ROUNDS_PER_COLUMN = 16  # AIM's default number of rounds T = 16 d
@@ -492,10 +492,12 @@ def _gaussian_errors(s: Setting, sigma: float, gain: float, penalty: float, note
 
 
 def predict_mst(s: Setting, params: dict) -> Errors:
-    """MST: 1-way and spanning-tree 2-way marginals with Gaussian noise sigma = f sqrt(3 / (2 rho)) (a
-    third of rho each for the two measurement rounds), f = sqrt(2) under replace-one."""
+    """MST (mechanisms/mst.py): a third of rho measures the d 1-way marginals, sigma_1 = sqrt(d / (rho/3))
+    under replace-one (L2 sensitivity sqrt(2) per marginal), a third the d - 1 tree pairs,
+    sigma_2 = sqrt((d - 1) / (rho/3)); add/remove (SmartNoise) is 1/sqrt(2) of that."""
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
-    sigma = f * math.sqrt(3 / (2 * zcdp_rho(s.epsilon, s.delta)))
+    rho = zcdp_rho(s.epsilon, s.delta)
+    sigma = f * math.sqrt(max(s.d, 1) / (2 * rho / 3))
     return _gaussian_errors(s, sigma, MST_GAIN, MST_TREE_PENALTY,
                             f"Gaussian noise sigma = {sigma:.3g} on every 1-way cell and tree pair",
                             [f"off-tree pairs: conditional-independence penalty {MST_TREE_PENALTY}"])

@@ -48,15 +48,6 @@ class ReleaseForm(forms.Form):
         self.mechanism_cls = mechanism_cls
         if n_rows:
             self.fields["rows"].initial = n_rows
-        if guide:  # the purpose step's epsilon (and delta, for mechanisms that take one) carry over
-            self.fields["epsilon"].initial = f"{guide['epsilon']:g}"
-            if mechanism_cls is not None and mechanism_cls.needs_delta and guide["delta"] > 0:
-                self.fields["delta"].initial = f"{guide['delta']:g}"
-        if prediction and prediction["status"] == "would-fail":
-            self.fields["confirm_would_fail"] = forms.BooleanField(
-                required=True, label=f"Run {prediction['mechanism']} anyway: {prediction['reason']}",
-                error_messages={"required": f"{prediction['mechanism']} is predicted to fail on this table: tick the "
-                                            "box to confirm you want to spend budget on it anyway"})
         if mechanism_cls is not None and not mechanism_cls.needs_delta:
             self.fields["delta"].widget = forms.HiddenInput()
         self.param_names = []
@@ -66,13 +57,31 @@ class ReleaseForm(forms.Form):
             self.fields[name].label = spec.name
             self.fields[name].steward_help = steward_help(mechanism_cls.name, spec)
             self.param_names.append(name)
-        for key, value in (prediction or {}).get("params", {}).items():  # e.g. the Gaussian mode it assumed
+        self._apply_guide(guide or {}, prediction or {})
+
+    def _apply_guide(self, guide: dict, prediction: dict) -> None:
+        """Carry the purpose step over (issue 18): epsilon, delta where the predicted configuration takes
+        one, the parameters the prediction assumed (e.g. Gaussian mode), the ml target; and ask for a
+        confirmation when the mechanism is predicted to fail."""
+        assumed = prediction.get("params", {})
+        if guide:
+            self.fields["epsilon"].initial = f"{guide['epsilon']:g}"
+            cls = self.mechanism_cls
+            takes_delta = cls is not None and (cls.needs_delta or "gaussian" in assumed.values())
+            if takes_delta and guide["delta"] > 0:
+                self.fields["delta"].initial = f"{guide['delta']:g}"
+        for key, value in assumed.items():
             if PARAM_PREFIX + key in self.fields:
                 self.fields[PARAM_PREFIX + key].initial = value
-        target = guide.get("target") if guide and guide.get("purpose") == "ml" else None
+        target = guide.get("target") if guide.get("purpose") == "ml" else None
         field = self.fields.get(PARAM_PREFIX + "target")
         if target and field is not None and target in dict(getattr(field, "choices", ())):
             field.initial = target  # a labelled mode trains for the purpose's column (as predicted)
+        if prediction.get("status") == "would-fail":
+            self.fields["confirm_would_fail"] = forms.BooleanField(
+                required=True, label=f"Run {prediction['mechanism']} anyway: {prediction['reason']}",
+                error_messages={"required": f"{prediction['mechanism']} is predicted to fail on this table: tick the "
+                                            "box to confirm you want to spend budget on it anyway"})
 
     def main_fields(self) -> list:
         """epsilon, delta, rows and the would-fail confirmation: shown openly."""
