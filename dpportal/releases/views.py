@@ -43,14 +43,15 @@ def release_new(request, pk):
     schema = dataset.confirmed_schema()
     choices = _choices(schema)
     supported = [c["name"] for c in choices if c["supported"]]
-    values = request.POST if request.method == "POST" else request.GET
     asked = request.POST.get("mechanism") or request.GET.get("mechanism")
-    guide, guide_error = _guide(dataset, schema, values, asked)
+    guide_values = request.POST if request.method == "POST" else request.GET
+    guide, guide_error = _guide(dataset, schema, guide_values, asked)
     name = asked or (guide and guide["recommended"]) or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
     prediction = next((m for m in guide["mechanisms"] if m["mechanism"] == name), None) if guide else None
     form = ReleaseForm(request.POST if request.method == "POST" else None, mechanism_cls=cls, schema=schema,
                        n_rows=dataset.n_rows, guide=guide, prediction=prediction)
+    guided = guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)
     error = None
     if schema is None:
         error = "Confirm the schema before planning a release."
@@ -74,12 +75,12 @@ def release_new(request, pk):
     mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class
     estimate = None
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
+        values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate,
-           "advice": cls.advice(schema) if cls is not None and schema is not None else [],
-           **guidance.page_context(dataset, schema, values, guide, guide_error, prediction)}
-    return render(request, "releases/new.html", ctx)
+           "advice": cls.advice(schema) if cls is not None and schema is not None else []}
+    return render(request, "releases/new.html", {**ctx, **guided})
 
 
 @login_required
