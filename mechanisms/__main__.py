@@ -130,6 +130,18 @@ def make_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="schema tools")
     s.add_argument("action", help="'draft'")
     s.add_argument("data")
+    r = sub.add_parser("recommend", help="recommended mechanism and predicted accuracy (public inputs only)")
+    r.add_argument("--schema", required=True, help="confirmed schema JSON")
+    r.add_argument("--rows", type=int, required=True, help="public row count n")
+    r.add_argument("--epsilon", required=True)
+    r.add_argument("--delta", default="0")
+    r.add_argument("--purpose", default="explore", choices=("explore", "marginals", "ml"))
+    r.add_argument("--target", default=None, help="ml: the column models will predict")
+    r.add_argument("--pairs", default=None, help="marginals: 'a:b,c:d' (default all pairs)")
+    r.add_argument("--larger-than-memory", action="store_true", help="only streaming mechanisms can run")
+    r.add_argument("--target-error", type=float, default=None,
+                   help="also report the smallest epsilon whose predicted error is at most this (e.g. 0.1)")
+    r.add_argument("--json", action="store_true", help="JSON instead of the human summary")
     y = sub.add_parser("synthesize", help="release a synthetic CSV")
     y.add_argument("mechanism")
     y.add_argument("--data", required=True)
@@ -149,18 +161,6 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0, help="seed of the (non-private) evaluation sampling")
     e.add_argument("--fast", action="store_true", help="TSTR on fewer rows with fewer trees")
     e.add_argument("--compact", action="store_true", help="one-line JSON")
-    r = sub.add_parser("recommend", help="recommended mechanism and predicted accuracy (public inputs only)")
-    r.add_argument("--schema", required=True, help="confirmed schema JSON")
-    r.add_argument("--rows", type=int, required=True, help="public row count n")
-    r.add_argument("--epsilon", required=True)
-    r.add_argument("--delta", default="0")
-    r.add_argument("--purpose", default="explore", choices=("explore", "marginals", "ml"))
-    r.add_argument("--target", default=None, help="ml: the column models will predict")
-    r.add_argument("--pairs", default=None, help="marginals: 'a:b,c:d' (default all pairs)")
-    r.add_argument("--larger-than-memory", action="store_true", help="only streaming mechanisms can run")
-    r.add_argument("--target-error", type=float, default=None,
-                   help="also report the smallest epsilon whose predicted error is at most this (e.g. 0.1)")
-    r.add_argument("--json", action="store_true", help="JSON instead of the human summary")
     return p
 
 

@@ -40,12 +40,9 @@ class ParamSpec:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     optional: bool = False  # None allowed (e.g. "derive from n, d, epsilon")
-    steward_help: str = ""  # what it changes for the steward (accuracy, time, memory); see steward_help.py
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "type": self.type, "default": self.default, "help": self.help}
-        if self.steward_help:
-            d["steward_help"] = self.steward_help
         if self.minimum is not None:
             d["minimum"] = self.minimum
         if self.maximum is not None:

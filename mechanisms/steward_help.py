@@ -1,8 +1,8 @@
 """What each mechanism parameter changes for the data steward: accuracy, time, memory.
 
 The ParamSpec ``help`` names the parameter as the paper does; the release form shows this text first
-and the paper's under it. Kept in one table so that a steward-facing wording review happens in one
-place; a parameter may also carry its own ``ParamSpec.steward_help``, which wins.
+and the paper's under it (the API and ``python -m mechanisms list`` show both). Kept in one table,
+beside the specs rather than in them, so that a steward-facing wording review happens in one place.
 """
 
 from __future__ import annotations
@@ -18,7 +18,27 @@ _KD_COMMON = {
                  "repeats values; uniform looks more natural. No privacy or time effect.",
 }
 
+_NOISE_TYPE = ("Noise family. 'laplace': pure epsilon-DP, no delta. 'gaussian': needs a delta but adds much less "
+               "noise when many columns or tables share the budget (the recommendation picks it when it predicts "
+               "better). No effect on time.")
+
 STEWARD_HELP: dict[tuple[str, str], str] = {
+    ("baseline", "noise_type"): _NOISE_TYPE,
+    ("density-lp", "noise_type"): _NOISE_TYPE,
+    # mst
+    ("mst", "iters"): "Fitting steps of the final model. More: follows the noisy measurements more closely, time "
+                      "grows in proportion. No privacy cost.",
+    ("mst", "compress"): "Merge rare values of each column before measuring pairs: less noise on the pairs; rare "
+                         "values are then drawn evenly among themselves. No privacy cost.",
+    # aim
+    ("aim", "workload"): "Which combinations matter: every pair, every triple (slower), or every triple with the "
+                         "target column (for models that predict it).",
+    ("aim", "target"): "The column models will predict (only for the 'target' workload).",
+    ("aim", "max_model_size"): "Largest model in MiB. Larger: keeps more relations between columns, more time and "
+                               "memory.",
+    ("aim", "max_rounds"): "Most measurement rounds. Fewer: more budget (less noise) per measurement, fewer "
+                           "relations captured. Empty: 16 x the number of columns.",
+    ("aim", "iters"): "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
     # density-lp
     ("density-lp", "reference"): "Where candidate rows come from. 'auto' picks for you. 'uniform' spends no budget "
                                  "on it but needs more candidates; others spend part of epsilon (see split).",
@@ -101,4 +121,4 @@ STEWARD_HELP: dict[tuple[str, str], str] = {
 
 def steward_help(mechanism: str, spec: ParamSpec) -> str:
     """The steward-facing help of one parameter ('' when none is written yet)."""
-    return getattr(spec, "steward_help", "") or STEWARD_HELP.get((mechanism, spec.name), "")
+    return STEWARD_HELP.get((mechanism, spec.name), "")
