@@ -130,6 +130,24 @@ def budget(request, pk):
     return JsonResponse(ledger.remaining(d))
 
 
+@api_view("GET")
+def recommendation(request, pk):
+    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&target_error=:
+    the recommended mechanism and every mechanism's predicted accuracy, from public inputs only."""
+    d = dataset_for_owner(request.user, pk)
+    unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
+    if unknown:
+        raise ApiError(f"unknown parameter(s) {unknown}; use {sorted(RECOMMENDATION_PARAMS)}")
+    try:
+        return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
+    except guidance.GuidanceError as exc:
+        raise ApiError(str(exc)) from None
+
+
+RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
+                         "mechanism"}
+
+
 def _amount(value, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ApiError(f"{name} must be a number or a decimal string, got {name}={value!r}")
@@ -174,24 +192,6 @@ def _check_would_fail(dataset, data: dict) -> None:
 @api_view("GET")
 def dataset_ledger(request, pk):
     return JsonResponse(ledger.entries_json(dataset_for_owner(request.user, pk)))
-
-
-@api_view("GET")
-def recommendation(request, pk):
-    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&target_error=:
-    the recommended mechanism and every mechanism's predicted accuracy, from public inputs only."""
-    d = dataset_for_owner(request.user, pk)
-    unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
-    if unknown:
-        raise ApiError(f"unknown parameter(s) {unknown}; use {sorted(RECOMMENDATION_PARAMS)}")
-    try:
-        return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
-    except guidance.GuidanceError as exc:
-        raise ApiError(str(exc)) from None
-
-
-RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
-                         "mechanism"}
 
 
 @api_view("GET")

@@ -43,7 +43,7 @@ class ReleaseForm(forms.Form):
                             help_text="Needed by approximate-DP mechanisms only, e.g. 1e-6")
     rows = forms.IntegerField(min_value=1, help_text="Number of synthetic rows")
 
-    def __init__(self, *args, mechanism_cls=None, schema=None, n_rows=None, guide=None, prediction=None, **kwargs):
+    def __init__(self, *args, mechanism_cls=None, schema=None, n_rows=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.mechanism_cls = mechanism_cls
         if n_rows:
@@ -57,16 +57,17 @@ class ReleaseForm(forms.Form):
             self.fields[name].label = spec.name
             self.fields[name].steward_help = steward_help(mechanism_cls.name, spec)
             self.param_names.append(name)
-        self._apply_guide(guide or {}, prediction or {})
 
-    def _apply_guide(self, guide: dict, prediction: dict) -> None:
+    def apply_guide(self, guide: dict | None) -> dict | None:
         """Carry the purpose step over (issue 18): epsilon, delta where the predicted configuration takes
         one, the parameters the prediction assumed (e.g. Gaussian mode), the ml target; and ask for a
-        confirmation when the mechanism is predicted to fail."""
+        confirmation when the mechanism is predicted to fail. Returns this mechanism's prediction."""
+        guide = guide or {}
+        cls = self.mechanism_cls
+        prediction = next((m for m in guide.get("mechanisms", ()) if cls and m["mechanism"] == cls.name), None) or {}
         assumed = prediction.get("params", {})
         if guide:
             self.fields["epsilon"].initial = f"{guide['epsilon']:g}"
-            cls = self.mechanism_cls
             takes_delta = cls is not None and (cls.needs_delta or "gaussian" in assumed.values())
             if takes_delta and guide["delta"] > 0:
                 self.fields["delta"].initial = f"{guide['delta']:g}"
@@ -82,6 +83,7 @@ class ReleaseForm(forms.Form):
                 required=True, label=f"Run {prediction['mechanism']} anyway: {prediction['reason']}",
                 error_messages={"required": f"{prediction['mechanism']} is predicted to fail on this table: tick the "
                                             "box to confirm you want to spend budget on it anyway"})
+        return prediction or None
 
     def main_fields(self) -> list:
         """epsilon, delta, rows and the would-fail confirmation: shown openly."""

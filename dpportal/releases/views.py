@@ -48,11 +48,10 @@ def release_new(request, pk):
     guide, guide_error = _guide(dataset, schema, guide_values, asked)
     name = asked or (guide and guide["recommended"]) or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
-    prediction = next((m for m in guide["mechanisms"] if m["mechanism"] == name), None) if guide else None
     form = ReleaseForm(request.POST if request.method == "POST" else None, mechanism_cls=cls, schema=schema,
-                       n_rows=dataset.n_rows, guide=guide, prediction=prediction)
-    guided = guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)
+                       n_rows=dataset.n_rows)
     error = None
+    prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
     if schema is None:
         error = "Confirm the schema before planning a release."
     elif cls is None:
@@ -80,7 +79,8 @@ def release_new(request, pk):
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
-    return render(request, "releases/new.html", {**ctx, **guided})
+    return render(request, "releases/new.html",
+                  {**ctx, **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)})
 
 
 @login_required
