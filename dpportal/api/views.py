@@ -148,6 +148,16 @@ RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larg
                          "mechanism"}
 
 
+def _check_would_fail(dataset, data: dict) -> None:
+    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true."""
+    if data.get("confirm_would_fail") is True or not isinstance(data["mechanism"], str):
+        return
+    reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
+    if reason:
+        raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
+                       "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
+
+
 def _amount(value, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ApiError(f"{name} must be a number or a decimal string, got {name}={value!r}")
@@ -177,16 +187,6 @@ def dataset_releases(request, pk):
     except release_services.ReleaseRequestError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(release, for_owner=True), status=201)
-
-
-def _check_would_fail(dataset, data: dict) -> None:
-    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true."""
-    if data.get("confirm_would_fail") is True or not isinstance(data["mechanism"], str):
-        return
-    reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
-    if reason:
-        raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
-                       "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
 
 
 @api_view("GET")
