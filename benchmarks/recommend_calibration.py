@@ -111,9 +111,11 @@ def goal_rows(means: dict, rows_of: dict) -> list[dict]:
         if target:
             purposes.append(("ml", rec.Purpose("ml", target=target), "tstr", max))
         for label, purpose, key, best_of in purposes:
-            r = rec.recommend(schema_of(ds), n=rows_of[ds], epsilon=eps, delta=DELTA, purpose=purpose)
             values = {m: v[key] for (d, m, e), v in means.items()
                       if d == ds and e == eps and v[key] is not None and m in registry.names()}
+            # among the mechanisms the run measured (dpportal's own MST and AIM are not in it)
+            r = rec.recommend(schema_of(ds), n=rows_of[ds], epsilon=eps, delta=DELTA, purpose=purpose,
+                              mechanisms=sorted({m for (d, m, e) in means if d == ds and m in registry.names()}))
             usable = {m: v for m, v in values.items() if r.get(m) is not None and r.get(m).status != "would-fail"}
             if not values or r.recommended not in values:
                 continue

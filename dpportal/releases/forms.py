@@ -28,7 +28,8 @@ def _field(spec: ParamSpec, schema) -> forms.Field:
     if spec.type == "bool":
         return forms.BooleanField(required=False, help_text=help_text, initial=bool(spec.default))
     if spec.type == "choice":
-        return forms.ChoiceField(choices=[(c, c) for c in spec.choices], help_text=help_text, initial=spec.default)
+        return forms.ChoiceField(choices=[(c, c) for c in spec.choices], help_text=help_text, initial=spec.default,
+                                 required=False)  # not sent (e.g. a script's POST): the default applies
     if spec.type == "column":
         names = schema.names if schema is not None else []
         choices = ([("", "(automatic)")] if spec.optional else []) + [(n, n) for n in names]
@@ -69,7 +70,7 @@ class ReleaseForm(forms.Form):
         if guide:
             self.fields["epsilon"].initial = f"{guide['epsilon']:g}"
             takes_delta = cls is not None and (cls.needs_delta or "gaussian" in assumed.values())
-            if takes_delta and guide["delta"] > 0:
+            if takes_delta and guide["delta"] > 0 and guide.get("delta_given"):  # else the form's own suggestion
                 self.fields["delta"].initial = f"{guide['delta']:g}"
         for key, value in assumed.items():
             if PARAM_PREFIX + key in self.fields:

@@ -18,7 +18,6 @@ from mechanisms import registry
 
 MAX_EPSILON = 100.0  # the mechanisms' own upper bound (mechanisms.accounting.check_epsilon)
 DEFAULT_EPSILON = 1.0
-DEFAULT_DELTA = 1e-6  # offered when the budget has room for it: approximate-DP mechanisms need delta > 0
 AMOUNT_MAX_CHARS = 40
 
 
@@ -46,10 +45,12 @@ def parse_amount(value, name: str, *, default: float, low: float = 0.0, low_open
     return v
 
 
-def default_delta(budget: dict) -> float:
-    """delta offered for the recommendation: 1e-6 if the budget's remaining delta allows it, else 0."""
+def default_delta(budget: dict, n: int) -> float:
+    """delta offered for the recommendation: the power of ten at or below 1/(10 n) (delta much smaller
+    than 1/n, the usual advice; n is public), at most the budget's remaining delta; 0 without one."""
     remaining = budget["delta"]["remaining_float"] if budget.get("set") else 0.0
-    return DEFAULT_DELTA if remaining >= DEFAULT_DELTA else 0.0
+    suggested = 10.0 ** -math.ceil(math.log10(10 * max(int(n), 1)))
+    return min(suggested, remaining) if remaining > 0 else 0.0
 
 
 def purpose_from(query: Mapping, schema) -> rec.Purpose:
@@ -73,8 +74,8 @@ def recommendation_for(dataset, query: Mapping, *, mechanism: str | None = None)
     budget = ledger.remaining(dataset)
     epsilon = parse_amount(query.get("epsilon"), "epsilon", default=DEFAULT_EPSILON, low_open=True,
                            high=MAX_EPSILON, high_open=False)
-    delta = parse_amount(query.get("delta"), "delta", default=default_delta(budget), low_open=False, high=1.0,
-                         high_open=True)
+    delta = parse_amount(query.get("delta"), "delta", default=default_delta(budget, dataset.n_rows),
+                         low_open=False, high=1.0, high_open=True)
     purpose = purpose_from(query, schema)
     result = rec.recommend(schema, n=dataset.n_rows, epsilon=epsilon, delta=delta, purpose=purpose)
     out = result.to_dict()
@@ -115,7 +116,7 @@ def query_with_defaults(dataset, values: Mapping) -> dict:
     budget = ledger.remaining(dataset)
     query = {k: values.get(k) for k in ("purpose", "target", "pairs", "larger_than_memory") if values.get(k)}
     query["epsilon"] = values.get("epsilon") or f"{default_epsilon(budget):g}"
-    query["delta"] = values.get("delta") or f"{default_delta(budget):g}"
+    query["delta"] = values.get("delta") or f"{default_delta(budget, dataset.n_rows):g}"
     pct = (values.get("error_pct") or "").strip()
     if pct:  # percent on the page, a fraction for the engine; bad text is named by recommendation_for
         try:
@@ -131,7 +132,7 @@ def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_err
     purpose = {k: (values.get(k) or "") for k in PURPOSE_FIELDS}
     purpose["purpose"] = purpose["purpose"] or "explore"
     purpose["epsilon"] = values.get("epsilon") or f"{default_epsilon(budget):g}"
-    purpose["delta"] = values.get("delta") or f"{default_delta(budget):g}"
+    purpose["delta"] = values.get("delta") or f"{default_delta(budget, dataset.n_rows):g}"
     hidden = {k: v for k, v in purpose.items() if k in PURPOSE_FIELDS and v}
     ctx = {"purpose": purpose, "purpose_hidden": hidden, "guide": guide, "guide_error": guide_error,
            "prediction": prediction, "columns": schema.names if schema is not None else [],

@@ -32,9 +32,11 @@ def _guide(dataset, schema, values, mechanism):
         return None, None
     query = guidance.query_with_defaults(dataset, values)
     try:
-        return guidance.recommendation_for(dataset, query, mechanism=mechanism), None
+        guide = guidance.recommendation_for(dataset, query, mechanism=mechanism)
     except guidance.GuidanceError as exc:
         return None, str(exc)
+    guide["delta_given"] = bool(values.get("delta"))  # typed in the purpose step (else a default)
+    return guide, None
 
 
 @login_required
@@ -79,8 +81,9 @@ def release_new(request, pk):
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
-    return render(request, "releases/new.html",
-                  {**ctx, **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)})
+    advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
+    return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
+                  **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)})
 
 
 @login_required

@@ -54,9 +54,14 @@ def test_parameters_sit_behind_advanced_with_steward_help(world):
 
 
 def test_a_parameter_error_opens_advanced(world):
-    resp = world.client(world.owner).post(NEW.format(world.dataset.pk) + "?mechanism=density-lp", {
-        "mechanism": "density-lp", "epsilon": "0.2", "delta": "0", "rows": "5", "param_degree": "9"})
-    assert '<details id="advanced" open>' in resp.content.decode()
+    url = NEW.format(world.dataset.pk) + "?mechanism=density-lp"
+    post = {k: v for k, v in _defaults(registry.get("density-lp")).items()}
+    for bad, message in (({"param_degree": "9"}, "parameter &#x27;degree&#x27; must be &lt;= 3"),  # the service
+                         ({"param_degree": "two"}, "Enter a whole number.")):  # the form field
+        page = world.client(world.owner).post(url, {**post, **bad}).content.decode()
+        assert '<details id="advanced" open>' in page and message in page, bad
+    closed = world.client(world.owner).post(url, {**post, "epsilon": "-1"}).content.decode()
+    assert '<details id="advanced">' in closed  # an epsilon error leaves the parameters folded
 
 
 def test_recommendation_and_curve_are_identical_for_two_tables_with_the_same_schema_and_n(world):
