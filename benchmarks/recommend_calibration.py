@@ -115,7 +115,8 @@ def goal_rows(means: dict, rows_of: dict) -> list[dict]:
                       if d == ds and e == eps and v[key] is not None and m in registry.names()}
             # among the mechanisms the run measured (dpportal's own MST and AIM are not in it)
             r = rec.recommend(schema_of(ds), n=rows_of[ds], epsilon=eps, delta=DELTA, purpose=purpose,
-                              mechanisms=sorted({m for (d, m, e) in means if d == ds and m in registry.names()}))
+                              mechanisms=sorted({m for (d, m, e) in means if d == ds and m in registry.names()}),
+                              variants=False)  # the run measured the default configurations
             usable = {m: v for m, v in values.items() if r.get(m) is not None and r.get(m).status != "would-fail"}
             if not values or r.recommended not in values:
                 continue

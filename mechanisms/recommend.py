@@ -641,14 +641,16 @@ def _rank_key(p: Prediction, purpose: Purpose) -> tuple:
 
 
 def recommend(schema: Schema, *, n: int, epsilon: float, delta: float = 0.0, purpose: Purpose | None = None,
-              mechanisms: Sequence[str] | None = None) -> Recommendation:
-    """Predictions for every mechanism supporting ``schema``; the best usable one is recommended."""
+              mechanisms: Sequence[str] | None = None, variants: bool = True) -> Recommendation:
+    """Predictions for every mechanism supporting ``schema``; the best usable one is recommended.
+    ``variants=False`` predicts the default configurations only (e.g. no Gaussian mode)."""
     purpose = purpose or Purpose()
     purpose.check(schema)
     setting = Setting(schema, int(n), float(epsilon), float(delta))
     supported = registry.supporting(schema)
     names = [m for m in (mechanisms or supported) if m in supported]
-    items = sorted((predict_best_variant(m, setting, purpose) for m in names), key=lambda p: _rank_key(p, purpose))
+    one = predict_best_variant if variants else predict
+    items = sorted((one(m, setting, purpose) for m in names), key=lambda p: _rank_key(p, purpose))
     best = _break_tie(items, next((p for p in items if p.status == "ok"), None))
     if best is None:
         return Recommendation(setting, purpose, items, None, "no mechanism is predicted to work for this schema "
