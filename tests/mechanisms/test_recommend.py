@@ -151,7 +151,7 @@ def test_the_recommendation_takes_no_data():
     import inspect
 
     assert set(inspect.signature(rec.recommend).parameters) == {"schema", "n", "epsilon", "delta", "purpose",
-                                                               "mechanisms"}
+                                                               "mechanisms", "variants"}
     assert set(inspect.signature(rec.accuracy_curve).parameters) == {"name", "schema", "n", "delta", "purpose",
                                                                     "epsilons"}
 
