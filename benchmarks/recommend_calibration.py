@@ -56,9 +56,16 @@ def schema_of(ds: str) -> Schema:
 PEERS = {"smartnoise-mst": "mst", "smartnoise-aim": "aim"}  # SmartNoise runs: add/remove neighbours
 
 
+def split_label(label: str) -> tuple[str, dict]:
+    """'baseline[noise_type=gaussian]' -> ('baseline', {'noise_type': 'gaussian'}) (fresh runs with --param)."""
+    name, _, rest = label.partition("[")
+    return name, dict(kv.split("=", 1) for kv in rest.rstrip("]").split(",") if kv)
+
+
 def predicted(ds: str, mech: str, eps: float, n: int) -> rec.Prediction:
     """A dpportal mechanism's prediction; for a SmartNoise peer, our MST/AIM model with its add/remove
     calibration (neighbour factor 1), used to fit the links before dpportal's own MST/AIM exist."""
+    mech, extra = split_label(mech)
     target = compare.DATASETS[ds][0]
     setting = rec.Setting(schema_of(ds), n, eps, DELTA)
     if mech in PEERS:
@@ -67,7 +74,7 @@ def predicted(ds: str, mech: str, eps: float, n: int) -> rec.Prediction:
         return rec.Prediction(mech, mech, "ok", tvd_1way=sum(errors.one_way) / len(errors.one_way),
                               tvd_2way=sum(errors.two_way(i, j) for i, j in pairs) / len(pairs))
     params = {"target": target} if mech == "dpmerf" and target else {}
-    return rec.predict(mech, setting, rec.Purpose(), params)
+    return rec.predict(mech, setting, rec.Purpose(), {**params, **extra})
 
 
 def measured_means(rows: list[dict]) -> dict:
@@ -92,7 +99,7 @@ def factor(p: float | None, m: float | None) -> float | None:
 def compare_rows(means: dict, rows_of: dict) -> list[dict]:
     out = []
     for (ds, mech, eps), m in sorted(means.items()):
-        if mech not in registry.names() and mech not in PEERS:
+        if split_label(mech)[0] not in registry.names() and mech not in PEERS:
             continue
         p = predicted(ds, mech, eps, rows_of[ds])
         out.append({"dataset": ds, "mechanism": mech, "epsilon": eps, "status": p.status, "reps": m["reps"],
@@ -201,7 +208,8 @@ def leave_one_table_out(means: dict) -> list[str]:
     return lines
 
 
-def fresh_run(datasets: list[str], mechanisms: list[str]) -> tuple[list[dict], dict, float]:
+def fresh_run(datasets: list[str], mechanisms: list[str], extra: dict[str, dict] | None = None
+              ) -> tuple[list[dict], dict, float]:
     work = compare.OUT / "work-recommend"
     t0 = time.time()
     rows, n_rows = [], {}
@@ -209,11 +217,14 @@ def fresh_run(datasets: list[str], mechanisms: list[str]) -> tuple[list[dict], d
         tr, te, schema, target = compare.prepare_split(ds, work)
         n_rows[ds] = sum(1 for _ in tr.open()) - 1
         for mech in mechanisms:
+            more = (extra or {}).get(mech, {})
             task = {"dataset": ds, "family": "dpportal", "mechanism": mech, "epsilon": 1.0, "rep": 0,
                     "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr),
                     "test": str(te), "target": target, "rows": n_rows[ds], "out": str(work / f"{ds}-{mech}.csv"),
-                    "params": compare.PARAMS.get(mech, {}), "timeout": 600}
+                    "params": {**compare.PARAMS.get(mech, {}), **more}, "timeout": 600}
             row = compare.run_task(task)
+            if more:  # the prediction must assume the same configuration
+                row["mechanism"] = f"{mech}[{','.join(f'{k}={v}' for k, v in more.items())}]"
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows, n_rows, time.time() - t0
@@ -350,6 +361,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fit", action="store_true", help="print the grid-search choice of every prior and exit")
     ap.add_argument("--datasets", nargs="*", default=["german_credit", "bank_marketing"])
     ap.add_argument("--mechanisms", nargs="*", default=["baseline", "density-lp", "dpmerf", "kdtree-grid"])
+    ap.add_argument("--param", action="append", default=[], metavar="MECH:KEY=VALUE",
+                    help="fresh run: a parameter for one mechanism, e.g. baseline:noise_type=gaussian")
     a = ap.parse_args(argv)
     t0 = time.time()
     recorded_means = measured_means(json.loads(RECORDED.read_text())["results"])
@@ -371,7 +384,12 @@ def main(argv=None) -> int:
                       "fresh_finished": old["meta"].get("fresh_finished", old["meta"]["finished"]),
                       "fresh_seconds": old["meta"].get("fresh_seconds", old["meta"]["seconds"])}
     elif not a.no_fresh:
-        rows, n_rows, seconds = fresh_run(a.datasets, a.mechanisms)
+        extra: dict[str, dict] = {}
+        for spec in a.param:
+            mech, _, kv = spec.partition(":")
+            key, _, value = kv.partition("=")
+            extra.setdefault(mech, {})[key] = value
+        rows, n_rows, seconds = fresh_run(a.datasets, a.mechanisms, extra)
         fresh_meta = {"fresh_command": command, "fresh_finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                       "fresh_seconds": seconds}
     if a.reuse_fresh or not a.no_fresh:
