@@ -348,8 +348,15 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
             "  skewed columns, strong dependence between columns) can be off by more than the factor above.",
             "* Predictions of tiny errors (1-way TVD below 0.01) are often off by more than 1.5x in ratio while",
             "  off by less than 0.003 in absolute terms.",
-            "* AIM and MST: to be added when they are on main (`recommend.register`); until then they get the",
-            "  default (no numeric prediction, listed after the modelled mechanisms).", ""]
+            "* dpportal's own MST and AIM, and the Gaussian (zCDP) modes of baseline and density-lp, are predicted",
+            "  from their noise calibration with links fitted on SmartNoise's MST/AIM and on the Laplace modes; they",
+            "  are not yet checked against their own runs. Once they are on main:",
+            "  `python -m benchmarks.recommend_calibration --mechanisms baseline density-lp mst --param",
+            "  baseline:noise_type=gaussian --param density-lp:noise_type=gaussian` (then `--fit` if they drift).",
+            "* Near ties (predictions within 10%) go to the faster mechanism (`TIE_MARGIN`, `FASTEST_FIRST`).",
+            "* For model training, a mechanism that learns the other columns conditionally on the target",
+            "  (DP-MERF with `target`) ranks first; its score is still its predicted 2-way error with the target,",
+            "  which does not measure model accuracy (the goal table's `ml` rows measure TSTR).", ""]
     DOC.write_text("\n".join(doc))
 
 
