@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-venv venv clean
+.PHONY: run test test-fast bench bench-quick bench-venv venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ test: venv
 
 clean:
 	rm -rf $(VENV) var test-artifacts
+
+# Privacy audits at full power (tests/privacy at fast settings run in `make test`); figures in
+# docs/privacy-model.md.
+audit: venv
+	DPPORTAL_AUDIT=full $(PY) -m pytest -q tests/privacy
+	DPPORTAL_AUDIT=full $(PY) -m tests.privacy.table
 
 # Benchmarks (slow: not part of `make test`). Peers run in their own venv so the product never
 # depends on smartnoise-synth. Results go to docs/benchmarks-*.md and docs/mechanisms/*.md.

@@ -13,7 +13,7 @@ from dpportal.accounts.access import dataset_for_owner, release_for_owner, relea
 from dpportal.ledger import services as ledger
 from mechanisms import registry
 
-from . import services
+from . import guidance, services
 from .forms import ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
@@ -26,18 +26,35 @@ def _choices(schema):
             for n in registry.names()]
 
 
+def _guide(dataset, schema, values, mechanism):
+    """The recommendation for the purpose in ``values`` (GET or POST), or (None, error message)."""
+    if schema is None:
+        return None, None
+    query = guidance.query_with_defaults(dataset, values)
+    try:
+        guide = guidance.recommendation_for(dataset, query, mechanism=mechanism)
+    except guidance.GuidanceError as exc:
+        return None, str(exc)
+    guide["delta_given"] = bool(values.get("delta"))  # typed in the purpose step (else a default)
+    return guide, None
+
+
 @login_required
 def release_new(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     schema = dataset.confirmed_schema()
     choices = _choices(schema)
     supported = [c["name"] for c in choices if c["supported"]]
-    name = request.POST.get("mechanism") or request.GET.get("mechanism") or (supported[0] if supported else None)
+    asked = request.POST.get("mechanism") or request.GET.get("mechanism")
+    guide_values = request.POST if request.method == "POST" else request.GET
+    guide, guide_error = _guide(dataset, schema, guide_values, asked)
+    name = asked or (guide and guide["recommended"]) or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
     estimating = request.method == "POST" and "estimate" in request.POST  # re-show the values, no errors yet
     form = ReleaseForm(request.POST if request.method == "POST" and not estimating else None, mechanism_cls=cls,
                        schema=schema, n_rows=dataset.n_rows, initial=request.POST.dict() if estimating else None)
     error = None
+    prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
     if schema is None:
         error = "Confirm the schema before planning a release."
     elif cls is None:
@@ -65,7 +82,9 @@ def release_new(request, pk):
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
-    return render(request, "releases/new.html", ctx)
+    advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
+    return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
+                  **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)})
 
 
 @login_required
