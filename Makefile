@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-venv venv clean audit
+.PHONY: run test test-fast bench bench-quick bench-pgm bench-venv venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,13 @@ bench-venv: $(BENCH_VENV)/.installed
 bench-quick: venv bench-venv
 	$(PY) -m benchmarks.compare --quick --jobs 2
 
+# AIM, MST and the Gaussian baseline against SmartNoise's, each pair started together (docs/benchmarks-pgm.md)
+bench-pgm: venv bench-venv
+	$(PY) -m benchmarks.pgm_compare
+
 bench: venv bench-venv
 	$(PY) -m benchmarks.compare --jobs 2
+	$(PY) -m benchmarks.pgm_compare
 	$(PY) -m benchmarks.kdtree_perf
 	$(PY) -m benchmarks.kdtree_figures
 	$(PY) -m benchmarks.kdtree_classification
