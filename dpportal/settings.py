@@ -174,6 +174,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Jobs per worker; mechanisms.resources gives each job cores // concurrency threads (docs/operations.md)
+CELERY_WORKER_CONCURRENCY = env_int("DPPORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("DPPORTAL_TASKS_EAGER", False)
 

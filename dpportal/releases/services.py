@@ -21,7 +21,7 @@ from django.utils import timezone
 
 import dpportal
 from dpportal.ledger import services as ledger
-from mechanisms import registry
+from mechanisms import registry, resources
 from mechanisms.accounting import exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
@@ -262,6 +262,7 @@ def _mark_data_touched(release_id: int) -> None:
 def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:
     schema = release.public_schema()
     progress(0.02, "preparing", force=True)
+    resources.limit_threads(resources.threads_per_job())  # concurrency x threads <= cores
     mech = build(release.mechanism, schema, epsilon=release.epsilon, delta=release.delta,
                  params=release.params, noise=Noise.secure_backend(), progress=progress.fit)
     source = release.dataset.source(schema)
