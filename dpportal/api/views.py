@@ -180,6 +180,18 @@ def release_draws(request, pk):
     return JsonResponse(release_dict(draw, for_owner=True), status=201)
 
 
+@api_view("POST")
+def release_cancel(request, pk):
+    """POST /api/releases/{id}/cancel/: queued -> cancelled and refunded (200); running -> stops at its
+    next progress point (202, poll the release); finished -> 409."""
+    r = release_for_owner(request.user, pk)
+    try:
+        r = release_services.cancel(r)
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc), 409) from None
+    return JsonResponse(release_dict(r, for_owner=True), status=200 if r.is_finished else 202)
+
+
 @api_view("GET")
 def release_csv(request, pk):
     return csv_response(release_for_viewer(request.user, pk))

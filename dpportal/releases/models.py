@@ -16,7 +16,9 @@ class Release(models.Model):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
-    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+    CANCELLED = "cancelled"  # by the steward: refunded if it never touched data, else spent (ledger rules)
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"),
+                (CANCELLED, "cancelled")]
 
     dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="releases")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -41,6 +43,8 @@ class Release(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set by the steward on a RUNNING job; the worker stops at its next progress point (services.cancel).
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
 
     output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
     summary_file = models.CharField(max_length=500, blank=True)  # private summary npz
@@ -57,7 +61,11 @@ class Release(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (self.DONE, self.FAILED)
+        return self.status in (self.DONE, self.FAILED, self.CANCELLED)
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.status in (self.QUEUED, self.RUNNING) and self.cancel_requested_at is None
 
     def public_schema(self) -> Schema:
         return Schema.from_dict(self.schema)

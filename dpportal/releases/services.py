@@ -44,6 +44,13 @@ class ReleaseRequestError(ValueError):
     """A refused release request; the message names the problem. Nothing was charged or queued."""
 
 
+class Cancelled(Exception):
+    """Raised inside a running job (by its progress callback) once the steward asked to cancel it."""
+
+    def __init__(self, release_id: int):
+        super().__init__(f"cancelled by the steward (release {release_id})")
+
+
 @dataclass(frozen=True)
 class ReleaseRequest:
     mechanism: str
@@ -141,6 +148,30 @@ def draw_more(release: Release, user, rows) -> Release:
     return draw
 
 
+def cancel(release: Release) -> Release:
+    """The steward cancels a queued or running release; returns the release as it now stands.
+
+    Queued: cancelled at once and refunded (the job never touched data; the worker's claim, a
+    conditional UPDATE on ``queued``, can no longer succeed). Running: the request is recorded and the
+    worker stops at its next progress point (:class:`_Progress`), then the ledger closes the job as
+    for a failure: spent if data was touched, refunded otherwise. Anything else: refused."""
+    now = timezone.now()
+    with transaction.atomic():
+        if Release.objects.filter(pk=release.pk, status=Release.QUEUED).update(
+                status=Release.CANCELLED, cancel_requested_at=now, finished_at=now,
+                stage="cancelled before it started", error="cancelled by the steward before it started"):
+            _close_ledger(Release.objects.get(pk=release.pk), reason="cancelled by the steward before it started")
+            return Release.objects.get(pk=release.pk)
+    if Release.objects.filter(pk=release.pk, status=Release.RUNNING, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=now, stage="cancel requested: stopping at the next progress point"):
+        return Release.objects.get(pk=release.pk)
+    current = Release.objects.get(pk=release.pk)
+    if current.status == Release.RUNNING:
+        return current  # already requested: cancelling twice is harmless
+    raise ReleaseRequestError(f"release {release.pk} is {current.status}: only a queued or running release "
+                              "can be cancelled")
+
+
 def _jsonable(params: dict) -> dict:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
 
@@ -173,6 +204,11 @@ def fail_abandoned(release_id: int) -> bool:
     return changed == 1
 
 
+def _raise_if_cancelled(release_id: int) -> None:
+    if Release.objects.filter(pk=release_id, cancel_requested_at__isnull=False).exists():
+        raise Cancelled(release_id)
+
+
 class _Progress:
     def __init__(self, release_id: int):
         self.release_id = release_id
@@ -183,8 +219,10 @@ class _Progress:
         if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
             return
         self.last = now
-        Release.objects.filter(pk=self.release_id, status=Release.RUNNING).update(
-            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200])
+        if not Release.objects.filter(pk=self.release_id, status=Release.RUNNING,
+                                      cancel_requested_at__isnull=True).update(
+                progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]):
+            _raise_if_cancelled(self.release_id)
 
     def fit(self, fraction: float, stage: str) -> None:
         lo, hi = BAND_FIT
@@ -219,9 +257,15 @@ def execute(release_id: int) -> None:
                 summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"))
     except BaseException as exc:  # noqa: BLE001 - record every failure, including time limits
         shutil.rmtree(tmpdir, ignore_errors=True)
-        log.exception("release %s failed", release_id)
+        if isinstance(exc, Cancelled):
+            log.info("release %s cancelled by the steward", release_id)
+        else:
+            log.exception("release %s failed", release_id)
         message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
-        _finish(release_id, status=Release.FAILED, stage="failed", error=message)
+        if isinstance(exc, Cancelled):
+            _finish(release_id, status=Release.CANCELLED, stage="cancelled", error=message)
+        else:
+            _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise
     # Utility evaluation (dashboards, issue 9): after the release is done and settled; steward-only,
@@ -238,13 +282,15 @@ def _finish(release_id: int, **fields) -> None:
         _close_ledger(Release.objects.get(pk=release_id))
 
 
-def _close_ledger(release: Release) -> None:
-    """Finished: spent. Failed: refunded only if it never touched data (the ledger decides).
-    Draws of more rows are post-processing and were never charged."""
+def _close_ledger(release: Release, reason: str = "") -> None:
+    """Finished: spent. Failed or cancelled: refunded only if it never touched data (the ledger
+    decides). Draws of more rows are post-processing and were never charged."""
     if release.is_draw:
         return
     if release.status == Release.DONE:
         ledger.settle(release)
+    elif release.status == Release.CANCELLED:
+        ledger.close_failed(release, reason=reason or "cancelled by the steward")
     else:
         ledger.close_failed(release, reason="job failed")
 
@@ -254,8 +300,10 @@ def _mark_data_touched(release_id: int) -> None:
     declared it abandoned (failed, possibly refunded), this worker must not read the data at all.
     The two UPDATEs of the row are serialized, so either the flag is set first (the ledger then
     charges, never refunds) or the job is failed first (and nothing is read)."""
-    if not Release.objects.filter(pk=release_id, status=Release.RUNNING).update(data_touched=True,
-                                                                                stage="reading data"):
+    _raise_if_cancelled(release_id)  # a cancel requested before the data is read: nothing read, refunded
+    if not Release.objects.filter(pk=release_id, status=Release.RUNNING,
+                                  cancel_requested_at__isnull=True).update(data_touched=True, stage="reading data"):
+        _raise_if_cancelled(release_id)
         raise RuntimeError(f"release {release_id} is no longer running here; its data was not read")
 
 

@@ -84,8 +84,11 @@ def release_detail(request, pk):
 def status_dict(release: Release, *, for_owner: bool) -> dict:
     data = {"id": release.pk, "status": release.status, "progress": round(release.progress * 100, 1),
             "stage": release.stage if for_owner else release.status, "finished": release.is_finished}
-    if for_owner and release.status == Release.FAILED:
+    if for_owner and release.status in (Release.FAILED, Release.CANCELLED):
         data["error"] = release.error
+    if for_owner:
+        data["can_cancel"] = release.can_cancel
+        data["cancel_requested"] = release.cancel_requested_at is not None
     return data
 
 
@@ -130,3 +133,23 @@ def release_draw(request, pk):
         return redirect("dpportal-release", release.pk)
     messages.success(request, f"Drawing {draw.rows:,} more rows (no privacy cost).")
     return redirect("dpportal-release", draw.pk)
+
+
+@login_required
+@require_POST
+def release_cancel(request, pk):
+    release = release_for_owner(request.user, pk)
+    try:
+        release = services.cancel(release)
+    except services.ReleaseRequestError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _cancel_message(release))
+    return redirect("dpportal-release", release.pk)
+
+
+def _cancel_message(release: Release) -> str:
+    if release.status == Release.CANCELLED:
+        return f"Release {release.pk} cancelled before it started; its reserved budget was refunded."
+    return (f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "
+            "only if it had not read the data yet.")
