@@ -12,6 +12,7 @@ urlpatterns = [
     path("datasets/<int:pk>/raw/", views.dataset_raw, name="dpportal-api-dataset-raw"),
     path("datasets/<int:pk>/budget/", views.budget, name="dpportal-api-budget"),
     path("datasets/<int:pk>/releases/", views.dataset_releases, name="dpportal-api-dataset-releases"),
+    path("datasets/<int:pk>/releases/estimate/", views.release_estimate, name="dpportal-api-release-estimate"),
     path("datasets/<int:pk>/ledger/", views.dataset_ledger, name="dpportal-api-ledger"),
     # releases
     path("releases/<int:pk>/", views.release, name="dpportal-api-release"),

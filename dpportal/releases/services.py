@@ -21,7 +21,7 @@ from django.utils import timezone
 
 import dpportal
 from dpportal.ledger import services as ledger
-from mechanisms import registry, resources
+from mechanisms import registry, resources, runtime
 from mechanisms.accounting import exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
@@ -118,13 +118,14 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     schema = dataset.confirmed_schema()
     try:
         with transaction.atomic():
+            seconds = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=schema, params=mech.params).seconds
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
                 schema_fingerprint=schema.fingerprint(), software_version=dpportal.__version__,
-                stage="queued")
+                stage="queued", estimate_seconds=seconds, queue=queue_for(seconds))
             ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
-            transaction.on_commit(lambda: _enqueue(release.pk))
+            transaction.on_commit(lambda: _enqueue(release.pk, release.queue))
     except ledger.BudgetExceeded as exc:
         raise ReleaseRequestError(str(exc)) from None
     except ledger.LedgerError as exc:
@@ -143,8 +144,9 @@ def draw_more(release: Release, user, rows) -> Release:
             dataset=origin.dataset, created_by=user, parent=origin, mechanism=origin.mechanism,
             params=origin.params, epsilon=origin.epsilon, delta=origin.delta, rows=rows, schema=origin.schema,
             schema_fingerprint=origin.schema_fingerprint, software_version=dpportal.__version__,
-            stage="queued")
-        transaction.on_commit(lambda: _enqueue(draw.pk))
+            stage="queued", queue=Release.QUEUE_FAST,
+            estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds)
+        transaction.on_commit(lambda: _enqueue(draw.pk, draw.queue))
     return draw
 
 
@@ -176,10 +178,28 @@ def _jsonable(params: dict) -> dict:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
 
 
-def _enqueue(release_id: int) -> None:
+def queue_for(estimate_seconds: float) -> str:
+    """Releases predicted to finish within DPPORTAL_FAST_JOB_SECONDS go to the fast queue (beside draws),
+    the rest to the synthesis queue: a short job never waits behind a long fit."""
+    if estimate_seconds <= settings.DPPORTAL_FAST_JOB_SECONDS:
+        return Release.QUEUE_FAST
+    return Release.QUEUE_SYNTHESIS
+
+
+def _enqueue(release_id: int, queue: str) -> None:
     from .tasks import run_release
 
-    run_release.delay(release_id)
+    run_release.apply_async(args=[release_id], queue=queue)
+
+
+def queue_evaluation(release_id: int) -> None:
+    """After a release is done: its utility evaluation goes to the evaluation queue (steward-only,
+    informative; it never holds the worker that ran the release)."""
+    from dpportal.dashboards.services import request_reevaluation
+
+    release = Release.objects.filter(pk=release_id, status=Release.DONE).first()
+    if release is not None:
+        request_reevaluation(release)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,7 +255,6 @@ def execute(release_id: int) -> None:
     progress = _Progress(release_id)
     workdir = release.storage_dir()
     tmpdir = workdir.with_name(f"{workdir.name}.tmp")
-    result = None
     try:
         shutil.rmtree(tmpdir, ignore_errors=True)
         tmpdir.mkdir(parents=True)
@@ -268,11 +287,6 @@ def execute(release_id: int) -> None:
             _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise
-    # Utility evaluation (dashboards, issue 9): after the release is done and settled; steward-only,
-    # and it never fails the release (it records its own failure).
-    from dpportal.dashboards.services import evaluate_finished_release
-
-    evaluate_finished_release(release_id, result.synthetic if result is not None else None)
 
 
 def _finish(release_id: int, **fields) -> None:
@@ -338,6 +352,67 @@ def _report(result: RunnerRelease) -> dict:
     report["seconds_fit"] = round(result.seconds_fit, 3)
     report["seconds_sample"] = round(result.seconds_sample, 3)
     return report
+
+
+def estimate_request(dataset, req: ReleaseRequest) -> dict:
+    """The run-time estimate of a release request, validated like a real one but nothing charged or
+    queued (API: POST .../releases/estimate/)."""
+    mech = validate(dataset, ReleaseRequest(req.mechanism, _text(req.epsilon, "epsilon"),
+                                            _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
+    est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params)
+    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+
+
+def form_estimate(name: str, schema, n_rows: int, values) -> dict:
+    """The release form's run-time estimate from its raw values (defaults where empty); reads no data.
+    Returns the estimate or {"error": message} while the values are not valid yet."""
+    from dpportal.releases.forms import PARAM_PREFIX
+
+    params = {spec.name: values.get(PARAM_PREFIX + spec.name) for spec in registry.get(name).params
+              if values.get(PARAM_PREFIX + spec.name) not in (None, "")}
+    try:
+        est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params)
+    except (ValueError, TypeError) as exc:
+        return {"error": str(exc)}
+    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+
+
+def timing(release: Release) -> dict:
+    """Queue position while queued, elapsed and remaining while running, from the row alone."""
+    est = release.estimate_seconds
+    out = {"queue": release.queue, "estimate_seconds": None if est is None else round(est, 1)}
+    if release.status == Release.QUEUED:
+        same = Release.objects.filter(queue=release.queue)
+        out["queue_position"] = same.filter(status=Release.QUEUED, pk__lt=release.pk).count() + 1
+        out["running_in_queue"] = same.filter(status=Release.RUNNING).count()
+    elif release.started_at is not None:
+        end = release.finished_at or timezone.now()
+        elapsed = max((end - release.started_at).total_seconds(), 0.0)
+        out["elapsed_seconds"] = round(elapsed, 1)
+        if release.status == Release.RUNNING:
+            out["remaining_seconds"] = round(_remaining(elapsed, release.progress, est), 1)
+    out["timing_text"] = _timing_text(release, out)
+    return out
+
+
+def _remaining(elapsed: float, progress: float, estimate: float | None) -> float:
+    """From the progress rate once it means something (10 %), otherwise from the estimate."""
+    if progress >= 0.1 or estimate is None:
+        return elapsed * (1 - progress) / max(progress, 0.01)
+    return max(estimate - elapsed, 0.0)
+
+
+def _timing_text(release: Release, t: dict) -> str:
+    est = "" if t["estimate_seconds"] is None else f"estimated {runtime.describe_seconds(t['estimate_seconds'])}"
+    if release.status == Release.QUEUED:
+        running = f", {t['running_in_queue']} running" if t["running_in_queue"] else ""
+        return f"position {t['queue_position']} in the {release.queue} queue{running}" + (f" · {est}" if est else "")
+    if release.status == Release.RUNNING and "elapsed_seconds" in t:
+        left = runtime.describe_seconds(t["remaining_seconds"]).replace("about ", "")
+        return f"elapsed {runtime.describe_seconds(t['elapsed_seconds']).replace('about ', '')} · about {left} left"
+    if "elapsed_seconds" in t:
+        return f"took {t['elapsed_seconds']:.1f} s" + (f" ({est})" if est else "")
+    return est
 
 
 def memory_estimate(cls, schema, n_rows: int, values) -> dict:

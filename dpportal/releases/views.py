@@ -61,8 +61,12 @@ def release_new(request, pk):
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
         values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
+    runtime_estimate = None
+    if cls is not None and schema is not None:
+        values = request.POST if request.method == "POST" else request.GET
+        runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": ledger.remaining(dataset), "memory_estimate": estimate,
+           "budget": ledger.remaining(dataset), "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
     return render(request, "releases/new.html", ctx)
 
@@ -73,7 +77,7 @@ def release_detail(request, pk):
     owner = release.dataset.owner_id == request.user.pk
     report = public_report(release, for_owner=owner)
     ctx = {"release": release, "dataset": release.dataset, "is_owner": owner, "report": report,
-           "report_json": json.dumps(report, indent=2)}
+           "report_json": json.dumps(report, indent=2), "timing": services.timing(release) if owner else None}
     if owner:
         ctx["dashboard_url"] = reverse("dpportal-release-dashboard", args=[release.pk])
         ctx["budget"] = ledger.remaining(release.dataset)
@@ -89,6 +93,7 @@ def status_dict(release: Release, *, for_owner: bool) -> dict:
     if for_owner:
         data["can_cancel"] = release.can_cancel
         data["cancel_requested"] = release.cancel_requested_at is not None
+        data.update(services.timing(release))
     return data
 
 
