@@ -3,6 +3,7 @@ mechanism, print predicted vs measured (docs/operations.md quotes the table) and
 paste into mechanisms/runtime.py.
 
     python -m benchmarks.runtime_calibration            # ~10 min on 2 cores, one thread per run
+    python -m benchmarks.runtime_calibration --refit    # fit again from the last log (no runs)
     python -m benchmarks.runtime_calibration --report   # table from the last log, with the module's
                                                         # current coefficients (no runs)
 
@@ -79,8 +80,7 @@ def run_plan(plan) -> list[dict]:
                 print(f"{mech} {ds}: failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", file=sys.stderr)
                 continue
             out = json.loads(r.stdout.strip().splitlines()[-1])
-            row = {"mechanism": mech, "dataset": ds, "n": n_rows, "params": params, "seconds": out["seconds"],
-                   "work": runtime.work(mech, n=n_rows, schema=schema, params=params)}
+            row = {"mechanism": mech, "dataset": ds, "n": n_rows, "params": params, "seconds": out["seconds"]}
             rows.append(row)
             log.write(json.dumps(row) + "\n")
             log.flush()
@@ -94,13 +94,19 @@ def _env() -> dict:
     return dict(os.environ)
 
 
+def _work(row: dict) -> float:
+    """The work measure of a logged run, computed with the CURRENT mechanisms/runtime.py."""
+    schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{row['dataset']}.json").read_text())
+    return runtime.work(row["mechanism"], n=row["n"], schema=schema, params=row["params"])
+
+
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
     """Per mechanism, a and b >= 0 minimising the squared RELATIVE error (weights 1/measured)."""
     coeffs = {}
     for mech in sorted({r["mechanism"] for r in rows}):
         pts = [r for r in rows if r["mechanism"] == mech]
         t = np.array([r["seconds"] for r in pts])
-        A = np.column_stack([1 / t, np.array([r["work"] for r in pts]) / t])
+        A = np.column_stack([1 / t, np.array([_work(r) for r in pts]) / t])
         (a, b), _ = nnls(A, np.ones(len(pts)))
         coeffs[mech] = (float(f"{a:.3g}"), float(f"{b:.3g}"))
     return coeffs
@@ -111,7 +117,7 @@ def report(rows: list[dict], coeffs: dict[str, tuple[float, float]]) -> str:
     worst = 1.0
     for r in rows:
         a, b = coeffs.get(r["mechanism"], runtime.FALLBACK)
-        pred = a + b * r["work"]
+        pred = a + b * _work(r)
         ratio = pred / r["seconds"]
         worst = max(worst, ratio, 1 / ratio)
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "defaults"
@@ -124,10 +130,14 @@ def report(rows: list[dict], coeffs: dict[str, tuple[float, float]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--report", action="store_true", help="no runs: report the last log with the module's coefficients")
+    p.add_argument("--refit", action="store_true", help="no runs: fit the last log again")
     a = p.parse_args(argv)
-    if a.report:
+    if a.report or a.refit:
         rows = [json.loads(line) for line in LOG.read_text().splitlines()]
-        print(report(rows, runtime.COEFFICIENTS))
+        coeffs = fit(rows) if a.refit else runtime.COEFFICIENTS
+        print(report(rows, coeffs))
+        if a.refit:
+            print("COEFFICIENTS = " + json.dumps(coeffs))
         return 0
     LOG.unlink(missing_ok=True)
     rows = run_plan(PLAN)

@@ -11,9 +11,11 @@ limit.
 Work measures (n rows, d kept columns, p numeric columns):
 
 * baseline, kdtree-grid, kdtree-adaptive, privhp: one pass over the table per column: ``n d``.
-* density-lp: marginal tables of degree k (default 2) then an LP over them: ``n d^k``.
-* pmse: every MCMC iteration (burn-in included) fits m synthetic sets against the table:
-  ``(iterations + burn_in) m n d``.
+* density-lp: the LP dominates; its size is the number of nonzeros, m reference points times the
+  number of marginal tables (both public: the mechanism's own plan from the schema and parameters):
+  ``m tables``.
+* pmse: every MCMC iteration (burn-in included) evaluates m synthetic sets; measured, the cost hardly
+  grows with n at these sizes (2,000 -> 5,000 rows: +10 %): ``(iterations + burn_in) m d``.
 * dpmerf: the embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of
   ``batch`` generated rows through the D features: ``epochs batch D + n D``.
 * anything else (a mechanism added later without its own line): ``n d`` with a generous slope.
@@ -26,16 +28,16 @@ from dataclasses import dataclass
 
 from .schema import Schema
 
-# (a seconds, b seconds per unit of work): from benchmarks/runtime_calibration.py (see its output in
-# docs/operations.md). Unknown mechanisms use FALLBACK.
+# (a seconds, b seconds per unit of work): `python -m benchmarks.runtime_calibration` (November 2026, the
+# shared 2-core machine at load average 5-8; table in docs/operations.md). Unknown mechanisms: FALLBACK.
 COEFFICIENTS: dict[str, tuple[float, float]] = {
-    "baseline": (0.3, 2.0e-7),
-    "kdtree-grid": (0.3, 3.0e-7),
-    "kdtree-adaptive": (0.3, 6.0e-7),
-    "privhp": (0.5, 1.5e-6),
-    "density-lp": (1.0, 1.0e-7),
-    "pmse": (1.0, 2.0e-9),
-    "dpmerf": (3.0, 1.5e-9),
+    "baseline": (0.827, 4.28e-07),
+    "kdtree-grid": (0.805, 6.73e-07),
+    "kdtree-adaptive": (0.929, 1.97e-06),
+    "privhp": (1.46, 4.43e-06),
+    "density-lp": (0.0, 1.51e-05),
+    "pmse": (0.0, 0.00218),
+    "dpmerf": (10.3, 2.35e-08),
 }
 FALLBACK = (5.0, 5.0e-6)
 DRAW = (0.5, 1.0e-6)  # a draw of more rows: sampling only (post-processing), ``rows d``
@@ -70,7 +72,7 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict) -> float:
     if mechanism == "pmse":
         steps = int(_param(params, "iterations", PMSE_DEFAULTS["iterations"])) + int(
             _param(params, "burn_in", PMSE_DEFAULTS["burn_in"]))
-        return float(steps * int(_param(params, "m", PMSE_DEFAULTS["m"])) * n * d)
+        return float(steps * int(_param(params, "m", PMSE_DEFAULTS["m"])) * d)
     if mechanism == "dpmerf":
         features = int(_param(params, "features", DPMERF_DEFAULTS["features"]))
         epochs = int(_param(params, "epochs", DPMERF_DEFAULTS["epochs"]))
@@ -78,7 +80,10 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict) -> float:
         batch = int(_param(params, "batch_size", min(max(round(frac * n), lo), hi)))
         return float(epochs * batch * features + n * features)
     if mechanism == "density-lp":
-        return float(n * d ** int(_param(params, "degree", 2)))
+        from .density_lp import DensityLP  # its plan (m, tables) is pure: computed from the schema alone
+
+        plan = DensityLP(schema, epsilon=1.0, **{k: v for k, v in params.items() if v not in (None, "")})
+        return float(plan.m * len(plan.tables))
     return float(n * d)
 
 

@@ -16,11 +16,12 @@ SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
 def test_work_grows_with_rows_columns_and_iterations():
     w = lambda mech, n, **p: runtime.work(mech, n=n, schema=SCHEMA, params=p)  # noqa: E731
     assert w("baseline", 2000) == 2 * w("baseline", 1000) == 2 * 1000 * 2  # excluded columns do not count
-    assert w("pmse", 1000, iterations="20", burn_in="10", m="5") == 30 * 5 * 1000 * 2
+    assert w("pmse", 1000, iterations="20", burn_in="10", m="5") == 30 * 5 * 2
     assert w("dpmerf", 1000, epochs=200, features=100) == 200 * 256 * 100 + 1000 * 100  # batch clipped to 256
     assert w("dpmerf", 100_000, epochs=200, features=100) == 200 * 4096 * 100 + 100_000 * 100
     assert w("dpmerf", 10_000, epochs=400) == 2 * w("dpmerf", 10_000, epochs=200) - 10_000 * 1000
-    assert w("density-lp", 1000, degree=3) == 1000 * 2 ** 3
+    assert w("density-lp", 1000, m=100) == 100 * 3  # 3 tables: two 1-way, one 2-way
+    assert w("density-lp", 1000, m=100, degree=1) == 100 * 2
 
 
 def test_estimates_are_positive_and_unknown_mechanisms_get_the_generous_fallback():
