@@ -68,7 +68,8 @@ BANDWIDTH_DRAWS = 1000  # uniform points on the public box for the median heuris
 COUNT_FLOOR = 1.0  # noisy class counts are floored here before eq. 18 (post-processing)
 EMBED_CHUNK = 20_000  # rows per chunk when computing the data embedding (memory ~ chunk x D)
 SAMPLE_CHUNK = 50_000  # rows per generator pass when sampling
-PROGRESS_STEPS = 200  # at most this many progress reports during training
+PROGRESS_STEPS = 200  # loss records (and progress reports) during training ...
+PROGRESS_SECONDS = 1.0  # ... plus a progress report at least this often: the web worker checks for a cancel there
 
 
 def _torch():
@@ -313,6 +314,7 @@ class DPMERF(Mechanism):
         every = max(1, epochs // PROGRESS_STEPS)
         net.train()
         losses = []
+        last_report = time.monotonic()
         for step in range(epochs):
             feats = self._features_torch(net(self._inputs(torch, labels, gen, device)), omega)
             mu_q = feats.reshape(C, per_class, -1).mean(dim=1).T  # D_h x C class-conditional means
@@ -320,8 +322,11 @@ class DPMERF(Mechanism):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            if (step + 1) % every == 0 or step + 1 == epochs:
+            on_schedule = (step + 1) % every == 0 or step + 1 == epochs
+            if on_schedule:
                 losses.append(float(loss.detach()))
+            if on_schedule or time.monotonic() - last_report >= PROGRESS_SECONDS:
+                last_report = time.monotonic()
                 self.progress(0.03 + 0.97 * (step + 1) / epochs, f"training generator: step {step + 1}/{epochs}")
         self.final_loss = losses[-1]
         net.eval()

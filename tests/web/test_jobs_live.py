@@ -17,14 +17,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=False)]  # the
 
 GOAL_FAST_S = 10.0  # a draw or a baseline release while a fit runs (issue 19)
 GOAL_CANCEL_S = 5.0  # a running fit stops after the cancel request
-LONG_FIT = {"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6", "rows": 20,
-            "params": {"epochs": 100000, "features": 200}}
+# DP-MERF reports progress PROGRESS_STEPS (200) times per fit: with 6,000 epochs, every 30 Adam steps
+# (about a second here), which bounds how fast a cancel takes effect.
+LONG_FIT = {"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6", "rows": 20, "params": {"epochs": 6000}}
 
 
 @pytest.fixture
 def stack(tmp_path):
     s = Stack(tmp_path / "stack")
-    s.env["DPPORTAL_BROKER_POLLING_INTERVAL"] = "0.05"
+    s.env.update(DPPORTAL_BROKER_POLLING_INTERVAL="0.05", DPPORTAL_FAST_JOB_SECONDS="5")
     manage(s.env, "create_steward", "jobs-steward", "--password", "jobs-pass-1357")
     s.start(worker=False)
     for queue in ("synthesis", "fast", "evaluation"):
@@ -61,8 +62,8 @@ def test_short_jobs_pass_a_running_fit_and_cancel_stops_it(stack):
                       json_body={"epsilon": "10", "delta": "1e-5"})[0] == 200
 
     fit, _ = _submit(stack, ds, token, LONG_FIT)
-    assert fit["queue"] == "synthesis" and fit["estimate_seconds"] > 20
-    _until(stack, fit["id"], token, lambda r: r["data_touched"] and r["progress"] > 6, 120)  # training
+    assert fit["queue"] == "synthesis" and fit["estimate_seconds"] > 5
+    _until(stack, fit["id"], token, lambda r: r["data_touched"] and r["progress"] > 5.5, 120)  # training
 
     base, t0 = _submit(stack, ds, token, {"mechanism": "baseline", "epsilon": "0.5", "rows": 30})
     assert base["queue"] == "fast"
@@ -82,6 +83,7 @@ def test_short_jobs_pass_a_running_fit_and_cancel_stops_it(stack):
     status, w = stack.json("POST", f"/api/releases/{waiting['id']}/cancel/", token=token)
     assert status == 200 and w["status"] == "cancelled" and not w["data_touched"]
 
+    _until(stack, fit["id"], token, lambda r: r["stage"].startswith("training generator"), 60)  # progress points
     status, running = stack.json("POST", f"/api/releases/{fit['id']}/cancel/", token=token)
     t2 = time.monotonic()
     assert status == 202 and running["cancel_requested"], running
