@@ -1,5 +1,6 @@
 """The real sample tables kept in the repository (samples/README.md gives provenance and licence):
-tests read these, never the team-only datasets folder beside the repository, so a clone anywhere runs the whole suite."""
+tests read these, never the team-only datasets folder beside the repository, so a clone anywhere runs
+the whole suite."""
 
 from __future__ import annotations
 
