@@ -118,7 +118,7 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     schema = dataset.confirmed_schema()
     try:
         with transaction.atomic():
-            seconds = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=schema, params=mech.params).seconds
+            seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
@@ -178,10 +178,20 @@ def _jsonable(params: dict) -> dict:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
 
 
-def queue_for(estimate_seconds: float) -> str:
+def _estimate_seconds(mechanism: str, n: int, schema, params: dict) -> float | None:
+    """The run-time estimate, or None (then the synthesis queue) if it cannot be computed: an estimate
+    is a guide and never refuses a request that validation accepted."""
+    try:
+        return runtime.estimate(mechanism, n=n, schema=schema, params=params).seconds
+    except (ValueError, TypeError, ArithmeticError):
+        log.warning("no run-time estimate for %s", mechanism, exc_info=True)
+        return None
+
+
+def queue_for(estimate_seconds: float | None) -> str:
     """Releases predicted to finish within DPPORTAL_FAST_JOB_SECONDS go to the fast queue (beside draws),
     the rest to the synthesis queue: a short job never waits behind a long fit."""
-    if estimate_seconds <= settings.DPPORTAL_FAST_JOB_SECONDS:
+    if estimate_seconds is not None and estimate_seconds <= settings.DPPORTAL_FAST_JOB_SECONDS:
         return Release.QUEUE_FAST
     return Release.QUEUE_SYNTHESIS
 
