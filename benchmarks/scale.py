@@ -203,7 +203,22 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def burst_round(api: Api, env: dict, workers: int) -> dict:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes and their live children (Celery's pool)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.split("/")[2]), int(fields[1])
+        if pid in pids or ppid in pids:
+            total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
+    return total
+
+
+def burst_round(api: Api, env: dict, workers: int, pids: list[int]) -> dict:
     ds = setup_dataset(api)
     status, seed = api("POST", f"/api/datasets/{ds}/releases/", {"mechanism": "baseline", "epsilon": "0.1",
                                                                  "rows": 100})
@@ -211,6 +226,7 @@ def burst_round(api: Api, env: dict, workers: int) -> dict:
     wait_done(api, [seed["id"]])  # the release the draws come from (not timed)
     drain_evaluations(env)
     ids, labels, charged = [], {}, [Fraction("0.1")]
+    cpu0, load0 = cpu_seconds(pids), os.getloadavg()[0]
     t0 = time.time()
     for label, body in BURST:
         if body == "draw":
@@ -225,6 +241,7 @@ def burst_round(api: Api, env: dict, workers: int) -> dict:
     releases_done = max(seconds(r["finished_at"]) for r in done.values()) - t0
     drain_evaluations(env)
     drained = time.time() - t0
+    cpu = cpu_seconds(pids) - cpu0
     failed = {rid: r.get("error") for rid, r in done.items() if r["status"] != "done"}
     times = {rid: seconds(r["finished_at"]) - seconds(r["created_at"]) for rid, r in done.items()}
     by_label = {}
@@ -239,6 +256,7 @@ def burst_round(api: Api, env: dict, workers: int) -> dict:
             "p50_s": round(percentile(list(times.values()), 50), 1),
             "p95_s": round(percentile(list(times.values()), 95), 1),
             "p50_by_kind_s": {k: round(percentile(v, 50), 1) for k, v in sorted(by_label.items())},
+            "worker_cpu_s": round(cpu, 1), "load_before": round(load0, 1), "load_after": round(os.getloadavg()[0], 1),
             "ledger_exact": exact, "epsilon_spent": eps["spent"], "epsilon_expected": str(sum(charged)),
             "chain": ledger["chain"]}
 
@@ -246,6 +264,7 @@ def burst_round(api: Api, env: dict, workers: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--threads", type=int, default=None, help="threads per job (default: max(1, cores // workers))")
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from mechanisms.resources import available_cores
@@ -274,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         assert status == 201, tok
         api.token = tok["token"]
         for n in a.workers:
-            threads = max(1, cores // n)
+            threads = a.threads or max(1, cores // n)
             wenv = {**env, "DPPORTAL_WORKER_CONCURRENCY": "1", "DPPORTAL_THREADS_PER_JOB": str(threads)}
             workers = [subprocess.Popen([sys.executable, "-m", "celery", "-A", "dpportal", "worker", "-n",
                                          f"w{i}@%h", "--concurrency=1", "--prefetch-multiplier=1", "--loglevel=WARNING",
@@ -283,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                                         start_new_session=True) for i in range(n)]
             time.sleep(3)
             try:
-                r = burst_round(api, env, n)
+                r = burst_round(api, env, n, [w.pid for w in workers])
             finally:
                 for w in workers:
                     stop(w)
@@ -301,12 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"cores": cores, "burst": [b[0] for b in BURST], "rounds": results}, indent=2))
     print("| workers | threads/job | jobs | releases done (s) | drained (s) | throughput /min | speedup | p50 s | p95 s "
-          "| ledger exact |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| worker CPU s | load avg before/after | ledger exact |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in results:
         print(f"| {r['workers']} | {r['threads_per_job']} | {r['jobs']} | {r['releases_done_s']} | {r['drained_s']} | "
               f"{r['throughput_per_min']} | {r.get('speedup_vs_1', '-')} | {r['p50_s']} | {r['p95_s']} | "
-              f"{'yes' if r['ledger_exact'] else 'NO'} |")
+              f"{r['worker_cpu_s']} | {r['load_before']} / {r['load_after']} | {'yes' if r['ledger_exact'] else 'NO'} |")
     return 0 if all(r["ledger_exact"] and not r["failed"] for r in results) else 1
 
 
