@@ -18,7 +18,12 @@ worker() {  # queue concurrency threads-per-job
   DPPORTAL_WORKER_CONCURRENCY="$2" DPPORTAL_THREADS_PER_JOB="$3" "$PY" -m celery -A dpportal worker -Q "$1" \
     -n "$1@%h" --loglevel=INFO --concurrency="$2" --prefetch-multiplier=1 &
 }
-worker synthesis "${WORKERS:-1}" "${DPPORTAL_THREADS_PER_JOB:-}"
+# Threads per fit: one core is kept for the fast and evaluation workers (short jobs), the rest shared by
+# the synthesis jobs; on 2 cores that is 1 thread (measured: 2 threads per job spin on a busy 2-core
+# machine, 2.5x the CPU for the same burst, docs/operations.md). DPPORTAL_THREADS_PER_JOB overrides.
+CORES=$(nproc)
+FIT_THREADS=${DPPORTAL_THREADS_PER_JOB:-$(( (CORES - 1) / ${WORKERS:-1} > 1 ? (CORES - 1) / ${WORKERS:-1} : 1 ))}
+worker synthesis "${WORKERS:-1}" "$FIT_THREADS"
 WORKER=$!
 worker fast 1 1
 FAST=$!
