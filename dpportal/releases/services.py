@@ -125,7 +125,7 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
                 schema_fingerprint=schema.fingerprint(), software_version=dpportal.__version__,
                 stage="queued", estimate_seconds=seconds, queue=queue_for(seconds))
             ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
-            transaction.on_commit(lambda: _enqueue(release.pk, release.queue))
+            transaction.on_commit(lambda: _enqueue(release.pk))
     except ledger.BudgetExceeded as exc:
         raise ReleaseRequestError(str(exc)) from None
     except ledger.LedgerError as exc:
@@ -146,7 +146,7 @@ def draw_more(release: Release, user, rows) -> Release:
             schema_fingerprint=origin.schema_fingerprint, software_version=dpportal.__version__,
             stage="queued", queue=Release.QUEUE_FAST,
             estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds)
-        transaction.on_commit(lambda: _enqueue(draw.pk, draw.queue))
+        transaction.on_commit(lambda: _enqueue(draw.pk))
     return draw
 
 
@@ -196,9 +196,11 @@ def queue_for(estimate_seconds: float | None) -> str:
     return Release.QUEUE_SYNTHESIS
 
 
-def _enqueue(release_id: int, queue: str) -> None:
+def _enqueue(release_id: int) -> None:
+    """Send the job to the queue recorded on its row (queue_for / draws: fast)."""
     from .tasks import run_release
 
+    queue = Release.objects.filter(pk=release_id).values_list("queue", flat=True).first() or Release.QUEUE_SYNTHESIS
     run_release.apply_async(args=[release_id], queue=queue)
 
 
