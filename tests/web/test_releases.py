@@ -177,7 +177,10 @@ def test_a_job_whose_worker_died_is_failed_once_and_stays_charged(world):
 
 def test_the_status_endpoint_reports_progress(world):
     data = world.client(world.owner).get(f"/releases/{world.release.pk}/status.json").json()
-    assert data == {"id": world.release.pk, "status": "done", "progress": 100.0, "stage": "done", "finished": True}
+    assert {k: data[k] for k in ("id", "status", "progress", "stage", "finished", "can_cancel", "queue")} == {
+        "id": world.release.pk, "status": "done", "progress": 100.0, "stage": "done", "finished": True,
+        "can_cancel": False, "queue": "fast"}
+    assert data["elapsed_seconds"] >= 0 and data["timing_text"].startswith("took ")
 
 
 def test_the_draw_button_queues_a_free_draw(world):
