@@ -10,6 +10,8 @@ import os
 import secrets
 from pathlib import Path
 
+from kombu import Queue
+
 from .env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -176,6 +178,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Jobs per worker; mechanisms.resources gives each job cores // concurrency threads (docs/operations.md)
+CELERY_WORKER_CONCURRENCY = env_int("DPPORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("DPPORTAL_TASKS_EAGER", False)
 # Stranded jobs (dpportal/releases/sweeper.py): a running job beats every HEARTBEAT seconds; a release
@@ -186,6 +190,14 @@ DPPORTAL_SWEEP_SECONDS = env_float("DPPORTAL_SWEEP_SECONDS", 30.0, minimum=0.1)
 # Ledger anchor (dpportal/ledger/anchor.py): every new chain head is appended to this file, outside the
 # database. Empty: <DATA_DIR>/ledger-anchor.log (resolved when written); "off": no anchor.
 DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
+# Queues (issue 19): long fits on "synthesis"; draws and releases estimated under
+# DPPORTAL_FAST_JOB_SECONDS (mechanisms/runtime.py) on "fast"; utility evaluations on "evaluation".
+# A worker started without -Q consumes all three; scripts/run.sh starts one worker per queue so a draw
+# never waits behind a long fit (docs/operations.md).
+CELERY_TASK_DEFAULT_QUEUE = "synthesis"
+CELERY_TASK_QUEUES = [Queue("synthesis"), Queue("fast"), Queue("evaluation")]
+CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"}}
+DPPORTAL_FAST_JOB_SECONDS = env_float("DPPORTAL_FAST_JOB_SECONDS", 20.0, minimum=0.0)
 
 LOGGING = {
     "version": 1,

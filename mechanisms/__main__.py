@@ -1,4 +1,4 @@
-"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate}``.
+"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate, recommend}``.
 
 Errors exit non-zero with one line naming the problem.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
@@ -112,6 +113,39 @@ def cmd_evaluate(args) -> int:
     return evaluation.cli(args)
 
 
+def _amount(value: str, name: str) -> float:
+    try:
+        v = float(value)
+    except ValueError:
+        raise CLIError(f"{name} must be a number, got {name}={value!r}") from None
+    if not math.isfinite(v):
+        raise CLIError(f"{name} must be finite, got {name}={value!r}")
+    return v
+
+
+def cmd_recommend(args) -> int:
+    """Which mechanism and epsilon suit a purpose: from the schema and the public row count only."""
+    from . import recommend as rec
+
+    schema = _load_schema(args.schema)
+    if schema.draft:
+        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
+    purpose = rec.Purpose.parse(args.purpose, target=args.target, pairs=args.pairs,
+                                larger_than_memory=args.larger_than_memory)
+    epsilon, delta = _amount(args.epsilon, "epsilon"), _amount(args.delta, "delta")
+    result = rec.recommend(schema, n=args.rows, epsilon=epsilon, delta=delta, purpose=purpose)
+    out = result.to_dict()
+    if args.target_error is not None and result.recommended:
+        out["target_error"] = args.target_error
+        out["smallest_epsilon"] = rec.smallest_epsilon(result.recommended, schema, n=args.rows, delta=delta,
+                                                       purpose=purpose, target=args.target_error)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(rec.summary_text(result, out.get("smallest_epsilon"), args.target_error))
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m mechanisms", description="dpportal DP synthesis library")
     sub = p.add_subparsers(dest="command", required=True)
@@ -120,6 +154,18 @@ def make_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="schema tools")
     s.add_argument("action", help="'draft'")
     s.add_argument("data")
+    r = sub.add_parser("recommend", help="recommended mechanism and predicted accuracy (public inputs only)")
+    r.add_argument("--schema", required=True, help="confirmed schema JSON")
+    r.add_argument("--rows", type=int, required=True, help="public row count n")
+    r.add_argument("--epsilon", required=True)
+    r.add_argument("--delta", default="0")
+    r.add_argument("--purpose", default="explore", choices=("explore", "marginals", "ml"))
+    r.add_argument("--target", default=None, help="ml: the column models will predict")
+    r.add_argument("--pairs", default=None, help="marginals: 'a:b,c:d' (default all pairs)")
+    r.add_argument("--larger-than-memory", action="store_true", help="only streaming mechanisms can run")
+    r.add_argument("--target-error", type=float, default=None,
+                   help="also report the smallest epsilon whose predicted error is at most this (e.g. 0.1)")
+    r.add_argument("--json", action="store_true", help="JSON instead of the human summary")
     y = sub.add_parser("synthesize", help="release a synthetic CSV")
     y.add_argument("mechanism")
     y.add_argument("--data", required=True)
@@ -145,7 +191,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate}
+    handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate,
+                "recommend": cmd_recommend}
     try:
         return handlers[args.command](args)
     except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:

@@ -17,7 +17,17 @@ from fractions import Fraction
 from typing import Iterable
 
 NEIGHBOURING = "replace-one (bounded DP): neighbouring tables differ in one replaced record; the row count is public"
-GUARANTEES = ("pure", "approximate")
+GUARANTEES = ("pure", "approximate", "mcmc", "heuristic")
+# What each label promises (the ledger and the release page show the label; reports carry the meaning).
+GUARANTEE_MEANINGS = {
+    "pure": "epsilon-DP, proven for the algorithm as implemented",
+    "approximate": "(epsilon, delta)-DP, proven for the algorithm as implemented",
+    "mcmc": "epsilon-DP holds for EXACT sampling of the target distribution; the release comes from a finite "
+            "Markov chain that only approximates it (no certified bound: if the chain were within total "
+            "variation tau of the target on every table, the release would be (epsilon, (1+e^epsilon) tau)-DP)",
+    "heuristic": "epsilon is the algorithm's design parameter, NOT a proven guarantee: the implementation is "
+                 "known to exceed it on some neighbouring tables",
+}
 
 
 # Every epsilon/delta (costs, caps, form and GET values, CLI arguments) goes through ``exact``, so
@@ -139,14 +149,15 @@ class PrivacyCost:
             raise ValueError(f"delta must be in [0, 1), got delta={self.delta!r}")
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee must be one of {GUARANTEES}, got {self.guarantee!r}")
-        if self.guarantee == "pure" and self.delta != 0:
-            raise ValueError("a pure guarantee has delta = 0")
+        if self.guarantee != "approximate" and self.delta != 0:
+            raise ValueError(f"a {self.guarantee} guarantee has delta = 0, got delta={self.delta!r}")
 
     def to_dict(self) -> dict:
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,
             "guarantee": self.guarantee,
+            "guarantee_meaning": GUARANTEE_MEANINGS[self.guarantee],
             "caveats": list(self.caveats),
             "neighbouring": self.neighbouring,
             "details": self.details,

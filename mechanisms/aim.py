@@ -92,8 +92,11 @@ class AIM(Mechanism):
                   "relations but take more time and memory (the paper's default 80)", 1.0, 2048.0),
         ParamSpec("max_rounds", "int", None, "Most selection rounds (default 16 x columns, the paper's): fewer "
                   "rounds put more budget on each measurement", 1, 100_000, optional=True),
-        ParamSpec("iters", "int", 1000, "Mirror-descent iterations per model estimate (no privacy cost): more "
-                  "fits the noisy marginals more closely and takes longer", 50, 100_000),
+        ParamSpec("iters", "int", 250, "Mirror-descent iterations of each round's model estimate, warm-started "
+                  "from the previous round (no privacy cost): more fits the noisy marginals more closely and "
+                  "takes longer", 50, 100_000),
+        ParamSpec("final_iters", "int", 1000, "Mirror-descent iterations of the final estimate that the synthetic "
+                  "rows are drawn from (no privacy cost)", 50, 100_000),
     )
 
     def __init__(self, schema: Schema, **kw):
@@ -179,6 +182,8 @@ class AIM(Mechanism):
         if math.fsum(spent) > rho * (1 + 1e-9):  # pragma: no cover - guards the derivation above
             raise AssertionError(f"aim spent rho={math.fsum(spent)} > {rho}")
         self.rho, self.rho_spent = rho, math.fsum(spent)
+        self.progress(0.995, "final estimate")
+        model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
         self.model = ModelTables.from_model(mbi, model, names, sizes)
         self.progress(1.0, "model estimated")
 

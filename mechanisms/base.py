@@ -210,6 +210,9 @@ class Mechanism:
 
     @classmethod
     def describe(cls) -> dict:
+        from .steward_help import steward_help  # beside the specs; imports this module
+
+        params = [{**p.to_dict(), "steward_help": steward_help(cls.name, p)} for p in cls.params]
         return {
             "name": cls.name,
             "title": cls.title,
@@ -218,7 +221,7 @@ class Mechanism:
             "needs_delta": cls.needs_delta,
             "gaussian_mode": cls.gaussian_mode,
             "streaming": cls.streaming,
-            "params": [p.to_dict() for p in cls.params],
+            "params": params,
         }
 
     @classmethod

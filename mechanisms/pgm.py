@@ -64,6 +64,10 @@ def load_mbi():
     except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
         pass
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        # AIM compiles one program per model structure; XLA's optimisation level 0 cut its CPU time by a
+        # third on adult (docs/mechanisms/aim.md) and the programs run in well under their compile time
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -165,10 +169,18 @@ def _compiled_estimate(mbi):
     three programs, most of AIM's time. One program per structure is measured in docs/mechanisms/aim.md."""
     if "run" not in _COMPILED:
         import jax
+        import jax.numpy as jnp
 
-        @jax.jit(static_argnames=("estimator", "domain", "iters"))
+        from mbi.estimation import MirrorDescentState, _extract_potentials
+
+        @jax.jit(static_argnames=("estimator", "domain"))
         def run(estimator, domain, loss_fn, known_total, warm, iters):
-            state = estimator._init(domain, loss_fn, known_total, warm_start=warm)
+            # mbi's _init, less the marginals and loss it evaluates for callbacks: _step recomputes the
+            # marginals from the potentials first and never reads the stored ones, so they are omitted
+            # (the potentials stand in, same structure) and the program holds one message-passing pass fewer
+            potentials = _extract_potentials(warm, domain, loss_fn.cliques)
+            alpha = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's initial Armijo step
+            state = MirrorDescentState(potentials, potentials, alpha, jnp.asarray(0.0))
             state = jax.lax.fori_loop(0, iters, lambda _, s: estimator._step(s, loss_fn, known_total), state)
             return estimator._finalize(state, known_total)
 
@@ -181,11 +193,13 @@ def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Mea
              iters: int, warm_start=None):
     """Private-PGM mirror descent over the noisy measurements (post-processing): ``iters`` steps with
     mbi's Armijo line search from zero potentials or from ``warm_start``'s, the public n as total."""
+    import jax.numpy as jnp
+
     domain = mbi.Domain(list(names), [sizes[a] for a in names])
     run, estimator = _compiled_estimate(mbi)
     loss_fn = mbi.marginal_loss.from_linear_measurements(measurements.to_mbi(mbi), domain)
     warm = None if warm_start is None else warm_start.potentials  # expanded inside the program
-    return run(estimator, domain, loss_fn, float(total), warm, int(iters))
+    return run(estimator, domain, loss_fn, float(total), warm, jnp.asarray(int(iters)))  # iters traced: one program
 
 
 # ------------------------------------------------------------------------------------------------

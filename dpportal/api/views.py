@@ -10,6 +10,7 @@ from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, rel
 from dpportal.datasets import services as dataset_services
 from dpportal.datasets.upload import UploadError, parse_markers, store_upload
 from dpportal.ledger import services as ledger
+from dpportal.releases import guidance
 from dpportal.releases import services as release_services
 from dpportal.releases.manifest import manifest, public_report
 from dpportal.releases.models import Release
@@ -133,6 +134,34 @@ def budget(request, pk):
     return JsonResponse(ledger.remaining(d))
 
 
+@api_view("GET")
+def recommendation(request, pk):
+    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&target_error=:
+    the recommended mechanism and every mechanism's predicted accuracy, from public inputs only."""
+    d = dataset_for_owner(request.user, pk)
+    unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
+    if unknown:
+        raise ApiError(f"unknown parameter(s) {unknown}; use {sorted(RECOMMENDATION_PARAMS)}")
+    try:
+        return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
+    except guidance.GuidanceError as exc:
+        raise ApiError(str(exc)) from None
+
+
+RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
+                         "mechanism"}
+
+
+def _check_would_fail(dataset, data: dict) -> None:
+    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true."""
+    if data.get("confirm_would_fail") is True or not isinstance(data["mechanism"], str):
+        return
+    reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
+    if reason:
+        raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
+                       "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
+
+
 def _amount(value, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ApiError(f"{name} must be a number or a decimal string, got {name}={value!r}")
@@ -148,11 +177,12 @@ def dataset_releases(request, pk):
         return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)
-    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows"})
+    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail"})
     if unknown:
         raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
     if "epsilon" not in data or "mechanism" not in data:
         raise ApiError("send at least 'mechanism' and 'epsilon'")
+    _check_would_fail(d, data)
     try:
         release = release_services.plan_release(d, request.user, release_services.ReleaseRequest(
             mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
@@ -231,6 +261,33 @@ def release_draws(request, pk):
     except release_services.ReleaseRequestError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(draw, for_owner=True), status=201)
+
+
+@api_view("POST")
+def release_estimate(request, pk):
+    """POST /api/datasets/{id}/releases/estimate/: the run-time estimate of a release request (same body
+    as a request), validated like one; nothing charged or queued."""
+    dataset = dataset_for_owner(request.user, pk)
+    body = json_body(request)
+    try:
+        est = release_services.estimate_request(dataset, release_services.ReleaseRequest(
+            mechanism=body.get("mechanism"), epsilon=body.get("epsilon"), delta=body.get("delta"),
+            params=body.get("params") or {}, rows=body.get("rows", dataset.n_rows)))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(est)
+
+
+@api_view("POST")
+def release_cancel(request, pk):
+    """POST /api/releases/{id}/cancel/: queued -> cancelled and refunded (200); running -> stops at its
+    next progress point (202, poll the release); finished -> 409."""
+    r = release_for_owner(request.user, pk)
+    try:
+        r = release_services.cancel(r)
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc), 409) from None
+    return JsonResponse(release_dict(r, for_owner=True), status=200 if r.is_finished else 202)
 
 
 @api_view("GET")

@@ -29,6 +29,7 @@ def run_release(self, release_id: int) -> None:
     if services.claim(release_id):
         with sweeper.heartbeat(release_id):  # a vanished worker's job is failed by sweeper.sweep
             services.execute(release_id)
+        services.queue_evaluation(release_id)  # on the evaluation queue: this worker is free at once
         return
     # Not queued any more: a duplicate delivery of a running/finished job does nothing, except
     # that a REDELIVERED message for a job still marked running means its worker died mid-job.

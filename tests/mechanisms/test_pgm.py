@@ -124,3 +124,22 @@ def test_repeated_measurements_are_pooled_by_inverse_variance():
     pooled = log.items[0]
     assert np.allclose(pooled.values, [(10 / 4 + 16) / (1 / 4 + 1), (20 / 4 + 26) / (1 / 4 + 1)])
     assert pooled.sigma == pytest.approx((1 / 4 + 1) ** -0.5)
+
+
+def test_the_compiled_estimate_equals_private_pgms_mirror_descent():
+    """pgm.estimate compiles mbi's MirrorDescent steps as one program (skipping the marginals _init
+    computes only for callbacks): same estimate as mbi's own estimate()."""
+    mbi = pgm.load_mbi()
+    names, sizes = ["a", "b", "c", "d"], {"a": 3, "b": 4, "c": 2, "d": 5}
+    rng = np.random.default_rng(0)
+    log = pgm.Measurements()
+    for a in names:
+        log.add(pgm.Measurement((a,), rng.random(sizes[a]) * 300, 5.0))
+    log.add(pgm.Measurement(("a", "b"), rng.random(12) * 100, 5.0))
+    log.add(pgm.Measurement(("c", "d"), rng.random(10) * 100, 5.0))
+    ours = pgm.estimate(mbi, sizes, names, log, total=1000, iters=300)
+    theirs = mbi.estimation.MirrorDescent().estimate(mbi.Domain(names, [sizes[a] for a in names]), log.to_mbi(mbi),
+                                                     known_total=1000.0, iters=300)
+    for cl in theirs.marginals.cliques:
+        assert np.allclose(np.asarray(ours.marginals[cl].datavector()), np.asarray(theirs.marginals[cl].datavector()),
+                           rtol=1e-9, atol=1e-9)

@@ -97,6 +97,8 @@ MATRIX: dict[str, list[Case]] = {
                         Case("post", "/api/auth/token/", everyone(400), '{"username": "x", "password": "y"}',
                              "application/json")],
     "api/mechanisms/": [Case("get", "/api/mechanisms/", api_user())],
+    "api/datasets/<int:pk>/recommendation/": [Case("get", "/api/datasets/{d}/recommendation/?epsilon=1",
+                                                   api_owner())],
     "api/datasets/": [Case("get", "/api/datasets/", api_user()),
                       Case("post", "/api/datasets/", api_steward(201), "upload")],
     "api/datasets/<int:pk>/": [Case("get", "/api/datasets/{d}/", api_viewer())],

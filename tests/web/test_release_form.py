@@ -18,7 +18,8 @@ def _supported():
 
 def _defaults(cls) -> dict:
     """What the browser submits for an untouched form."""
-    post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20"}
+    post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20",
+            "confirm_would_fail": "on"}  # ignored unless the mechanism is predicted to fail (then it is required)
     for spec in cls.params:
         if spec.type == "bool":
             if spec.default:

@@ -177,7 +177,10 @@ def test_a_job_whose_worker_died_is_failed_once_and_stays_charged(world):
 
 def test_the_status_endpoint_reports_progress(world):
     data = world.client(world.owner).get(f"/releases/{world.release.pk}/status.json").json()
-    assert data == {"id": world.release.pk, "status": "done", "progress": 100.0, "stage": "done", "finished": True}
+    assert {k: data[k] for k in ("id", "status", "progress", "stage", "finished", "can_cancel", "queue")} == {
+        "id": world.release.pk, "status": "done", "progress": 100.0, "stage": "done", "finished": True,
+        "can_cancel": False, "queue": "fast"}
+    assert data["elapsed_seconds"] >= 0 and data["timing_text"].startswith("took ")
 
 
 def test_the_draw_button_queues_a_free_draw(world):
@@ -222,3 +225,25 @@ def test_release_form_warns_when_pmse_gets_more_columns_than_it_can_use(world):
     base = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "baseline"}).content.decode()
     assert "mechanism-advice" not in base
     assert Release.objects.count() == before
+
+
+def test_pmse_releases_are_recorded_as_mcmc_or_heuristic_never_pure(world):
+    """Issue 17: the release form warns before release (advice), and after it the ledger and the release
+    page carry the honest label: 'mcmc' for strict trees, 'heuristic' for the paper's greedy trees."""
+    from dpportal.ledger.models import LedgerEntry
+
+    text = "a,b\n" + "\n".join(f"{(i * 7) % 50},{(i * 3) % 50}" for i in range(40))
+    schema = {"missing_markers": [""], "columns": [
+        {"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in "ab"]}
+    ds = make_dataset(world.owner, text=text, schema=schema)
+    client = world.client(world.owner)
+    form = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "pmse"}).content.decode()
+    assert "tree=&#x27;paper&#x27; is heuristic" in form and "not &#x27;pure&#x27;" in form
+    for tree, label in (("strict", "mcmc"), ("paper", "heuristic")):
+        release = run_release(ds, world.owner, epsilon="0.2", rows=10, mechanism="pmse",
+                              params={"tree": tree, "burn_in": 100, "iterations": 100, "m": 1})
+        assert release.status == "done", release.error
+        spend = LedgerEntry.objects.get(release=release, kind=LedgerEntry.SPEND)
+        assert spend.guarantee == label
+        page = client.get(f"/releases/{release.pk}/").content.decode()
+        assert f"{label} DP" in page and 'id="guarantee-meaning"' in page
