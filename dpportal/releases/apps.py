@@ -12,7 +12,8 @@ class ReleasesConfig(AppConfig):
 
 
 def _start_sweeper(**kwargs) -> None:
-    """Every worker, at startup and then periodically, fails releases whose worker vanished."""
-    from .sweeper import start_periodic
+    """Every worker, at startup and then periodically, has releases whose worker vanished failed
+    (by a loop process beside it: sweeper.spawn_loop)."""
+    from .sweeper import spawn_loop
 
-    start_periodic()
+    spawn_loop()

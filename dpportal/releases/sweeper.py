@@ -13,18 +13,23 @@ else start) is older than ``STALE_SECONDS`` and settles it by the ledger's rules
 transaction: spent if the job had touched data, refunded otherwise. Each failure is one
 conditional UPDATE (running -> failed), so any number of sweepers (every worker runs one) agree.
 
-Who sweeps: every worker at startup and then every ``SWEEP_SECONDS`` in a daemon thread of its
-main process (:func:`start_periodic`, connected in apps.py), and ``manage.py sweep_releases`` (for
-cron, or by hand). A release is therefore settled at most STALE + SWEEP seconds after its worker
-died, as long as one worker is up (scripts/run.sh restarts a dead one).
+Who sweeps: a loop process that every worker starts when it is ready (:func:`spawn_loop`, connected
+to ``worker_ready`` in apps.py; one loop per data directory), at once and then every
+``SWEEP_SECONDS``; and ``manage.py sweep_releases`` (for cron, or by hand). A release is therefore settled at most STALE + SWEEP seconds after its worker
+died, as long as one worker is up (restart dead workers with a process supervisor).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import subprocess
+import sys
 import threading
+import time
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -110,20 +115,51 @@ def fail_stranded(release_id: int, now=None) -> bool:
         return changed == 1
 
 
-def start_periodic() -> threading.Thread:
-    """Sweep now, then every SWEEP_SECONDS, in a daemon thread (a worker's main process)."""
-    interval = float(getattr(settings, "DPPORTAL_SWEEP_SECONDS", 30))
+def sweep_once() -> list[int]:
+    """One sweep that never raises (the next one retries, e.g. while the database restarts) and
+    holds no database connection while the loop sleeps."""
+    try:
+        return sweep()
+    except Exception:  # noqa: BLE001
+        log.warning("sweeping stranded releases failed", exc_info=True)
+        return []
+    finally:
+        connection.close()
 
-    def loop() -> None:
-        while True:
-            try:
-                sweep()
-            except Exception:  # noqa: BLE001 - the next round retries (e.g. the database restarting)
-                log.warning("sweeping stranded releases failed", exc_info=True)
-            finally:
-                connection.close()  # hold no connection while idle (pool processes fork from this process)
-            threading.Event().wait(interval)
 
-    thread = threading.Thread(target=loop, name="dpportal-sweeper", daemon=True)
-    thread.start()
-    return thread
+def spawn_loop() -> subprocess.Popen:
+    """Start ``manage.py sweep_releases --loop`` beside this worker (a worker calls it when ready).
+
+    A separate process, not a thread or database work in the worker's own process: the prefork
+    parent forks pool processes at any time, and a thread holding a lock (or an open database
+    connection) at that moment is inherited by the new process. The loop sweeps at once and then
+    every SWEEP_SECONDS, holds a file lock so that one loop runs per data directory, and ends when
+    the worker that started it is gone."""
+    return subprocess.Popen([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "sweep_releases", "--loop",
+                             "--parent", str(os.getpid())], stdin=subprocess.DEVNULL, close_fds=True)
+
+
+def run_loop(parent: int | None = None) -> None:
+    """The body of ``sweep_releases --loop``: one loop per data directory (an exclusive file lock)."""
+    import fcntl
+
+    lock_path = Path(settings.DATA_DIR) / "sweeper.lock"
+    with open(lock_path, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # another worker's loop sweeps this data directory
+        interval = float(getattr(settings, "DPPORTAL_SWEEP_SECONDS", 30))
+        while parent is None or _alive(parent):
+            sweep_once()
+            time.sleep(interval)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return os.getppid() == pid  # reparented: the worker is gone even if its pid was reused

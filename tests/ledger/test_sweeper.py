@@ -95,3 +95,16 @@ def test_the_heartbeat_thread_keeps_a_long_job_alive(ready, personas, settings):
 def test_a_cold_shutdown_is_named_not_minus_241():
     assert jobs.failure_text(SystemExit(-241)).startswith("the worker was shut down by SIGTERM")
     assert "-241" not in jobs.failure_text(SystemExit(-241))
+
+
+def test_the_sweep_loop_runs_once_per_data_directory_and_stops_with_its_worker(ready, settings, tmp_path):
+    import fcntl
+    import os
+
+    settings.DATA_DIR = tmp_path
+    with open(tmp_path / "sweeper.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        sweeper.run_loop(parent=os.getpid())  # another loop holds the lock: returns at once
+    gone = 2**22 + 12345  # no such process
+    sweeper.run_loop(parent=gone)  # the worker that started it is gone: returns without sweeping
+    assert not sweeper._alive(gone) and not sweeper._alive(os.getpid())  # our parent is pytest's, not us
