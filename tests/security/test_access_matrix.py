@@ -111,7 +111,11 @@ MATRIX: dict[str, list[Case]] = {
         Case("post", "/api/datasets/{d}/releases/", api_owner(201),
              '{"mechanism": "baseline", "epsilon": "0.1", "rows": 5}', "application/json")],
     "api/datasets/<int:pk>/ledger/": [Case("get", "/api/datasets/{d}/ledger/", api_owner())],
+    "api/datasets/<int:pk>/releases/estimate/": [
+        Case("post", "/api/datasets/{d}/releases/estimate/", api_owner(), '{"mechanism": "baseline", "epsilon": "0.1"}',
+             "application/json")],
     "api/releases/<int:pk>/": [Case("get", "/api/releases/{r}/", api_viewer())],
+    "api/releases/<int:pk>/cancel/": [Case("post", "/api/releases/{r}/cancel/", api_owner(409))],  # {r} is done
     "api/releases/<int:pk>/draws/": [Case("post", "/api/releases/{r}/draws/", api_owner(201), '{"rows": 5}',
                                           "application/json")],
     "api/releases/<int:pk>/synthetic.csv": [Case("get", "/api/releases/{r}/synthetic.csv", api_viewer())],
@@ -143,6 +147,7 @@ MATRIX: dict[str, list[Case]] = {
     "releases/<int:pk>/synthetic.csv": [Case("get", "/releases/{r}/synthetic.csv", web_viewer())],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
+    "releases/<int:pk>/cancel/": [Case("post", "/releases/{r}/cancel/", web_owner(302))],
     # ledger (steward-only)
     "datasets/<int:pk>/ledger/": [Case("get", "/datasets/{d}/ledger/", web_owner())],
     "datasets/<int:pk>/ledger.csv": [Case("get", "/datasets/{d}/ledger.csv", web_owner())],
