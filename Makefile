@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-venv bench-scale venv clean
+.PHONY: run test test-fast bench bench-quick bench-pgm bench-venv bench-scale venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ test: venv
 clean:
 	rm -rf $(VENV) var test-artifacts
 
+# Privacy audits at full power (tests/privacy at fast settings run in `make test`); figures in
+# docs/privacy-model.md.
+audit: venv
+	DPPORTAL_AUDIT=full $(PY) -m pytest -q tests/privacy
+	DPPORTAL_AUDIT=full $(PY) -m tests.privacy.table
+
 # Benchmarks (slow: not part of `make test`). Peers run in their own venv so the product never
 # depends on smartnoise-synth. Results go to docs/benchmarks-*.md and docs/mechanisms/*.md.
 BENCH_VENV := .venv-bench
@@ -38,8 +44,13 @@ bench-venv: $(BENCH_VENV)/.installed
 bench-quick: venv bench-venv
 	$(PY) -m benchmarks.compare --quick --jobs 2
 
+# AIM, MST and the Gaussian baseline against SmartNoise's, each pair started together (docs/benchmarks-pgm.md)
+bench-pgm: venv bench-venv
+	$(PY) -m benchmarks.pgm_compare
+
 bench: venv bench-venv
 	$(PY) -m benchmarks.compare --jobs 2
+	$(PY) -m benchmarks.pgm_compare
 	$(PY) -m benchmarks.kdtree_perf
 	$(PY) -m benchmarks.kdtree_figures
 	$(PY) -m benchmarks.kdtree_classification

@@ -104,7 +104,7 @@ def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int
     params = {k: v for k, v in params.items() if any(p.name == k for p in cls.params)}
     cmd = [sys.executable, "-m", "benchmarks.run_one", mech, "--data", str(data), "--schema", str(schema_path),
            "--epsilon", str(eps), "--rows", str(rows), "--out", str(out)]
-    if cls.needs_delta:
+    if cls.requires_delta(params):
         cmd += ["--delta", str(DELTA)]
     for k, v in params.items():
         cmd += ["--param", f"{k}={v}"]

@@ -9,6 +9,9 @@ urlpatterns = [
     path("", datasets.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", auth_views.PasswordChangeView.as_view(success_url="/accounts/password/done/"),
+         name="password_change"),
+    path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/", include("dpportal.api.urls")),
     # datasets
@@ -18,6 +21,7 @@ urlpatterns = [
     path("datasets/<int:pk>/schema/", datasets.dataset_schema, name="dpportal-schema"),
     path("datasets/<int:pk>/schema.json", datasets.dataset_schema_export, name="dpportal-schema-export"),
     path("datasets/<int:pk>/schema/import/", datasets.dataset_schema_import, name="dpportal-schema-import"),
+    path("datasets/<int:pk>/schema/dp-bounds/", datasets.dataset_schema_dp_bounds, name="dpportal-schema-dp-bounds"),
     path("datasets/<int:pk>/budget/", datasets.dataset_budget, name="dpportal-budget"),
     path("datasets/<int:pk>/raw/delete/", datasets.dataset_raw_delete, name="dpportal-raw-delete"),
     path("datasets/<int:pk>/grants/", datasets.dataset_grant, name="dpportal-grant"),
@@ -28,6 +32,7 @@ urlpatterns = [
     path("releases/<int:pk>/synthetic.csv", releases.release_download, name="dpportal-release-csv"),
     path("releases/<int:pk>/manifest.json", releases.release_manifest, name="dpportal-release-manifest"),
     path("releases/<int:pk>/draw/", releases.release_draw, name="dpportal-release-draw"),
+    path("releases/<int:pk>/edit/", releases.release_edit, name="dpportal-release-edit"),
     path("releases/<int:pk>/cancel/", releases.release_cancel, name="dpportal-release-cancel"),
     # ledger and dashboards: their own URL modules
     path("", include("dpportal.ledger.urls")),

@@ -1,4 +1,4 @@
-"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate}``.
+"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate, recommend}``.
 
 Errors exit non-zero with one line naming the problem.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
@@ -40,8 +41,31 @@ def _load_schema(path: str) -> Schema:
 
 
 def cmd_list(args) -> int:
-    print(json.dumps(registry.describe_all(), indent=2))
+    mechs = registry.describe_all()
+    if getattr(args, "json", False):
+        print(json.dumps(mechs, indent=2, ensure_ascii=False))
+    else:
+        print(list_summary(mechs))
     return 0
+
+
+def list_summary(mechs: list[dict]) -> str:
+    """One block per mechanism: name and title, kinds and guarantee, each parameter with its default."""
+    lines = []
+    width = max(len(m["name"]) for m in mechs) + 2
+    for m in mechs:
+        pad = " " * width
+        lines.append(f"{m['name']:<{width}}{m['title']}")
+        privacy = "epsilon and delta (approximate DP)" if m["needs_delta"] else "epsilon only (pure DP)"
+        extra = "; streams tables larger than memory" if m.get("streaming") else ""
+        lines.append(f"{pad}columns: {', '.join(m['supported_kinds'])}; {privacy}{extra}")
+        for p in m["params"]:
+            default = "automatic" if p["default"] is None else p["default"]
+            lines.append(f"{pad}  --param {p['name']}=...  ({p['type']}, default {default}): {p['help']}")
+        if not m["params"]:
+            lines.append(f"{pad}  (no parameters)")
+    lines.append("\nFull descriptions as JSON: python -m mechanisms list --json")
+    return "\n".join(lines)
 
 
 def cmd_schema(args) -> int:
@@ -89,13 +113,59 @@ def cmd_evaluate(args) -> int:
     return evaluation.cli(args)
 
 
+def _amount(value: str, name: str) -> float:
+    try:
+        v = float(value)
+    except ValueError:
+        raise CLIError(f"{name} must be a number, got {name}={value!r}") from None
+    if not math.isfinite(v):
+        raise CLIError(f"{name} must be finite, got {name}={value!r}")
+    return v
+
+
+def cmd_recommend(args) -> int:
+    """Which mechanism and epsilon suit a purpose: from the schema and the public row count only."""
+    from . import recommend as rec
+
+    schema = _load_schema(args.schema)
+    if schema.draft:
+        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
+    purpose = rec.Purpose.parse(args.purpose, target=args.target, pairs=args.pairs,
+                                larger_than_memory=args.larger_than_memory)
+    epsilon, delta = _amount(args.epsilon, "epsilon"), _amount(args.delta, "delta")
+    result = rec.recommend(schema, n=args.rows, epsilon=epsilon, delta=delta, purpose=purpose)
+    out = result.to_dict()
+    if args.target_error is not None and result.recommended:
+        out["target_error"] = args.target_error
+        out["smallest_epsilon"] = rec.smallest_epsilon(result.recommended, schema, n=args.rows, delta=delta,
+                                                       purpose=purpose, target=args.target_error)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(rec.summary_text(result, out.get("smallest_epsilon"), args.target_error))
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m mechanisms", description="dpportal DP synthesis library")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="mechanisms, parameters and supported column kinds as JSON")
+    ls = sub.add_parser("list", help="mechanisms, parameters and supported column kinds")
+    ls.add_argument("--json", action="store_true", help="print the descriptions as JSON")
     s = sub.add_parser("schema", help="schema tools")
     s.add_argument("action", help="'draft'")
     s.add_argument("data")
+    r = sub.add_parser("recommend", help="recommended mechanism and predicted accuracy (public inputs only)")
+    r.add_argument("--schema", required=True, help="confirmed schema JSON")
+    r.add_argument("--rows", type=int, required=True, help="public row count n")
+    r.add_argument("--epsilon", required=True)
+    r.add_argument("--delta", default="0")
+    r.add_argument("--purpose", default="explore", choices=("explore", "marginals", "ml"))
+    r.add_argument("--target", default=None, help="ml: the column models will predict")
+    r.add_argument("--pairs", default=None, help="marginals: 'a:b,c:d' (default all pairs)")
+    r.add_argument("--larger-than-memory", action="store_true", help="only streaming mechanisms can run")
+    r.add_argument("--target-error", type=float, default=None,
+                   help="also report the smallest epsilon whose predicted error is at most this (e.g. 0.1)")
+    r.add_argument("--json", action="store_true", help="JSON instead of the human summary")
     y = sub.add_parser("synthesize", help="release a synthetic CSV")
     y.add_argument("mechanism")
     y.add_argument("--data", required=True)
@@ -114,13 +184,15 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--test", default=None, help="real held-out CSV for TSTR (needs --target)")
     e.add_argument("--seed", type=int, default=0, help="seed of the (non-private) evaluation sampling")
     e.add_argument("--fast", action="store_true", help="TSTR on fewer rows with fewer trees")
-    e.add_argument("--compact", action="store_true", help="one-line JSON")
+    e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON (default: a summary)")
+    e.add_argument("--compact", action="store_true", help="one-line JSON (implies --json)")
     return p
 
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate}
+    handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate,
+                "recommend": cmd_recommend}
     try:
         return handlers[args.command](args)
     except (CLIError, ValueError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:

@@ -17,7 +17,17 @@ from fractions import Fraction
 from typing import Iterable
 
 NEIGHBOURING = "replace-one (bounded DP): neighbouring tables differ in one replaced record; the row count is public"
-GUARANTEES = ("pure", "approximate")
+GUARANTEES = ("pure", "approximate", "mcmc", "heuristic")
+# What each label promises (the ledger and the release page show the label; reports carry the meaning).
+GUARANTEE_MEANINGS = {
+    "pure": "epsilon-DP, proven for the algorithm as implemented",
+    "approximate": "(epsilon, delta)-DP, proven for the algorithm as implemented",
+    "mcmc": "epsilon-DP holds for EXACT sampling of the target distribution; the release comes from a finite "
+            "Markov chain that only approximates it (no certified bound: if the chain were within total "
+            "variation tau of the target on every table, the release would be (epsilon, (1+e^epsilon) tau)-DP)",
+    "heuristic": "epsilon is the algorithm's design parameter, NOT a proven guarantee: the implementation is "
+                 "known to exceed it on some neighbouring tables",
+}
 
 
 def exact(value) -> Fraction:
@@ -89,14 +99,15 @@ class PrivacyCost:
             raise ValueError(f"delta must be in [0, 1), got delta={self.delta!r}")
         if self.guarantee not in GUARANTEES:
             raise ValueError(f"guarantee must be one of {GUARANTEES}, got {self.guarantee!r}")
-        if self.guarantee == "pure" and self.delta != 0:
-            raise ValueError("a pure guarantee has delta = 0")
+        if self.guarantee != "approximate" and self.delta != 0:
+            raise ValueError(f"a {self.guarantee} guarantee has delta = 0, got delta={self.delta!r}")
 
     def to_dict(self) -> dict:
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,
             "guarantee": self.guarantee,
+            "guarantee_meaning": GUARANTEE_MEANINGS[self.guarantee],
             "caveats": list(self.caveats),
             "neighbouring": self.neighbouring,
             "details": self.details,
@@ -192,3 +203,78 @@ def calibrate_gaussian_rdp(epsilon: float, delta: float, *, count: int = 1) -> f
         else:
             lo = mid
     return hi  # the upper end always satisfies the target
+
+
+# ----------------------------------------------------------------------------------------------
+# zCDP (AIM, MST, the Gaussian modes): rho-zCDP inside one release, converted to (epsilon, delta)
+# ----------------------------------------------------------------------------------------------
+# A mechanism that is rho-zCDP (Bun & Steinke 2016) is (epsilon, delta)-DP for
+#     delta = inf_{alpha > 1}  exp((alpha - 1)(alpha rho - epsilon)) / (alpha - 1) * (1 - 1/alpha)^alpha
+# (Canonne, Kamath & Steinke 2020, Proposition 12 / Corollary 13: the tight conversion that
+# Private-PGM's cdp2adp and OpenDP's make_zCDP_to_approxDP also use). The steward gives (epsilon,
+# delta); the mechanism spends the LARGEST rho whose conversion is within them; the ledger records
+# the steward's (epsilon, delta). Composition inside a release: rho adds up (Gaussian measurement
+# with L2 sensitivity D and noise std sigma: rho = D^2 / (2 sigma^2); exponential mechanism that is
+# eps-DP: eps^2 / 8, Cesar & Rogers 2021).
+
+_RHO_REL_TOL = 1e-12
+
+
+def _check_rho(rho: float) -> None:
+    if not (rho > 0 and math.isfinite(rho)):
+        raise ValueError(f"rho must be positive and finite, got rho={rho!r}")
+
+
+def _zcdp_log_delta(rho: float, epsilon: float, alpha: float) -> float:
+    return (alpha - 1) * (alpha * rho - epsilon) + alpha * math.log1p(-1 / alpha) - math.log(alpha - 1)
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """Smallest delta such that rho-zCDP implies (epsilon, delta)-DP (the CKS20 bound above).
+
+    The exponent is convex in alpha; its derivative (2 alpha - 1) rho - epsilon + log(1 - 1/alpha)
+    is increasing, so its root (the optimal alpha) is found by bisection."""
+    _check_rho(rho)
+    if not (epsilon >= 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be non-negative and finite, got epsilon={epsilon!r}")
+
+    def slope(a: float) -> float:
+        return (2 * a - 1) * rho - epsilon + math.log1p(-1 / a)
+
+    lo, hi = 1.0 + 1e-12, 2.0
+    while slope(hi) < 0:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if slope(mid) < 0 else (lo, mid)
+    alpha = max(hi, 1.0 + 1e-9)
+    return min(1.0, math.exp(_zcdp_log_delta(rho, epsilon, alpha)))
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP (bisection on zcdp_delta)."""
+    _check_rho(rho)
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1), got delta={delta!r}")
+    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the simple bound is always enough
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if zcdp_delta(rho, mid) <= delta else (mid, hi)
+    return hi
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """Largest rho (to a relative 1e-12, rounded DOWN) such that rho-zCDP implies (epsilon, delta)-DP.
+
+    zcdp_delta is increasing in rho, so bisection; the lower end always satisfies the target."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be positive and finite, got epsilon={epsilon!r}")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1) for zCDP accounting, got delta={delta!r}")
+    lo, hi = 0.0, epsilon + 1.0
+    while hi - lo > _RHO_REL_TOL * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if zcdp_delta(mid, epsilon) <= delta else (lo, mid)
+    if lo <= 0:
+        raise ValueError(f"epsilon={epsilon!r} at delta={delta!r} leaves no zCDP budget")
+    return lo

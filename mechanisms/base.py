@@ -40,6 +40,8 @@ class ParamSpec:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     optional: bool = False  # None allowed (e.g. "derive from n, d, epsilon")
+    kinds: tuple[str, ...] = ()  # "column" params: the column kinds allowed (empty: any kept column)
+    empty_means: str = ""  # what leaving an optional param empty does, when not "the automatic value"
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "type": self.type, "default": self.default, "help": self.help}
@@ -51,7 +53,13 @@ class ParamSpec:
             d["choices"] = list(self.choices)
         if self.optional:
             d["optional"] = True
+        if self.kinds:
+            d["kinds"] = list(self.kinds)
         return d
+
+    def column_choices(self, schema: Schema) -> list[str]:
+        """The kept columns a "column" parameter may name (of the allowed kinds)."""
+        return [c.name for c in schema.kept if not self.kinds or c.kind in self.kinds]
 
     def coerce(self, value: Any, schema: Schema | None = None) -> Any:
         """Validate and convert ``value`` (may be a CLI/form string). Raises ValueError naming the param."""
@@ -103,7 +111,17 @@ class ParamSpec:
             raise ValueError(f"parameter {name!r} must be one of {list(self.choices)}, got {v!r}")
         if self.type == "column" and schema is not None and v not in schema.names:
             raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
+        if self.type == "column" and schema is not None and v not in self.column_choices(schema):
+            raise ValueError(f"parameter {name!r}: {name} must be a {' or '.join(self.kinds)} column, got "
+                             f"{name}={v!r} of kind {schema.column(v).kind!r}")
         return v
+
+
+NOISE_MODE = ParamSpec(
+    "noise_type", "choice", "laplace",
+    "Noise family: 'laplace' keeps pure epsilon-DP (delta 0); 'gaussian' is accounted in zero-concentrated DP "
+    "and needs a delta, but adds far less noise when many columns or tables share the budget (its error grows "
+    "with their square root, not linearly)", choices=("laplace", "gaussian"))
 
 
 class Mechanism:
@@ -114,7 +132,8 @@ class Mechanism:
     title: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     supported_kinds: ClassVar[frozenset[str]] = frozenset({"continuous", "integer", "categorical"})
-    needs_delta: ClassVar[bool] = False
+    needs_delta: ClassVar[bool] = False  # always (epsilon, delta)-DP
+    gaussian_mode: ClassVar[bool] = False  # offers noise="gaussian" (zCDP, needs a delta); pure by default
     streaming: ClassVar[bool] = False  # reads the source only through chunks()
     params: ClassVar[tuple[ParamSpec, ...]] = ()
 
@@ -125,8 +144,14 @@ class Mechanism:
         self.check_schema(schema)
         self.schema = schema
         self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta, required=self.needs_delta)
         self.params = self.validate_params(params, schema)
+        required = self.requires_delta(self.params)
+        try:
+            self.delta = check_delta(delta, required=required)
+        except ValueError as exc:
+            if self.gaussian_mode and not required:
+                raise ValueError(f"{exc}; choose noise_type='gaussian' (zCDP) to spend a delta") from None
+            raise
         self.noise = noise if noise is not None else Noise.secure_backend()
         self._progress = progress
         self.fitted = False
@@ -139,6 +164,11 @@ class Mechanism:
             raise ValueError(f"mechanism {cls.name!r} does not support column kind(s) {bad}")
 
     @classmethod
+    def requires_delta(cls, params: dict) -> bool:
+        """Whether this configuration is (epsilon, delta)-DP and so needs a positive delta."""
+        return cls.needs_delta or (cls.gaussian_mode and params.get("noise_type") == "gaussian")
+
+    @classmethod
     def validate_params(cls, raw: dict, schema: Schema | None = None) -> dict:
         specs = {p.name: p for p in cls.params}
         unknown = sorted(set(raw) - set(specs))
@@ -148,14 +178,18 @@ class Mechanism:
 
     @classmethod
     def describe(cls) -> dict:
+        from .steward_help import steward_help  # beside the specs; imports this module
+
+        params = [{**p.to_dict(), "steward_help": steward_help(cls.name, p)} for p in cls.params]
         return {
             "name": cls.name,
             "title": cls.title,
             "paper": cls.paper,
             "supported_kinds": sorted(cls.supported_kinds),
             "needs_delta": cls.needs_delta,
+            "gaussian_mode": cls.gaussian_mode,
             "streaming": cls.streaming,
-            "params": [p.to_dict() for p in cls.params],
+            "params": params,
         }
 
     @classmethod

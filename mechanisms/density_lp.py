@@ -55,6 +55,16 @@ tables (column subsets S with 1 <= |S| <= degree).
 * mu's release and the LP noise compose: eps = eps_mu + eps_lp (the paper's "2 eps" with the default
   half/half split). ``uniform`` spends all of eps on the LP noise.
 
+Gaussian mode (``noise_type="gaussian"``, needs a delta; an extension, not in the papers): the same
+count vectors get discrete Gaussian noise, accounted in zCDP. A vector of L2 sensitivity D with noise
+std sigma costs D^2 / (2 sigma^2) (Canonne, Kamath & Steinke 2020). Under replace-one each table's
+count vector moves by (+1, -1): D^2 = 2 per table, so the LP's T tables have D^2 = 2T and get
+sigma = sqrt(T / rho_lp); the full histogram D^2 = 2 (sigma = sqrt(1 / rho_mu)); the product's p
+columns D^2 = 2p (sigma = sqrt(p / rho_mu)); the Bernstein lattice uses its L1 bound as the L2 bound
+(L2 <= L1), Gaussian on floats. rho is the largest that converts to the requested (epsilon, delta)
+(:func:`~mechanisms.accounting.zcdp_rho`), split between mu and the LP like epsilon above. The LP's
+noise then grows like sqrt(T) instead of T: with many columns this is most of the error.
+
 Every step after the noise (sampling z, the LP, sampling rows) is post-processing.
 """
 
@@ -72,8 +82,8 @@ from scipy import sparse
 from scipy.optimize import OptimizeWarning, linprog
 from scipy.stats import binom
 
-from .accounting import PrivacyCost, split_budget
-from .base import Mechanism, ParamSpec
+from .accounting import PrivacyCost, split_budget, zcdp_rho
+from .base import NOISE_MODE, Mechanism, ParamSpec
 from .noise import Noise, laplace_scale
 from .schema import Schema, TableSource
 
@@ -374,7 +384,9 @@ class DensityLP(Mechanism):
                   "error, one with the smallest total error (better average marginals, about 3-4x the LP time)"),
         ParamSpec("bernstein_order", "int", 1, "order of the iterated Bernstein operator (1 = plain "
                   "Bernstein polynomial, never negative)", minimum=1, maximum=4),
+        NOISE_MODE,
     )
+    gaussian_mode = True
 
     # Solve the LP on distinct reference cells (see _solve). Benchmarks switch it off to time the
     # paper's LP with one variable per reference point.
@@ -392,6 +404,11 @@ class DensityLP(Mechanism):
             self.eps_mu, self.eps_lp = 0.0, self.epsilon
         else:
             self.eps_mu, self.eps_lp = split_budget(self.epsilon, [self.params["split"], 1 - self.params["split"]])
+        self.gaussian = self.params["noise_type"] == "gaussian"
+        if self.gaussian:
+            self.rho = zcdp_rho(self.epsilon, self.delta)
+            share = 0.0 if self.reference == "uniform" else self.params["split"]
+            self.rho_mu, self.rho_lp = self.rho * share, self.rho * (1 - share)
         if self.reference == "bernstein":
             dim = len(self.sizes)
             self.lattice = self.params["lattice"] or DEFAULT_LATTICE[dim]
@@ -461,8 +478,11 @@ class DensityLP(Mechanism):
             flat = np.ravel_multi_index(cells.T, self.sizes)
             counts = np.bincount(flat, weights=weights, minlength=self.domain_size)
             counts = np.rint(counts).astype(np.int64)
-            mu = histogram_density(perturbed_histogram(counts, epsilon=self.eps_mu, noise=self.noise))
-            self.info["histogram_scale"] = laplace_scale(sensitivity=HISTOGRAM_SENSITIVITY, epsilon=self.eps_mu)
+            if self.gaussian:
+                mu = histogram_density(self._noisy_counts(counts, tables=1, part="mu", key="histogram_scale"))
+            else:
+                mu = histogram_density(perturbed_histogram(counts, epsilon=self.eps_mu, noise=self.noise))
+                self.info["histogram_scale"] = laplace_scale(sensitivity=HISTOGRAM_SENSITIVITY, epsilon=self.eps_mu)
             draws = rng.choice(self.domain_size, size=self.m, p=mu)
             return np.column_stack(np.unravel_index(draws, self.sizes)).astype(np.int64), None
         return self._bernstein_points(unit, n)
@@ -472,12 +492,10 @@ class DensityLP(Mechanism):
         count vectors together move by at most 2p in L1: discrete Laplace of scale 2p/eps_mu."""
         rng = self.noise.rng
         p = len(self.sizes)
-        scale = laplace_scale(sensitivity=HISTOGRAM_SENSITIVITY * p, epsilon=self.eps_mu)
-        self.info["histogram_scale"] = scale
         columns = []
         for j, size in enumerate(self.sizes):
             counts = np.rint(np.bincount(cells[:, j], weights=weights, minlength=size)).astype(np.int64)
-            mu_j = histogram_density(self.noise.laplace_int(counts, scale=scale))
+            mu_j = histogram_density(self._noisy_counts(counts, tables=p, part="mu", key="histogram_scale"))
             columns.append(rng.choice(size, size=self.m, p=mu_j))
         return np.column_stack(columns).astype(np.int64)
 
@@ -486,8 +504,12 @@ class DensityLP(Mechanism):
         h = self.params["bandwidth"] or default_bandwidth(n, dim, self.lattice)
         values = kde_on_lattice(unit, lattice=self.lattice, bandwidth=h)
         sens = bernstein_sensitivity(n=n, dim=dim, lattice=self.lattice, bandwidth=h)
-        scale = laplace_scale(sensitivity=sens, epsilon=self.eps_mu)
-        coefficients = self.noise.laplace_float(values, scale=scale)  # the private release of mu
+        if self.gaussian:  # L2 sensitivity <= the L1 bound sens
+            scale = sens / math.sqrt(2 * self.rho_mu)
+            coefficients = self.noise.gaussian_float(values, scale=scale)  # the private release of mu
+        else:
+            scale = laplace_scale(sensitivity=sens, epsilon=self.eps_mu)
+            coefficients = self.noise.laplace_float(values, scale=scale)  # the private release of mu
         self.info.update(bernstein_lattice=self.lattice, bernstein_bandwidth=h, bernstein_sensitivity=sens,
                          bernstein_scale=scale, bernstein_order=self.params["bernstein_order"])
         # post-processing: sample m points from the clipped estimate, piecewise constant on a fine grid
@@ -503,11 +525,22 @@ class DensityLP(Mechanism):
     def _noisy_means(self, cells: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
         """Step 2: discrete Laplace on the marginal counts (L1 sensitivity 2T), divided by the public n."""
         true_counts = marginal_counts(cells, self.sizes, self.tables, weights=counts)
-        scale = laplace_scale(sensitivity=COUNT_SENSITIVITY_PER_TABLE * len(self.tables), epsilon=self.eps_lp)
-        self.info["marginal_count_scale"] = scale
-        self.info["marginal_mean_scale"] = scale / n
+        noisy = self._noisy_counts(true_counts, tables=len(self.tables), part="lp", key="marginal_count_scale")
+        self.info["marginal_mean_scale"] = self.info["marginal_count_scale"] / n
         self.n = n
-        return self.noise.laplace_int(true_counts, scale=scale) / n
+        return noisy / n
+
+    def _noisy_counts(self, counts: np.ndarray, *, tables: int, part: str, key: str) -> np.ndarray:
+        """Noise on count vectors made of ``tables`` replace-one histograms: L1 sensitivity 2 x tables
+        (discrete Laplace, epsilon of ``part``), or L2^2 = 2 x tables (discrete Gaussian, rho of ``part``)."""
+        if self.gaussian:
+            scale = math.sqrt(tables / (self.rho_mu if part == "mu" else self.rho_lp))
+            self.info[key] = scale
+            return self.noise.gaussian_int(counts, scale=scale)
+        scale = laplace_scale(sensitivity=COUNT_SENSITIVITY_PER_TABLE * tables,
+                              epsilon=self.eps_mu if part == "mu" else self.eps_lp)
+        self.info[key] = scale
+        return self.noise.laplace_int(counts, scale=scale)
 
     def _solve(self, ref_cells: np.ndarray, ref_unit: np.ndarray | None, targets: np.ndarray) -> None:
         """Step 3 on the distinct reference cells (points with equal cells have equal columns in A, so
@@ -562,6 +595,15 @@ class DensityLP(Mechanism):
             caveats.append("Bernstein reference: the lattice noise is on floats (OpenDP exact sampler in "
                            "secure mode); reference points are drawn from the clipped estimate on a fine grid "
                            "(post-processing, utility only)")
+        if self.gaussian:
+            details.update(zcdp_rho=self.rho, rho_reference=self.rho_mu, rho_marginals=self.rho_lp,
+                           marginal_count_noise="discrete Gaussian", histogram_noise="discrete Gaussian",
+                           marginal_count_l2_sensitivity=f"sqrt({2 * len(self.tables)})")
+            details.pop("epsilon_reference"), details.pop("epsilon_marginals")
+            caveats.append(f"Gaussian mode (an extension): accounted in zero-concentrated DP, rho = {self.rho:.6g}, "
+                           "converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound")
+            return PrivacyCost(epsilon=self.epsilon, delta=self.delta, guarantee="approximate",
+                               caveats=tuple(caveats), details=details)
         return PrivacyCost(epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats),
                            details=details)
 

@@ -110,7 +110,8 @@ class DPMERF(Mechanism):
     needs_delta = True
     params = (
         ParamSpec("target", "column", None, "Categorical label column: labeled mode (generator conditioned on "
-                  "the label, labels drawn from noisy class counts). Empty: unlabeled mode.", optional=True),
+                  "the label, labels drawn from noisy class counts). Empty: unlabeled mode.", optional=True,
+                  kinds=("categorical",), empty_means="none: unlabeled mode"),
         ParamSpec("features", "int", DEFAULT_FEATURES, "Number D of random Fourier features (cos + sin, even).",
                   minimum=2, maximum=100_000),
         ParamSpec("bandwidth", "float", None, "Gaussian kernel length scale on the [0,1]-scaled numeric columns. "

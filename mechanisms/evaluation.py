@@ -55,7 +55,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_limits
 
-from .schema import Column, Schema, read_raw_csv
+from .schema import MISSING_CATEGORY, Column, Schema, read_raw_csv
 
 ProgressFn = Callable[[float, str], None]
 
@@ -508,7 +508,9 @@ def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.
     summary = {k: {"synthetic": mean_of("synthetic", k), "real": mean_of("real", k)}
                for k in (("roc_auc", "prc_auc", "accuracy", "macro_f1") if binary else ("accuracy", "macro_f1"))}
     labels = _cell_labels(col)
+    shares = np.bincount(yte, minlength=n_classes) / max(len(yte), 1)
     return {"target": target, "task": "binary" if binary else f"multiclass ({n_classes} classes)",
+            "chance": chance_level(metric, shares.tolist()),
             "classes": [labels[c] for c in classes],
             "synthetic_rows_of_unseen_class": int((~known).sum()),
             "primary_metric": metric, "test": test_note, "fast": fast,
@@ -570,13 +572,65 @@ def _closest(Q: np.ndarray, R: np.ndarray) -> np.ndarray:
 # Plain-language readings and the entry point
 # =================================================================================================
 
+def quality_score(columns: Sequence[dict], pair_items: Sequence[dict]) -> dict:
+    """One quality score in [0, 1] (1 = the synthetic table reproduces every marginal measured), as
+    SDMetrics' QualityReport does: the mean of "column shapes" (1 - TVD of each column's cells) and
+    "column pair trends" (1 - TVD of each pair's 2-way cells), each averaged over its items.
+
+    Differences from SDMetrics, stated: numeric columns are compared on their public bins (TVD on cells)
+    rather than by the KS complement, and pairs by their 2-way cell TVD rather than by correlation
+    similarity; pairs are the evaluated sample when there are more than ``MAX_PAIRS``. With a single
+    kept column there are no pairs and the score is the column shapes alone.
+    """
+    shapes = float(np.mean([1.0 - c["tvd"] for c in columns])) if columns else None
+    trends = float(np.mean([1.0 - p["tvd"] for p in pair_items])) if pair_items else None
+    parts = [v for v in (shapes, trends) if v is not None]
+    return {"score": float(np.mean(parts)) if parts else None, "column_shapes": shapes,
+            "column_pair_trends": trends, "n_columns": len(columns), "n_pairs": len(pair_items)}
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def chance_level(metric: str, class_shares: Sequence[float] | None = None) -> float | None:
+    """The score of guessing: ROC AUC 0.5; macro F1 of a uniform random guess among K classes, which
+    for a class of share p is 2 p (1/K) / (p + 1/K) (precision p, recall 1/K), averaged over classes."""
+    if metric == "roc_auc":
+        return 0.5
+    if metric == "macro_f1" and class_shares:
+        k = len(class_shares)
+        return float(np.mean([2 * p / k / (p + 1 / k) for p in class_shares]))
+    return None
+
+
+def tstr_reading(metric: str, synthetic: float, real: float, chance: float | None) -> str:
+    """TSTR against chance, not as a share of the real score: an AUC of 0.38 is worse than guessing,
+    not "43% of the real baseline". The share reported is of the real models' gain over chance."""
+    label = metric.replace("_", " ").upper()
+    head = f"Models trained on synthetic data reach {label} {synthetic:.3f} on real test rows"
+    real_txt = f"models trained on real data reach {real:.3f}"
+    if chance is None:
+        return f"{head}; {real_txt}."
+    if synthetic <= chance:
+        return f"{head}: no better than chance ({chance:.3f}); {real_txt}."
+    if real <= chance:
+        return f"{head}, above chance ({chance:.3f}); {real_txt}, no better than chance."
+    gain = (synthetic - chance) / (real - chance)
+    return (f"{head}: {_pct(gain)} of the way from chance ({chance:.3f}) to the models trained on real "
+            f"data ({real:.3f}).")
 
 
 def _readings(res: dict) -> list[dict]:
     cols = res["columns"]
     out = []
+    q = res.get("quality")
+    if q and q["score"] is not None:
+        trends = (f", column pair trends {_pct(q['column_pair_trends'])}" if q["column_pair_trends"] is not None
+                  else "")
+        out.append({"metric": "Quality score", "value": q["score"],
+                    "reading": f"Quality {_pct(q['score'])} (100% = every column and pair distribution reproduced): "
+                               f"column shapes {_pct(q['column_shapes'])}{trends}."})
     worst = max(cols, key=lambda c: c["tvd"])
     out.append({"metric": "1-way TVD (mean)", "value": res["summary"]["tvd_1way_mean"],
                 "reading": f"Single-column distributions within {_pct(res['summary']['tvd_1way_mean'])} on average "
@@ -627,9 +681,7 @@ def _readings(res: dict) -> list[dict]:
         s, r = ml["mean"][key]["synthetic"], ml["mean"][key]["real"]
         if s is not None and r is not None:
             out.append({"metric": f"TSTR {key} (mean of 12 models)", "value": s,
-                        "reading": f"Models trained on synthetic data reach {key.replace('_', ' ').upper()} {s:.3f} "
-                                   f"on real test rows vs {r:.3f} when trained on real data "
-                                   f"({_pct(s / r) if r else 'n/a'} of the real baseline)."})
+                        "reading": tstr_reading(key, s, r, ml.get("chance", chance_level(key)))})
     pv = res.get("privacy")
     if pv:
         dcr = pv["dcr"]
@@ -701,7 +753,9 @@ def _evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, ta
         res["ml"] = stage("ml", 0.5, lambda: _ml_section(schema, real, synthetic, tst, target, fast=fast,
                                                          rng=rng, progress=sub))
     ml = res["ml"]
+    res["quality"] = quality_score(res["columns"], res["pairs"]["items"])
     res["summary"] = {
+        "quality": res["quality"]["score"],
         "tvd_1way_mean": float(np.mean([c["tvd"] for c in res["columns"]])),
         "tvd_2way_mean": res["pairs"]["mean_tvd"],
         "wasserstein_normalized_mean": (float(np.mean([c["wasserstein_normalized"] for c in res["columns"]
@@ -776,6 +830,9 @@ def prepare_table(schema: Schema, raw: pd.DataFrame, *, synthetic: bool) -> pd.D
     raw = raw.astype(str)
     if synthetic:
         raw = undo_formula_guard(schema, raw)
+        for c in schema.kept:  # empty cells stand for the missing-value category (mechanisms.io)
+            if c.kind == "categorical" and MISSING_CATEGORY in c.categories and c.name in raw:
+                raw[c.name] = raw[c.name].where(raw[c.name].str.strip() != "", MISSING_CATEGORY)
     for c in schema.columns:
         if c.kind == "excluded" and c.name not in raw:
             raw[c.name] = ""
@@ -783,7 +840,7 @@ def prepare_table(schema: Schema, raw: pd.DataFrame, *, synthetic: bool) -> pd.D
 
 
 def cli(args) -> int:
-    """``python -m mechanisms evaluate``: print the evaluation as JSON."""
+    """``python -m mechanisms evaluate``: print a short summary (the whole evaluation as JSON with --json)."""
     try:
         with open(args.schema, encoding="utf-8") as fh:
             schema = Schema.from_json(fh.read())
@@ -796,6 +853,23 @@ def cli(args) -> int:
     test = load_prepared(schema, args.test) if args.test else None
     res = evaluate(schema, real, syn, target=args.target, test=test, seed=getattr(args, "seed", 0) or 0,
                    fast=bool(getattr(args, "fast", False)))
-    json.dump(res, sys.stdout, indent=None if getattr(args, "compact", False) else 1, allow_nan=False)
-    sys.stdout.write("\n")
+    if getattr(args, "json", False) or getattr(args, "compact", False):
+        json.dump(res, sys.stdout, indent=None if getattr(args, "compact", False) else 1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(summary_text(res) + "\n")
     return 0
+
+
+def summary_text(res: dict) -> str:
+    """The evaluation in a few lines for a terminal: sizes, then one line per reading."""
+    head = (f"Real rows {res['n_real']:,}, synthetic rows {res['n_synthetic']:,}; "
+            f"evaluated in {res['seconds']:.1f} s. NOT PRIVATE: computed from the raw data.")
+    width = max(len(r["metric"]) for r in res["readings"]) + 2
+    lines = [head, ""] + [f"{r['metric']:<{width}}{_short_value(r['value'])}  {r['reading']}" for r in res["readings"]]
+    lines += ["", "Every number and the per-column detail: add --json"]
+    return "\n".join(lines)
+
+
+def _short_value(v) -> str:
+    return f"{v:>8.4f}" if isinstance(v, (int, float)) else f"{'n/a':>8}"

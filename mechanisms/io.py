@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .schema import MISSING_CATEGORY
+
 # OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
 
@@ -25,5 +27,15 @@ def neutralize_formulas(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def missing_as_empty(df: pd.DataFrame) -> pd.DataFrame:
+    """The missing-value category (``schema.MISSING_CATEGORY``) written as an empty cell, as missing
+    values are spelled in the uploaded CSV, not as the text "(missing)"."""
+    out = df.copy()
+    for name in out.columns:
+        if out[name].dtype == object:
+            out[name] = out[name].where(out[name] != MISSING_CATEGORY, "")
+    return out
+
+
 def write_synthetic_csv(df: pd.DataFrame, path_or_buf) -> None:
-    neutralize_formulas(df).to_csv(path_or_buf, index=False)
+    neutralize_formulas(missing_as_empty(df)).to_csv(path_or_buf, index=False)

@@ -20,8 +20,9 @@ scale b (q = e^(-1/b), P[X = k] = (1-q)/(1+q) q^|k|) and an integer T >= 1:
     P[X >= T] = q^T / (1 + q),        X - T | X >= T  ~  Geometric(1 - q) on {0, 1, ...}.
 
 So among K empty cells the number that survive is Binomial(K, q^T/(1+q)); which ones is a uniform
-draw without replacement (rejection against the non-empty cells, per-axis uniform coordinates, as in
-E.1); their noisy counts are T + Geometric. The same holds for the split decisions of empty nodes in
+draw without replacement from the complement of the non-empty cells (uniform ranks among the free
+cells mapped to cells; rejection as in E.1 only on grids of 2^63 cells or more: the path depends on the
+grid, never on the data); their noisy counts are T + Geometric. The same holds for the split decisions of empty nodes in
 the adaptive tree: the number of empty nodes that (wrongly) split is Binomial(K, P[X > τ]); we simulate
 those splits EXACTLY instead of assuming, as the paper's Lemma 10 / Theorem 11 do, that they never
 happen (that assumption would only hold with probability 1 - δ and would break pure DP). Lemma 10's τ
@@ -42,10 +43,10 @@ Privacy (neighbouring tables differ in one REPLACED record; n is public):
   of non-empty cells; the implicit draw has exactly the law of the explicit per-cell noise (Lemma 9), so
   the guarantee is that of the explicit algorithm. The noisy counts of surviving empty cells are exact
   OpenDP draws (|Y| - 1 for Y ~ DLap(b) conditioned on Y != 0 is Geometric(1 - q)). The Binomial count
-  and the uniform choice of cells use ``noise.rng`` (numpy, OS-entropy seeded per job in secure mode):
-  these are floating-point samplers (numpy's binomial; above 2^62 trials a Poisson law whose total
-  variation distance to the Binomial is at most p <= MAX_EXPECTED_EMPTY / 2^62, Barbour & Hall 1984).
-  The privacy report states this as a caveat.
+  and the uniform choice of cells use ``noise.private_rng`` (keyed from the OS CSPRNG, a stream separate
+  from ``noise.rng``, which draws the published rows, so the rows cannot reveal these choices):
+  these are floating-point samplers (numpy's binomial; above 2^62 trials the exact Poissonisation of
+  ``binomial``, whose Poisson draw is numpy's). The privacy report states this as a caveat.
 * Nothing else leaks: released cells are kept in a canonical order (position does not tell which were
   empty); the numbers of non-empty cells / nodes and of released empty cells are NOT differentially
   private and stay in ``diagnostics`` (tests, benchmarks), out of the summary and the report.
@@ -82,11 +83,8 @@ COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, r
 # Refuse parameters for which the expected number of surviving (or splitting) empty cells exceeds
 # this: such a release is dominated by noise cells and would not fit in memory anyway.
 MAX_EXPECTED_EMPTY = 1_000_000
-# numpy's binomial takes int64 trials; above this a Poisson law is used (total variation <= p).
+# numpy's binomial takes int64 trials; above this, Poissonisation (exact in law, see ``binomial``).
 EXACT_BINOMIAL_LIMIT = 2 ** 62
-# Grids with at most this many cells have their empty cells enumerated (rejection would be slow when
-# most cells are occupied); larger grids use rejection sampling.
-ENUMERATE_LIMIT = 1 << 20
 DEFAULT_BETA = 0.05  # failure probability δ of Theorems 3/5 and Lemma 10 (a utility knob, NOT privacy)
 MIN_ADAPTIVE_LEVELS = 8  # default h' - h is at least this (rounded up to whole rounds over the axes)
 MAX_AXIS_SPLITS = 62  # per-axis cell coordinates must fit in int64
@@ -126,15 +124,41 @@ def conditioned_dlap(noise: Noise, m: int, *, scale: float, T: int) -> np.ndarra
 
 
 def binomial(rng: np.random.Generator, trials: int, p: float) -> int:
-    """Binomial(trials, p) for a Python-int number of trials (may exceed 64 bits)."""
+    """Binomial(trials, p) for a Python-int number of trials (may exceed 64 bits).
+
+    Below EXACT_BINOMIAL_LIMIT numpy's sampler. Above it, Poissonisation, which keeps the exact law
+    (a plain Poisson(trials p) would be off by up to p in total variation, Barbour & Hall 1984, i.e. a
+    delta): throw K ~ Poisson(lambda) points uniformly on the trials with lambda = -trials log(1 - p).
+    Each trial receives Poisson(lambda / trials) points independently, so it is hit with probability
+    1 - exp(log(1 - p)) = p, independently of the others: the number of DISTINCT trials hit is
+    Binomial(trials, p). Callers keep trials * p <= MAX_EXPECTED_EMPTY, so K stays small.
+    """
     trials = int(trials)
     if trials <= 0 or p <= 0.0:
         return 0
+    if p >= 1.0:
+        return trials
     if trials < EXACT_BINOMIAL_LIMIT:
         return int(rng.binomial(trials, p))
-    # Poisson(trials * p): total variation to the Binomial at most p (Barbour & Hall 1984); callers
-    # guarantee trials * p <= MAX_EXPECTED_EMPTY, so p <= 2.2e-13 here.
-    return int(rng.poisson(float(trials) * p))
+    k = int(rng.poisson(-float(trials) * math.log1p(-p)))
+    return len(set(_uniform_below(rng, trials, k)))
+
+
+def _uniform_below(rng: np.random.Generator, bound: int, k: int) -> list[int]:
+    """k independent uniform integers in [0, bound) for a Python-int bound: uniform on [0, 2^bits) from
+    62-bit words (the top one narrower), rejecting values >= bound (acceptance above 1/2)."""
+    bits = bound.bit_length()
+    words = -(-bits // 62)
+    top = bits - 62 * (words - 1)
+    out: list[int] = []
+    while len(out) < k:
+        need = k - len(out)
+        low = rng.integers(0, 2 ** 62, size=(2 * need + 8, words - 1), dtype=np.int64)
+        high = rng.integers(0, 2 ** top, size=2 * need + 8, dtype=np.int64)
+        values = [(int(h) << (62 * (words - 1))) + sum(int(w) << (62 * i) for i, w in enumerate(row))
+                  for h, row in zip(high, low)]
+        out += [v for v in values if v < bound][:need]
+    return out
 
 
 class CellGrid:
@@ -185,8 +209,14 @@ def _isin_sorted(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.ndarray, m: int) -> np.ndarray:
     """m distinct cells drawn uniformly among those whose key is not in ``occupied`` (sorted keys).
 
-    Small grids: enumerate the free cells. Large grids: per-axis uniform coordinates, rejecting
-    occupied cells and repeats (Supplementary E.1); the acceptance rate is at least 1 - n / J.
+    The sampling path depends only on the grid (public: schema and parameters), never on the data: a
+    path that fails or slows down when many cells are occupied would let one replaced record flip
+    whether a release succeeds (issue 17, finding 3: the old rejection sampler raised "grid too densely
+    occupied" on grids above 16 x 2^20 cells with fewer than a quarter free). Grids below 2^63 cells
+    (one-word keys, the row-major cell index) draw ranks among the FREE cells and map them to cells
+    exactly (:func:`_empty_by_rank`): the complement of the occupied set, in O(m log n), however dense.
+    Larger grids reject occupied cells (Supplementary E.1): there at most n < 2^62 of the >= 2^63 cells
+    are occupied, so every candidate is accepted with probability above 1/2 whatever the data.
     """
     d = len(grid.sizes)
     if m <= 0:
@@ -194,11 +224,25 @@ def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.nd
     free = grid.total - len(occupied)
     if m > free:
         raise ValueError(f"cannot draw {m} empty cells out of {free}")
-    if grid.total <= ENUMERATE_LIMIT:  # one-word keys are the row-major cell indices
-        free_idx = np.setdiff1d(np.arange(grid.total, dtype=np.int64), occupied, assume_unique=True)
-        return grid.cells_of(rng.choice(free_idx, size=m, replace=False))
-    if free < grid.total // 4 and grid.total > 16 * ENUMERATE_LIMIT:
-        raise ValueError("grid too densely occupied for rejection sampling")  # needs n > 12 * 2^20 * 4
+    if len(grid.words) == 1:
+        return _empty_by_rank(rng, grid, occupied, m)
+    return _empty_by_rejection(rng, grid, occupied, m)
+
+
+def _empty_by_rank(rng: np.random.Generator, grid: CellGrid, occupied: np.ndarray, m: int) -> np.ndarray:
+    """Uniform distinct ranks r among the free cells, mapped to the r-th free cell index.
+
+    With occupied indices o_0 < o_1 < ..., the r-th free index (0-based) is r + #{j : o_j - j <= r}
+    (o_j - j, the number of free cells below o_j, is non-decreasing, so one ``searchsorted``)."""
+    occupied = np.asarray(occupied, dtype=np.int64)
+    ranks = rng.choice(grid.total - len(occupied), size=m, replace=False).astype(np.int64)
+    below = occupied - np.arange(len(occupied), dtype=np.int64)
+    return grid.cells_of(ranks + np.searchsorted(below, ranks, side="right"))
+
+
+def _empty_by_rejection(rng: np.random.Generator, grid: CellGrid, occupied: np.ndarray, m: int) -> np.ndarray:
+    """Per-axis uniform coordinates, rejecting occupied cells and repeats (Supplementary E.1)."""
+    d = len(grid.sizes)
     chosen = np.zeros((0, d), dtype=np.int64)
     while len(chosen) < m:
         batch = 2 * (m - len(chosen)) + 16
@@ -338,8 +382,9 @@ class _KDBase(Mechanism):
     def _caveats(self) -> tuple[str, ...]:
         return (
             "which empty cells get a positive noisy count, and how many, is drawn implicitly with numpy's "
-            "floating-point Binomial/Poisson and uniform samplers (OS-entropy seeded per job); the noisy "
-            "counts themselves come from the exact discrete Laplace sampler",
+            "floating-point Binomial (Poissonised, exact in law, above 2^62 trials) and uniform samplers on a "
+            "private Philox stream keyed from the OS CSPRNG, separate from the stream that draws the published "
+            "rows; the noisy counts themselves come from the exact discrete Laplace sampler",
             "cells are cut on the public schema bounds (not the data's range as in the paper); values outside "
             "the bounds were clipped by the schema",
         )
@@ -396,7 +441,7 @@ class KDTreeGrid(_KDBase):
     def _fit(self, source: TableSource) -> None:
         cfg = self._resolve(source.n)  # public: n, schema, params
         self.config = cfg
-        rng = self.noise.rng
+        rng = self.noise.private_rng  # private choices: which empty cells
         X = self.schema.to_unit(source.frame())
         self.progress(0.1, "binning")
         k, grid = cfg["bins_per_axis"], self._grid(cfg["bins_per_axis"])
@@ -539,7 +584,7 @@ class KDTreeAdaptive(_KDBase):
     def _fit(self, source: TableSource) -> None:
         cfg = self._resolve(source.n)
         self.config = cfg
-        rng = self.noise.rng
+        rng = self.noise.private_rng  # private choices: which empty cells
         X = self.schema.to_unit(source.frame())
         D = X.shape[1]
         h, L = cfg["levels_independent"], cfg["levels_adaptive"]
@@ -606,7 +651,7 @@ class KDTreeAdaptive(_KDBase):
         self.progress(1.0, "done")
 
     def _release_leaves(self, cfg, grid_h, keys_h, split_empty_h, leaves, empty_leaves, D) -> _Released:
-        rng = self.noise.rng
+        rng = self.noise.private_rng  # private choices: which empty cells
         cat = lambda parts, shape: np.concatenate(parts) if parts else np.zeros(shape, dtype=np.int64)  # noqa: E731
         coords, depth = cat(leaves["coords"], (0, D)), cat(leaves["depth"], (0,))
         counts = cat(leaves["count"], (0,))

@@ -14,16 +14,28 @@ Two backends exist:
     numpy samplers from a seeded generator, for reproducibility. Not protected against the
     floating-point attack; the privacy report says so (``Noise.secure`` is False).
 
-Besides privacy noise, mechanisms need data-independent randomness (random features, hash
-functions, MCMC proposals, drawing synthetic rows from a released summary). ``Noise.rng`` is a
-numpy ``Generator`` for that. For the secure backend it is created per ``Noise`` object from OS
+Besides privacy noise, mechanisms need data-independent randomness (random features, drawing
+synthetic rows from a released summary). ``Noise.rng`` is a numpy ``Generator`` for that (private
+choices use ``Noise.private_rng``, below). For the secure backend it is created per ``Noise`` object from OS
 entropy (``SeedSequence()`` reads ``os.urandom``), so a ``Noise`` made inside a job after a fork
 never repeats another process's stream. Never create a ``Noise`` at import time.
+
+Private choices (``Noise.private_rng``): random choices that depend on private data without being
+privacy noise (which empty kd-tree cells get a noisy count, and how many; PrivHP's hash functions;
+the MCMC proposals and accept/reject uniforms of pMSE) must not be predictable from what is published.
+``Noise.rng`` also draws the published synthetic rows, and PCG64's state can be recovered from enough
+of its output: from the same stream, the rows would reveal the private choices. ``private_rng`` is a
+SEPARATE numpy ``Generator`` on Philox (a counter-based generator built on a block-cipher design,
+no known state or key recovery), keyed in secure mode with 128 bits from ``secrets`` (the OS CSPRNG),
+in seeded mode from the seed with a stream tag, never the same stream as ``rng``. Its outputs are
+never published. Use ``rng`` only for data-independent or post-processing draws; a static test
+(tests/security/test_static_randomness.py) holds mechanisms to that.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 from typing import Sequence
 
 import numpy as np
@@ -34,6 +46,8 @@ import numpy as np
 _SCALE_MARGIN = 1.0 + 1e-12
 
 _OPENDP_READY = False
+
+PRIVATE_STREAM_TAG = 0x9E1F_17  # mixed into a seeded private_rng's seed: never the stream of Noise.rng
 
 
 def _opendp():
@@ -66,7 +80,16 @@ class Noise:
             if seed is None:
                 raise ValueError("a seeded Noise needs seed=<int>")
             self.rng = np.random.default_rng(seed)
+        self.private_rng = self._private_generator(secure, seed)
         self.draws = 0  # number of privacy-noise values drawn ("noise drawn" marker for the ledger)
+
+    @staticmethod
+    def _private_generator(secure: bool, seed: int | None) -> np.random.Generator:
+        """The generator for private choices (module docstring): Philox keyed from the OS CSPRNG
+        (secure) or from (seed, PRIVATE_STREAM_TAG) (seeded, reproducible, distinct from ``rng``)."""
+        if secure:
+            return np.random.Generator(np.random.Philox(key=secrets.randbits(128)))
+        return np.random.Generator(np.random.Philox(np.random.SeedSequence([int(seed), PRIVATE_STREAM_TAG])))
 
     @classmethod
     def secure_backend(cls) -> "Noise":
@@ -138,12 +161,43 @@ class Noise:
             return np.asarray(m(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
         return values + self.rng.normal(0.0, scale, values.shape)
 
+    # -- private selection ----------------------------------------------------------------------
+    def select_max_zcdp(self, scores: Sequence[float] | np.ndarray, *, sensitivity: float, rho: float) -> int:
+        """Index of a noisy maximum of ``scores``: the exponential mechanism, as report-noisy-max with
+        Gumbel noise of scale ``sensitivity / sqrt(2 rho)``, which is rho-zCDP when every score moves
+        by at most ``sensitivity`` (in either direction) between neighbouring tables.
+
+        Derivation: Gumbel-max with scale s samples exactly the exponential mechanism
+        P[i] ∝ exp(score_i / s), which is eps-DP for eps = 2 sensitivity / s (non-monotone scores)
+        and eps^2/8-zCDP (Cesar & Rogers 2021): rho = (2 sensitivity / s)^2 / 8, so
+        s = sensitivity / sqrt(2 rho). OpenDP's ``make_noisy_max`` with the zCDP output measure
+        samples it exactly; its own privacy map is checked against ``rho`` before sampling."""
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        if scores.size == 0:
+            raise ValueError("select_max_zcdp needs at least one score")
+        self._check_finite(scores)
+        if not (sensitivity > 0 and math.isfinite(sensitivity)):
+            raise ValueError(f"sensitivity must be positive and finite, got sensitivity={sensitivity!r}")
+        if not (rho > 0 and math.isfinite(rho)):
+            raise ValueError(f"rho must be positive and finite, got rho={rho!r}")
+        scale = sensitivity / math.sqrt(2 * rho) * _SCALE_MARGIN
+        self.draws += scores.size
+        if self.secure:
+            dp = _opendp()
+            space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=False)
+            m = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=float(scale))
+            if m.map(float(sensitivity)) > rho:  # pragma: no cover - guards the derivation above
+                raise AssertionError(f"noisy max costs {m.map(float(sensitivity))} > rho={rho}")
+            return int(m(scores.tolist()))
+        return int(np.argmax(scores + self.private_rng.gumbel(0.0, scale, scores.size)))  # a private choice
+
     # -- exponential mechanism helper ----------------------------------------------------------
     def uniform(self, size=None) -> np.ndarray | float:
         """Uniform(0,1) draws for samplers whose output depends on private scores (e.g. MCMC
-        accept/reject in the exponential mechanism). Counted as privacy-relevant draws."""
+        accept/reject in the exponential mechanism). Counted as privacy-relevant draws; drawn from
+        ``private_rng``, never from the stream that draws published rows."""
         self.draws += 1 if size is None else int(np.prod(size))
-        return self.rng.random(size)
+        return self.private_rng.random(size)
 
     # -- internals -----------------------------------------------------------------------------
     def _discrete_laplace_numpy(self, scale: float, shape) -> np.ndarray:

@@ -29,8 +29,8 @@ Algorithm 1 (one pass over ``source.chunks``; the table is never loaded whole)
       ``2 / sigma_l`` drawn before the pass.
     * levels L*+1..r: a private Count-Min sketch of j rows and w columns per level, every cell initialised
       with discrete Laplace noise of scale ``2 j / sigma_l``; row i hashes node ids with multiply-shift
-      ``h_i(theta) = (a_i * theta mod 2^64) >> (64 - log2 w)``, a_i odd, drawn from ``noise.rng`` (data
-      independent); w is a power of two.
+      ``h_i(theta) = (a_i * theta mod 2^64) >> (64 - log2 w)``, a_i odd, drawn from ``noise.private_rng``
+      (data independent, but kept secret: a stream separate from the published rows'); w is a power of two.
     * per chunk: level-L* ids are counted with ``bincount``; the sketches get ``bincount`` of each row's
       buckets. The counters of levels < L* are obtained after the pass by summing children: the paper's
       per-item update adds one on every node of the path, addition commutes, so the final counters are
@@ -460,7 +460,7 @@ class PrivHP(Mechanism):
 
     def _setup_hashing(self) -> None:
         p = self.plan
-        self.hash_a = self.noise.rng.integers(0, 2 ** 64, size=(p.sketch_levels, p.sketch_depth),
+        self.hash_a = self.noise.private_rng.integers(0, 2 ** 64, size=(p.sketch_levels, p.sketch_depth),
                                               dtype=np.uint64, endpoint=False) | np.uint64(1)
         self.hash_shift = np.uint64(64 - int(math.log2(p.width)))
         self._tables = self._deposit_tables()

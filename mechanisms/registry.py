@@ -16,6 +16,8 @@ _ENTRIES: dict[str, str] = {
     "privhp": "mechanisms.privhp:PrivHP",
     "density-lp": "mechanisms.density_lp:DensityLP",
     "dpmerf": "mechanisms.dpmerf:DPMERF",
+    "aim": "mechanisms.aim:AIM",
+    "mst": "mechanisms.mst:MST",
 }
 
 

@@ -39,6 +39,9 @@ NUMERIC_KINDS = ("continuous", "integer")
 DEFAULT_MISSING_MARKERS = ("", "?", "NA")
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 DEFAULT_BINS = 10
+# The category a draft gives to missing values of a categorical column. Synthetic tables write it back
+# as an empty cell (mechanisms.io), the usual spelling of "missing" in a CSV.
+MISSING_CATEGORY = "(missing)"
 
 
 class SchemaError(ValueError):
@@ -417,13 +420,45 @@ class TableSource:
 # Drafting a schema from data (SUGGESTIONS only: the steward must confirm them as public)
 # ------------------------------------------------------------------------------------------------
 
-def _nice_bounds(lo: float, hi: float, integer: bool) -> tuple[float, float]:
-    if integer:
-        return float(math.floor(lo)), float(math.ceil(hi)) if math.ceil(hi) > math.floor(lo) else float(math.floor(lo) + 1)
+NICE_MANTISSAS = (1, 2, 5)  # round steps: 1, 2, 5, 10, 20, 50, ... times a power of ten
+
+
+def round_step(span: float) -> float:
+    """The largest 1-2-5 number (1, 2, 5, 10, 20, ...) at most half of ``span`` (> 0)."""
+    target = span / 2
+    exp = math.floor(math.log10(target))
+    best = 10.0 ** (exp - 1)
+    for e in (exp - 1, exp):
+        for m in NICE_MANTISSAS:
+            if m * 10.0 ** e <= target * (1 + 1e-12):
+                best = max(best, m * 10.0 ** e)
+    return best
+
+
+def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BINS) -> tuple[float, float]:
+    """Suggested public bounds for data in [lo, hi], rounded OUTWARD to round numbers so that a hurried
+    confirmation does not publish the exact extremes (e.g. ages 17-90 -> 0-100).
+
+    Rule: the step is the largest 1-2-5 number at most half the data's range (range 73 -> step 20;
+    range 1.2M -> 500k); the lower bound is rounded down and the upper bound up to a multiple of it.
+    Each end moves by less than one step, so the bounds span less than twice the data's range. Integer columns holding at most
+    ``bins`` distinct values (codes of a scale such as 1-5, one bin per value) keep their exact bounds:
+    widening them would only add empty cells; review them like every suggestion. Still a SUGGESTION
+    computed from the data: the steward confirms it as public knowledge or replaces it.
+    """
     if hi <= lo:
-        return lo - 1.0, hi + 1.0
-    mag = 10 ** math.floor(math.log10(hi - lo))
-    return math.floor(lo / mag) * mag, math.ceil(hi / mag) * mag
+        return (float(math.floor(lo)) - 1.0, float(math.ceil(hi)) + 1.0) if integer else (lo - 1.0, hi + 1.0)
+    if integer and math.floor(hi) - math.ceil(lo) + 1 <= bins:
+        return float(math.floor(lo)), float(math.ceil(hi))
+    step = round_step(hi - lo)
+    digits = max(0, -math.floor(math.log10(step))) + 1  # clean decimals: 0.30000000000000004 -> 0.3
+    lower = round(math.floor(lo / step) * step, digits)
+    upper = round(math.ceil(hi / step) * step, digits)
+    lower = lower if lower <= lo else round(lower - step, digits)  # float rounding never cuts the data off
+    upper = upper if upper >= hi else round(upper + step, digits)
+    if integer:
+        lower, upper = float(math.floor(lower)), float(math.ceil(upper))
+    return float(lower), float(upper)
 
 
 def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_MISSING_MARKERS,
@@ -441,7 +476,7 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
         finite = num[np.isfinite(num)]
         if len(present) and num.notna().all() and len(finite) == len(num) and present.nunique() > 2:
             integer = bool(np.all(finite == np.round(finite)))
-            lo, hi = _nice_bounds(float(finite.min()), float(finite.max()), integer)
+            lo, hi = round_bounds(float(finite.min()), float(finite.max()), integer=integer)
             kind = "integer" if integer else "continuous"
             cols.append(Column(name=str(name), kind=kind, lower=lo, upper=hi,
                                fill=lo if has_missing else None))
@@ -452,8 +487,8 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
             continue
         other = None
         if has_missing:
-            levels.append("(missing)")
-            other = "(missing)"
+            levels.append(MISSING_CATEGORY)
+            other = MISSING_CATEGORY
         cols.append(Column(name=str(name), kind="categorical", categories=tuple(levels), other=other))
     if not any(c.kind != "excluded" for c in cols):
         raise SchemaError("no usable column found: every column was empty or had too many distinct values")

@@ -43,7 +43,7 @@ def release_for_owner(user, pk):
 
 def release_for_viewer(user, pk):
     """Owner: any release. Granted analyst: finished releases only (no queue, failure or timing
-    side channels)."""
+    side channels), and none the steward withdrew."""
     from dpportal.releases.models import Release
 
     if not user.is_authenticated:
@@ -51,7 +51,8 @@ def release_for_viewer(user, pk):
     release = get_object_or_404(Release.objects.select_related("dataset"), pk=pk)
     if release.dataset.owner_id == user.pk:
         return release
-    if release.status == Release.DONE and release.dataset.analysts.filter(pk=user.pk).exists():
+    if (Release.objects.for_analysts().filter(pk=release.pk).exists()
+            and release.dataset.analysts.filter(pk=user.pk).exists()):
         return release
     raise Http404("not found")
 

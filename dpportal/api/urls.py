@@ -9,11 +9,13 @@ urlpatterns = [
     path("datasets/", views.datasets, name="dpportal-api-datasets"),
     path("datasets/<int:pk>/", views.dataset, name="dpportal-api-dataset"),
     path("datasets/<int:pk>/schema/", views.schema, name="dpportal-api-schema"),
+    path("datasets/<int:pk>/recommendation/", views.recommendation, name="dpportal-api-recommendation"),
     path("datasets/<int:pk>/raw/", views.dataset_raw, name="dpportal-api-dataset-raw"),
     path("datasets/<int:pk>/budget/", views.budget, name="dpportal-api-budget"),
     path("datasets/<int:pk>/releases/", views.dataset_releases, name="dpportal-api-dataset-releases"),
     path("datasets/<int:pk>/releases/estimate/", views.release_estimate, name="dpportal-api-release-estimate"),
     path("datasets/<int:pk>/ledger/", views.dataset_ledger, name="dpportal-api-ledger"),
+    path("datasets/<int:pk>/bounds/", views.dataset_bounds, name="dpportal-api-bounds"),
     # releases
     path("releases/<int:pk>/", views.release, name="dpportal-api-release"),
     path("releases/<int:pk>/draws/", views.release_draws, name="dpportal-api-release-draws"),

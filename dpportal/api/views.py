@@ -10,6 +10,7 @@ from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, rel
 from dpportal.datasets import services as dataset_services
 from dpportal.datasets.upload import UploadError, parse_markers, store_upload
 from dpportal.ledger import services as ledger
+from dpportal.releases import guidance
 from dpportal.releases import services as release_services
 from dpportal.releases.manifest import manifest, public_report
 from dpportal.releases.models import Release
@@ -43,14 +44,18 @@ def release_dict(release: Release, *, for_owner: bool) -> dict:
     data.update(dataset=release.dataset_id, mechanism=release.mechanism, params=release.params,
                 epsilon=release.epsilon, delta=release.delta, rows=release.rows,
                 drawn_from_release=release.parent_id, url=f"/api/releases/{release.pk}/",
-                privacy=public_report(release, for_owner=for_owner))
+                privacy=public_report(release, for_owner=for_owner), title=release.title)
     if release.status == Release.DONE:
         data["synthetic_csv"] = f"/api/releases/{release.pk}/synthetic.csv"
         data["manifest"] = f"/api/releases/{release.pk}/manifest.json"
     if for_owner:
         data.update(created_at=release.created_at.isoformat(), data_touched=release.data_touched,
                     started_at=release.started_at and release.started_at.isoformat(),
-                    finished_at=release.finished_at and release.finished_at.isoformat())
+                    finished_at=release.finished_at and release.finished_at.isoformat(), note=release.note,
+                    withdrawn=release.is_withdrawn, hidden=release.hidden)
+        from dpportal.dashboards.services import quality_of
+
+        data["quality"] = quality_of(release)  # steward-only: computed from the raw data
     return data
 
 
@@ -129,6 +134,34 @@ def budget(request, pk):
     return JsonResponse(ledger.remaining(d))
 
 
+@api_view("GET")
+def recommendation(request, pk):
+    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&target_error=:
+    the recommended mechanism and every mechanism's predicted accuracy, from public inputs only."""
+    d = dataset_for_owner(request.user, pk)
+    unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
+    if unknown:
+        raise ApiError(f"unknown parameter(s) {unknown}; use {sorted(RECOMMENDATION_PARAMS)}")
+    try:
+        return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
+    except guidance.GuidanceError as exc:
+        raise ApiError(str(exc)) from None
+
+
+RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
+                         "mechanism"}
+
+
+def _check_would_fail(dataset, data: dict) -> None:
+    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true."""
+    if data.get("confirm_would_fail") is True or not isinstance(data["mechanism"], str):
+        return
+    reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
+    if reason:
+        raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
+                       "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
+
+
 def _amount(value, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ApiError(f"{name} must be a number or a decimal string, got {name}={value!r}")
@@ -140,15 +173,16 @@ def dataset_releases(request, pk):
     if request.method == "GET":
         d = dataset_for_viewer(request.user, pk)
         owner = d.owner_id == request.user.pk
-        qs = d.releases.all() if owner else d.releases.filter(status=Release.DONE)
+        qs = d.releases.all() if owner else d.releases.for_analysts()
         return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)
-    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows"})
+    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail"})
     if unknown:
         raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
     if "epsilon" not in data or "mechanism" not in data:
         raise ApiError("send at least 'mechanism' and 'epsilon'")
+    _check_would_fail(d, data)
     try:
         release = release_services.plan_release(d, request.user, release_services.ReleaseRequest(
             mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
@@ -159,15 +193,64 @@ def dataset_releases(request, pk):
     return JsonResponse(release_dict(release, for_owner=True), status=201)
 
 
+@api_view("POST")
+def dataset_bounds(request, pk):
+    """POST /api/datasets/{id}/bounds/ {"columns": [...], "epsilon": "0.1"}: estimate numeric bounds
+    privately (charged like a release); the estimate is in the release's privacy report when done."""
+    d = dataset_for_owner(request.user, pk)
+    data = json_body(request)
+    unknown = sorted(set(data) - {"columns", "epsilon"})
+    if unknown:
+        raise ApiError(f"unknown field(s) {unknown}; send columns and epsilon")
+    columns = data.get("columns")
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise ApiError(f"columns must be a list of column names, got columns={columns!r}"[:300])
+    try:
+        r = release_services.plan_bounds(d, request.user, columns=columns,
+                                         epsilon=_amount(data.get("epsilon", release_services.DEFAULT_BOUNDS_EPSILON),
+                                                         "epsilon"))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(release_dict(r, for_owner=True), status=201)
+
+
 @api_view("GET")
 def dataset_ledger(request, pk):
     return JsonResponse(ledger.entries_json(dataset_for_owner(request.user, pk)))
 
 
-@api_view("GET")
+@api_view("GET", "PATCH")
 def release(request, pk):
+    if request.method == "PATCH":
+        return _release_labels(request, pk)
     r = release_for_viewer(request.user, pk)
     return JsonResponse(release_dict(r, for_owner=r.dataset.owner_id == request.user.pk))
+
+
+LABEL_FIELDS = {"title": str, "note": str, "withdrawn": bool, "hidden": bool}
+
+
+def _release_labels(request, pk):
+    """PATCH /api/releases/{id}/: the steward names, annotates, withdraws or hides a release."""
+    r = release_for_owner(request.user, pk)
+    data = json_body(request)
+    unknown = sorted(set(data) - set(LABEL_FIELDS))
+    if unknown or not data:
+        raise ApiError(f"send any of {sorted(LABEL_FIELDS)}, got {unknown or 'nothing'}")
+    for key, kind in LABEL_FIELDS.items():
+        if key in data and not isinstance(data[key], kind):
+            raise ApiError(f"{key} must be {'a string' if kind is str else 'true or false'}, got {key}={data[key]!r}")
+    try:
+        if "title" in data or "note" in data:
+            release_services.label_release(r, title=data.get("title", r.title), note=data.get("note", r.note))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    if "withdrawn" in data:
+        release_services.set_withdrawn(r, data["withdrawn"])
+    if "hidden" in data:
+        release_services.set_hidden(r, data["hidden"])
+    r.refresh_from_db()
+    return JsonResponse(release_dict(r, for_owner=True))
 
 
 @api_view("POST")

@@ -60,9 +60,17 @@ def tstr_bars(ml: dict) -> dict:
             {"type": "bar", "name": "train on real", "x": names, "y": [real.get(m["model"]) for m in models],
              "marker": {"color": REAL}}]
     label = key.replace("_", " ").upper()
+    chance = ml.get("chance", 0.5 if key == "roc_auc" else None)
+    extra = {}
+    if chance is not None:  # the level of guessing, drawn across the chart
+        extra = {"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance,
+                             "line": {"dash": "dash", "color": OTHER, "width": 1}}],
+                 "annotations": [{"xref": "paper", "x": 1, "xanchor": "right", "y": chance, "yanchor": "bottom",
+                                  "text": f"chance {chance:.2f}", "showarrow": False, "font": {"size": 11}}]}
     return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
                                             barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]},
-                                            xaxis={"tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110})}
+                                            xaxis={"tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110},
+                                            **extra)}
 
 
 def dcr_histogram(privacy: dict) -> dict:
@@ -80,6 +88,7 @@ def dcr_histogram(privacy: dict) -> dict:
 
 
 UTILITY_METRICS = [
+    ("quality", "Quality score (higher is better)"),
     ("tvd_1way_mean", "1-way TVD (lower is better)"),
     ("tvd_2way_mean", "2-way TVD (lower is better)"),
     ("pmse_cart", "pMSE, CART (lower is better)"),
@@ -87,18 +96,46 @@ UTILITY_METRICS = [
 ]
 
 
+PALETTE = ["#2857a4", "#c2572b", "#1f7a4d", "#7a3fb0", "#a86400", "#0e7c86", "#b3261e", "#5f6b7a"]
+DODGE = 0.03  # releases at the same epsilon are spread by 10^(+-0.03 k) (~7% per step) so none hides another
+
+
+def _dodged(eps: float, i: int, k: int) -> float:
+    return eps * 10 ** (DODGE * (i - (k - 1) / 2))
+
+
+def _eps_ticks(values: list[float]) -> dict:
+    """Tick labels at the epsilons released (and nothing else: plotly's log axis labels minor ticks
+    "2" and "5", which read as epsilons that were never used)."""
+    ticks = sorted(set(values))
+    return {"tickvals": ticks, "ticktext": [f"{v:g}" for v in ticks]}
+
+
 def utility_vs_epsilon(points: list[dict], key: str, title: str) -> dict:
-    """One line per mechanism: metric ``key`` of each evaluated release against its epsilon."""
+    """Per mechanism: one marker per evaluated release (releases at the same epsilon side by side) and
+    a line through the mean at each epsilon."""
     by_mech: dict[str, list[dict]] = defaultdict(list)
     for p in points:
         if p["summary"].get(key) is not None:
             by_mech[p["mechanism"]].append(p)
     data = []
-    for mech, pts in sorted(by_mech.items()):
-        pts.sort(key=lambda p: p["epsilon"])
-        data.append({"type": "scatter", "mode": "lines+markers", "name": mech,
-                     "x": [p["epsilon"] for p in pts], "y": [p["summary"][key] for p in pts],
-                     "text": [f"release {p['id']}" for p in pts],
-                     "hovertemplate": "%{text}<br>ε %{x}<br>%{y:.4f}<extra>" + mech + "</extra>"})
-    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log"},
-                                            yaxis={"rangemode": "tozero"})}
+    for n, (mech, pts) in enumerate(sorted(by_mech.items())):
+        color = PALETTE[n % len(PALETTE)]
+        at: dict[float, list[dict]] = defaultdict(list)
+        for p in sorted(pts, key=lambda p: (p["epsilon"], p["id"])):
+            at[p["epsilon"]].append(p)
+        xs, ys, text = [], [], []
+        for eps, group in at.items():
+            for i, p in enumerate(group):
+                xs.append(_dodged(eps, i, len(group)))
+                ys.append(p["summary"][key])
+                text.append(f"release {p['id']}<br>ε {p['epsilon']:g}")
+        data.append({"type": "scatter", "mode": "markers", "name": mech, "legendgroup": mech, "x": xs, "y": ys,
+                     "text": text, "marker": {"color": color, "size": 8},
+                     "hovertemplate": "%{text}<br>%{y:.4f}<extra>" + mech + "</extra>"})
+        eps_sorted = sorted(at)
+        data.append({"type": "scatter", "mode": "lines", "name": mech, "legendgroup": mech, "showlegend": False,
+                     "x": eps_sorted, "y": [sum(p["summary"][key] for p in at[e]) / len(at[e]) for e in eps_sorted],
+                     "line": {"color": color}, "hoverinfo": "skip"})
+    axis = {"title": {"text": "ε"}, "type": "log", **_eps_ticks([p["epsilon"] for p in points])}
+    return {"data": data, "layout": _layout(title, xaxis=axis, yaxis={"rangemode": "tozero"})}

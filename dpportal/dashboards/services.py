@@ -170,3 +170,41 @@ def request_reevaluation(release: Release) -> Evaluation:
     Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.PENDING, progress=0.0, stage="queued", error="")
     transaction.on_commit(lambda: evaluate_release_task.delay(release.pk))
     return _reload(ev)
+
+
+# --------------------------------------------------------------------------------------------------
+# Quality at a glance (issue 18): one score per release, steward-only (it compares with raw data)
+# --------------------------------------------------------------------------------------------------
+
+def quality_of(release: Release) -> dict | None:
+    """The release's quality score and its two parts from its finished evaluation, else None
+    (no evaluation yet, or one stored before the score existed: re-evaluate to get it)."""
+    ev = Evaluation.objects.filter(release=release, status=Evaluation.DONE).only("results").first()
+    return quality_from_results(ev.results if ev else None)
+
+
+def quality_from_results(results: dict | None) -> dict | None:
+    q = (results or {}).get("quality")
+    return q if q and q.get("score") is not None else None
+
+
+def mark_best_quality(releases) -> None:
+    """Set ``r.quality`` (dict or None) and ``r.best_quality`` on each release (from a queryset with
+    ``evaluation`` selected); the best is the highest score among them."""
+    best = None
+    for r in releases:
+        ev = getattr(r, "evaluation", None) if _has_evaluation(r) else None
+        r.quality = quality_from_results(ev.results if ev is not None and ev.status == Evaluation.DONE else None)
+        r.best_quality = False
+        if r.quality and (best is None or r.quality["score"] > best.quality["score"]):
+            best = r
+    if best is not None and sum(1 for r in releases if r.quality) > 1:
+        best.best_quality = True
+
+
+def _has_evaluation(release: Release) -> bool:
+    try:
+        release.evaluation
+    except Evaluation.DoesNotExist:
+        return False
+    return True

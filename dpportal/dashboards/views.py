@@ -67,7 +67,8 @@ def release_dashboard(request, pk):
     results = ev.results if ev is not None and ev.status == Evaluation.DONE else None
     ctx = {"release": release, "dataset": release.dataset, "cards": _cards(release), "evaluation": ev,
            "results": results, "charts": _release_charts(results) if results else None,
-           "numeric": [c for c in results["columns"] if "real" in c] if results else []}
+           "numeric": [c for c in results["columns"] if "real" in c] if results else [],
+           "quality": services.quality_from_results(results)}
     return render(request, "dashboards/release.html", ctx)
 
 
@@ -94,7 +95,7 @@ def release_reevaluate(request, pk):
 
 def _points(dataset) -> list[dict]:
     rows = (Evaluation.objects.filter(release__dataset=dataset, release__parent__isnull=True,
-                                      release__status=Release.DONE, status=Evaluation.DONE)
+                                      release__status=Release.DONE, release__hidden=False, status=Evaluation.DONE)
             .select_related("release").order_by("release__created_at"))
     points = []
     for ev in rows:
@@ -114,8 +115,9 @@ def dataset_dashboard(request, pk):
     utility = [(f"util-{key}", charts.utility_vs_epsilon(points, key, title))
                for key, title in charts.UTILITY_METRICS if any(p["summary"].get(key) is not None for p in points)]
     schema = dataset.confirmed_schema()
-    releases = (dataset.releases.filter(parent__isnull=True).select_related("evaluation")
-                .order_by("-created_at"))
+    releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism="dp-bounds")
+                    .select_related("evaluation").order_by("-created_at"))
+    services.mark_best_quality(releases)
     ctx = {"dataset": dataset, "utility": utility, "points": points, "releases": releases,
            "target": services.target_for(dataset, schema) if schema else None,
            "target_configured": services.configured_target(dataset),
@@ -134,6 +136,37 @@ def dataset_target(request, pk):
     else:
         messages.success(request, "TSTR target saved: re-evaluate a release to apply it.")
     return redirect("dpportal-dataset-dashboard", dataset.pk)
+
+
+# Which way is better for each reading (by its metric name's start); the privacy-sanity readings are
+# "lower is safer". Metrics not listed are shown without a mark.
+HIGHER_IS_BETTER = ("Quality score", "TSTR")
+LOWER_IS_BETTER = ("1-way TVD", "1-Wasserstein", "2-way TVD", "Suppressed", "Fabricated", "Association difference",
+                   "pMSE", "MMD", "Exact-match rate", "DCR share")
+
+
+def better_side(metric: str, a, b) -> str:
+    """'a', 'b' or '' (a tie, a missing value, or a metric with no direction)."""
+    if a is None or b is None or a == b:
+        return ""
+    if metric.startswith(HIGHER_IS_BETTER):
+        return "a" if a > b else "b"
+    if metric.startswith(LOWER_IS_BETTER):
+        return "a" if a < b else "b"
+    return ""
+
+
+def compare_metrics(readings_a: list[dict], readings_b: list[dict]) -> list[dict]:
+    """One row per metric of A (and B's metrics A lacks): both values, the better side, both readings."""
+    by_b = {r["metric"]: r for r in readings_b}
+    names = [r["metric"] for r in readings_a] + [m for m in by_b if m not in {r["metric"] for r in readings_a}]
+    by_a = {r["metric"]: r for r in readings_a}
+    rows = []
+    for name in names:
+        a, b = by_a.get(name, {}), by_b.get(name, {})
+        rows.append({"metric": name, "a": a.get("value"), "b": b.get("value"), "reading_a": a.get("reading", ""),
+                     "reading_b": b.get("reading", ""), "better": better_side(name, a.get("value"), b.get("value"))})
+    return rows
 
 
 @login_required
@@ -159,8 +192,7 @@ def release_compare(request, pk):
         overlays = [(f"cmp-{i}", charts.column_overlay(c, [(f"release {b.pk}", by_b[c["name"]])],
                                                        synthetic_name=f"release {a.pk}"))
                     for i, c in enumerate(ra["columns"]) if c["name"] in by_b]
-        rb_readings = {r["metric"]: r for r in rb["readings"]}
-        metrics = [(r, rb_readings.get(r["metric"])) for r in ra["readings"]]
+        metrics = compare_metrics(ra["readings"], rb["readings"])
     ctx = {"dataset": dataset, "a": a, "b": b, "ra": ra, "rb": rb, "cards": list(zip(_cards(a), _cards(b))),
            "overlays": overlays, "metrics": metrics}
     return render(request, "dashboards/compare.html", ctx)

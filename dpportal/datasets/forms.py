@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from fractions import Fraction
+
 from django import forms
 
 from .services import BUDGET_PRESETS
@@ -29,15 +31,33 @@ class BudgetForm(forms.Form):
     def clean(self):
         data = super().clean()
         preset = data.get("preset")
+        typed_eps, typed_delta = (data.get("epsilon") or "").strip(), (data.get("delta") or "").strip()
         if preset in BUDGET_PRESETS:
-            data["epsilon"] = BUDGET_PRESETS[preset]["epsilon"]
-            data["delta"] = BUDGET_PRESETS[preset]["delta"]
-        elif not (data.get("epsilon") or "").strip():
+            chosen = BUDGET_PRESETS[preset]
+            if _differs(typed_eps, chosen["epsilon"]) or _differs(typed_delta, chosen["delta"]):
+                raise forms.ValidationError(
+                    f"you typed custom values (epsilon {typed_eps or '-'}, delta {typed_delta or '-'}) but chose "
+                    f"the preset \"{chosen['label']}\" (epsilon {chosen['epsilon']}, delta {chosen['delta']}): "
+                    "choose \"Custom values\" to use the typed values, or clear them to use the preset. "
+                    "Nothing was saved.")
+            data["epsilon"], data["delta"] = chosen["epsilon"], chosen["delta"]
+            return data
+        if not typed_eps:
             raise forms.ValidationError("enter an epsilon cap for a custom budget")
-        data["delta"] = (data.get("delta") or "0").strip()
+        data["epsilon"], data["delta"] = typed_eps, typed_delta or "0"
         return data
+
+
+def _differs(typed: str, preset: str) -> bool:
+    """A typed amount that is not empty and not the preset's own value (compared as exact numbers)."""
+    if not typed:
+        return False
+    try:
+        return Fraction(typed) != Fraction(preset)
+    except (ValueError, ZeroDivisionError):
+        return True
 
 
 class GrantForm(forms.Form):
     username = forms.CharField(max_length=150)
-    action = forms.ChoiceField(choices=[("grant", "grant"), ("revoke", "revoke")])
+    action = forms.ChoiceField(choices=[("grant", "grant"), ("revoke", "revoke"), ("create", "create")])

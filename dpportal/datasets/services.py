@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
+from fractions import Fraction
 
 from django.utils import timezone
 
@@ -19,6 +21,17 @@ BUDGET_PRESETS = {
                  "epsilon": "0.25", "delta": "0.000001"},
     "high": {"label": "High harm: disclosure could cause severe harm", "epsilon": "0.05", "delta": "0.0000001"},
 }
+
+
+def budget_initial(budget: dict) -> dict:
+    """Budget form initial values: the current caps, as their preset when they match one."""
+    if not budget.get("set"):
+        return {"preset": "moderate"}
+    eps, delta = budget["epsilon"]["cap"], budget["delta"]["cap"]
+    for key, p in BUDGET_PRESETS.items():
+        if (Fraction(p["epsilon"]), Fraction(p["delta"])) == (Fraction(eps), Fraction(delta)):
+            return {"preset": key}
+    return {"preset": "custom", "epsilon": eps, "delta": delta}
 
 
 class SchemaRejected(ValueError):
@@ -59,6 +72,101 @@ def column_from_form(name: str, data) -> Column:
         return Column(name=name, kind="excluded")
     except SchemaError as exc:
         raise SchemaRejected(str(exc)) from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Wide tables (issue 18): review count and bulk actions on the schema page's working values
+# --------------------------------------------------------------------------------------------------
+
+def review_count(rows: list[dict]) -> dict:
+    """How many kept columns are not yet ticked as reviewed, and their names."""
+    kept = [r for r in rows if r["cur"].get("kind") != "excluded"]
+    left = [r["name"] for r in kept if not r["ok"]]
+    return {"kept": len(kept), "left": len(left), "names": left}
+
+
+def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None) -> str:
+    """Apply the schema page's bulk action to ``rows`` in place; returns what was done. Actions:
+    ``review`` ticks every column of a kind (``bulk_kind``, or "all") as reviewed; ``kind`` sets the
+    kind ``bulk_set_kind`` on the columns whose name matches the glob ``bulk_pattern`` (case-insensitive,
+    e.g. ``q*`` or ``*_id``), taking bounds or categories from the suggestion when it has that kind."""
+    action = post.get("bulk")
+    if action == "review":
+        kind = post.get("bulk_kind", "all")
+        if kind != "all" and kind not in KINDS:
+            raise SchemaRejected(f"choose a kind among {['all', *KINDS]}, got {kind!r}")
+        hit = [r for r in rows if (kind == "all" or r["cur"].get("kind") == kind) and not r["ok"]]
+        for r in hit:
+            r["ok"] = True
+        return f"Ticked {len(hit)} {'' if kind == 'all' else kind + ' '}column(s) as reviewed: " \
+               f"{_names(hit)}. Nothing is saved until you confirm the schema."
+    if action == "kind":
+        return _bulk_kind(rows, (post.get("bulk_pattern") or "").strip(), post.get("bulk_set_kind", ""))
+    if action == "use_dp":
+        return _use_dp_bounds(rows, dp_bounds or {})
+    raise SchemaRejected(f"unknown bulk action {str(action)[:40]!r}; use 'review', 'kind' or 'use_dp'")
+
+
+def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:
+    """Numeric columns take their private bound estimates (DP outputs: public-safe) and count as
+    reviewed; a fill value outside the new bounds is moved to the lower bound."""
+    hit = []
+    for r in rows:
+        b = dp_bounds.get(r["name"])
+        if r["cur"].get("kind") in ("continuous", "integer") and b and b.get("lower") is not None \
+                and b.get("reliable", True):
+            r["cur"] = {**r["cur"], "lower": b["lower"], "upper": b["upper"]}
+            fill = _number(str(r["cur"].get("fill") or ""), "fill value", r["name"])
+            if fill is not None and not b["lower"] <= fill <= b["upper"]:
+                r["cur"]["fill"] = b["lower"]
+            r["ok"] = True
+            hit.append(r)
+    if not hit:
+        raise SchemaRejected("no numeric column has a usable private bound estimate yet: estimate them first "
+                             "(estimates that hold under 90% of the values are not used)")
+    return f"Used the private bound estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until " \
+           "you confirm the schema."
+
+
+def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
+    if kind not in KINDS:
+        raise SchemaRejected(f"choose a kind among {list(KINDS)}, got {kind!r}")
+    if not pattern:
+        raise SchemaRejected("enter a column name pattern, e.g. q* or *_id")
+    hit = [r for r in rows if fnmatch.fnmatchcase(r["name"].lower(), pattern.lower())]
+    if not hit:
+        raise SchemaRejected(f"no column name matches the pattern {pattern[:80]!r} (* = any text, ? = one character)")
+    for r in hit:
+        sug = r["suggested"] or {}
+        base = sug if sug.get("kind") == kind else {}
+        if kind in ("continuous", "integer") and not base and sug.get("kind") in ("continuous", "integer"):
+            base = sug  # integer <-> continuous: the suggested bounds still apply
+        categories = list(base.get("categories", []))
+        if kind == "categorical" and not base and sug.get("kind") == "integer":
+            categories = _integer_codes(sug)
+        r["cur"] = {"kind": kind, "lower": base.get("lower", ""), "upper": base.get("upper", ""),
+                    "bins": base.get("bins", 10), "fill": base.get("fill", ""), "other": base.get("other", ""),
+                    "categories": categories}
+        r["ok"] = kind == "excluded"
+    return f"Set kind {kind} on {len(hit)} column(s) matching {pattern!r}: {_names(hit)}. Review their values, " \
+           "then confirm the schema."
+
+
+MAX_CODES = 50  # an integer column becomes a categorical one with a category per value up to this many
+
+
+def _integer_codes(sug: dict) -> list[str]:
+    """Categories for an integer column made categorical (e.g. answer codes 1-5): one per value of
+    its suggested bounds, when there are few."""
+    lo, hi = sug.get("lower"), sug.get("upper")
+    if lo is None or hi is None or hi - lo + 1 > MAX_CODES:
+        return []
+    return [str(v) for v in range(math.ceil(lo), math.floor(hi) + 1)]
+
+
+def _names(rows: list[dict], limit: int = 8) -> str:
+    names = [r["name"] for r in rows[:limit]]
+    return ", ".join(names) + (f" and {len(rows) - limit} more" if len(rows) > limit else "") if rows else "none"
 
 
 def schema_from_post(dataset: Dataset, post, markers: list[str]) -> Schema:

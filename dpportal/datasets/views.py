@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from dpportal.accounts.access import dataset_for_owner, dataset_for_viewer, require_steward, visible_datasets
 from dpportal.accounts.models import Profile
 from dpportal.ledger import services as ledger
+from dpportal.releases import services as release_services
 from dpportal.releases.models import Release
 from mechanisms.schema import KINDS
 
@@ -57,9 +58,18 @@ def dataset_upload(request):
 def dataset_detail(request, pk):
     dataset = dataset_for_viewer(request.user, pk)
     owner = dataset.owner_id == request.user.pk
-    releases = dataset.releases.all() if owner else dataset.releases.filter(status=Release.DONE)
-    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases.select_related("parent")}
+    releases = dataset.releases.all() if owner else dataset.releases.for_analysts()
+    show_hidden = owner and request.GET.get("hidden") == "1"
+    n_hidden = releases.filter(hidden=True).count() if owner else 0
+    if owner and not show_hidden:
+        releases = releases.filter(hidden=False)
+    releases = list(releases.select_related("parent", "evaluation") if owner else releases.select_related("parent"))
+    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases, "show_hidden": show_hidden,
+           "n_hidden": n_hidden}
     if owner:
+        from dpportal.dashboards.services import mark_best_quality
+
+        mark_best_quality(releases)
         ctx["budget"] = ledger.remaining(dataset)
         ctx["analysts"] = dataset.analysts.order_by("username")
         ctx["grant_form"] = GrantForm()
@@ -68,17 +78,21 @@ def dataset_detail(request, pk):
 
 
 def _column_rows(dataset, schema, post=None):
-    """Per column: the working values (posted, confirmed, or suggested) and the suggestion."""
+    """Per column: the working values (posted, confirmed, or suggested), the suggestion, and whether
+    the steward ticked it as reviewed (a confirmed schema counts as reviewed; excluded columns publish
+    nothing and need no review)."""
     draft = dataset.schema_draft or {}
     suggested = {c["name"]: c for c in draft.get("columns", [])}
     current = {c.name: c.to_dict() for c in schema.columns} if schema else {}
     rows = []
     for i, name in enumerate(dataset.header):
         cur = current.get(name) or suggested.get(name) or {"name": name, "kind": "excluded"}
+        ok = bool(dataset.schema) or cur.get("kind") == "excluded"
         if post is not None:
             cur = {f: post.get(f"col-{i}-{f}", "") for f in ("kind", "lower", "upper", "bins", "fill", "other")}
             cur["categories"] = [c for c in post.get(f"col-{i}-categories", "").splitlines() if c.strip()]
-        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name)})
+            ok = bool(post.get(f"col-{i}-ok")) or cur["kind"] == "excluded"
+        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name), "ok": ok})
     return rows
 
 
@@ -88,7 +102,17 @@ def dataset_schema(request, pk):
     schema = dataset.working_schema()
     error = None
     markers = schema.missing_markers if schema else dataset.missing_markers
-    if request.method == "POST":
+    rows = _column_rows(dataset, schema, request.POST if request.method == "POST" else None)
+    dp_bounds = release_services.latest_bounds(dataset)
+    for r in rows:
+        r["dp"] = dp_bounds.get(r["name"])
+    bulk_note = None
+    if request.method == "POST" and request.POST.get("bulk"):
+        try:  # a bulk action edits the working values on the page; nothing is saved until "Confirm"
+            bulk_note = services.apply_bulk(rows, request.POST, dp_bounds=dp_bounds)
+        except services.SchemaRejected as exc:
+            error = str(exc)
+    elif request.method == "POST":
         try:
             if not request.POST.get("public_ack"):
                 raise services.SchemaRejected("tick the box to confirm that every value on this page is public "
@@ -104,11 +128,32 @@ def dataset_schema(request, pk):
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
         "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
-        "rows": _column_rows(dataset, schema, request.POST if request.method == "POST" else None),
+        "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
+        "dp_bounds": dp_bounds, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
+        "bounds_pending": dataset.releases.filter(mechanism=release_services.BOUNDS_MECHANISM,
+                                                  status__in=(Release.QUEUED, Release.RUNNING)),
+        "budget": ledger.remaining(dataset),
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)
+
+
+@login_required
+@require_POST
+def dataset_schema_dp_bounds(request, pk):
+    """Queue a private estimate of numeric bounds (charged to the budget like a release)."""
+    dataset = dataset_for_owner(request.user, pk)
+    try:
+        release = release_services.plan_bounds(dataset, request.user, columns=request.POST.getlist("bounds_columns"),
+                                               epsilon=request.POST.get("bounds_epsilon"))
+    except release_services.ReleaseRequestError as exc:
+        messages.error(request, f"Bounds not estimated: {exc}")
+    else:
+        messages.success(request, f"Estimating bounds of {len(release.params['columns'])} column(s) privately "
+                                  f"(release {release.pk}; epsilon {release.epsilon} reserved). Reload this page "
+                                  "when it is done, then use the estimates.")
+    return redirect("dpportal-schema", dataset.pk)
 
 
 @login_required
@@ -148,7 +193,7 @@ def dataset_schema_import(request, pk):
 @login_required
 def dataset_budget(request, pk):
     dataset = dataset_for_owner(request.user, pk)
-    form = BudgetForm(request.POST or None)
+    form = BudgetForm(request.POST or None, initial=services.budget_initial(ledger.remaining(dataset)))
     if request.method == "POST" and form.is_valid():
         try:
             entry = ledger.set_caps(dataset, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data["delta"],
@@ -158,7 +203,9 @@ def dataset_budget(request, pk):
         else:
             if entry is not None and getattr(entry, "warning", ""):
                 messages.warning(request, entry.warning)
-            messages.success(request, "Privacy budget saved.")
+            messages.success(request, "Privacy budget saved: epsilon cap {}, delta cap {}.".format(
+                form.cleaned_data["epsilon"], form.cleaned_data["delta"]) if entry is not None
+                else "Privacy budget unchanged.")
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {"dataset": dataset, "form": form, "budget": ledger.remaining(dataset),
            "presets": services.BUDGET_PRESETS}
@@ -170,11 +217,17 @@ def dataset_budget(request, pk):
 def dataset_grant(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     form = GrantForm(request.POST)
+    if form.is_valid() and form.cleaned_data["action"] == "create":
+        return _create_analyst(request, dataset, form.cleaned_data["username"])
     if form.is_valid():
-        user = get_user_model().objects.filter(username=form.cleaned_data["username"],
-                                               profile__role=Profile.ANALYST).first()
-        if user is None:
-            messages.error(request, f"no analyst named {form.cleaned_data['username']!r}")
+        name = form.cleaned_data["username"]
+        user = get_user_model().objects.filter(username=name, profile__role=Profile.ANALYST).first()
+        if user is None and get_user_model().objects.filter(username=name).exists():
+            messages.error(request, f"no analyst named {name!r}: that name belongs to an account that is not an "
+                                    "analyst (stewards and other accounts cannot be granted releases)")
+        elif user is None:
+            messages.error(request, f"no analyst named {name!r}: tick \"create the account\" to create it and "
+                                    "grant access in one step")
         elif form.cleaned_data["action"] == "grant":
             dataset.analysts.add(user)
             messages.success(request, f"{user.username} can now download this dataset's releases.")
@@ -202,3 +255,20 @@ def dataset_raw_delete(request, pk):
         messages.success(request, "Raw data deleted. Releases, the schema and the ledger remain; "
                                   "no budget was freed.")
     return redirect("dpportal-dataset", dataset.pk)
+
+
+def _create_analyst(request, dataset, username: str):
+    """Create an analyst account with a one-time password, grant it this dataset, and show the password
+    once, on this response only (never in a message cookie, a log or the URL)."""
+    from dpportal.accounts.services import AccountRefused, create_analyst
+
+    try:
+        user, password = create_analyst(username, created_by=request.user)
+    except AccountRefused as exc:
+        messages.error(request, f"No account created: {exc}")
+        return redirect("dpportal-dataset", dataset.pk)
+    dataset.analysts.add(user)
+    resp = render(request, "datasets/analyst_created.html", {"dataset": dataset, "analyst": user,
+                                                             "password": password})
+    resp["Cache-Control"] = "no-store"
+    return resp

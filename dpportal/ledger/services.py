@@ -275,12 +275,15 @@ def set_caps(dataset, *, epsilon, delta, user) -> LedgerEntry | None:
         if not first and (eps_cap, delta_cap) == (b.eps_cap, b.delta_cap):
             return None
         warning = ""
-        if not first and (eps_cap > b.eps_cap or delta_cap > b.delta_cap):
+        unused = not LedgerEntry.objects.filter(dataset_id=dataset.pk, kind=LedgerEntry.RESERVE).exists()
+        if not first and unused:
+            pass  # no release was ever requested: correcting the cap changes nobody's privacy loss
+        elif not first and (eps_cap > b.eps_cap or delta_cap > b.delta_cap):
             warning = ("cap raised from epsilon {} / delta {} to epsilon {} / delta {}: every release already made "
                        "keeps its privacy loss, and the total loss the data subjects may suffer grows".format(
                            format_units(b.eps_cap, EPS_UNIT), format_units(b.delta_cap, DELTA_UNIT),
                            format_units(eps_cap, EPS_UNIT), format_units(delta_cap, DELTA_UNIT)))
-        note = warning or ("cap set" if first else "cap lowered")
+        note = warning or ("cap set" if first else "cap corrected before any release" if unused else "cap lowered")
         Budget.objects.filter(dataset_id=dataset.pk).update(eps_cap=eps_cap, delta_cap=delta_cap)
         entry = _append(dataset.pk, kind=LedgerEntry.CAP, user=user, release=None,
                         epsilon=str(epsilon).strip(), delta=str(delta if delta not in (None, "") else "0").strip(),

@@ -11,6 +11,7 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
     data = {
         "manifest_version": 1,
         "release": release.pk,
+        "title": release.title,
         "dataset": {"id": release.dataset_id, "name": release.dataset.name},
         "schema_sha256": release.schema_fingerprint,
         "schema": release.schema,

@@ -11,6 +11,13 @@ from django.db import models
 from mechanisms.schema import Schema
 
 
+class ReleaseQuerySet(models.QuerySet):
+    def for_analysts(self) -> "ReleaseQuerySet":
+        """What a granted analyst may see: finished, not withdrawn (nor drawn from a withdrawn release)."""
+        return self.filter(status=Release.DONE, withdrawn_at__isnull=True, parent__withdrawn_at__isnull=True,
+                           output_file__gt="")  # private bounds estimates (no table) are the steward's
+
+
 class Release(models.Model):
     QUEUED = "queued"
     RUNNING = "running"
@@ -53,11 +60,30 @@ class Release(models.Model):
     output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
     summary_file = models.CharField(max_length=500, blank=True)  # private summary npz
 
+    # The steward's labels (issue 18): a name analysts see, a steward-only note; withdrawing removes the
+    # release from analysts (copies already downloaded stay out there; the cost stays spent); hiding
+    # removes it from the steward's own lists (the ledger still shows it).
+    title = models.CharField(max_length=120, blank=True)
+    note = models.TextField(blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    hidden = models.BooleanField(default=False)
+
+    objects = ReleaseQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"release {self.pk} ({self.mechanism}, {self.status})"
+
+    @property
+    def label(self) -> str:
+        """'release 12' or 'release 12 · census for the model team'."""
+        return f"release {self.pk}" + (f" · {self.title}" if self.title else "")
+
+    @property
+    def is_withdrawn(self) -> bool:
+        return self.withdrawn_at is not None or (self.parent is not None and self.parent.withdrawn_at is not None)
 
     @property
     def is_draw(self) -> bool:

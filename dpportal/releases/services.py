@@ -9,6 +9,8 @@ nothing queued.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -263,6 +265,8 @@ class _Progress:
 
 def execute(release_id: int) -> None:
     """Run a claimed release to completion. Every failure is recorded on the row, never raised."""
+    if Release.objects.filter(pk=release_id, mechanism=BOUNDS_MECHANISM).exists():
+        return execute_bounds(release_id)  # a private bounds estimate for the schema page (issue 18)
     release = Release.objects.select_related("dataset", "parent").get(pk=release_id)
     progress = _Progress(release_id)
     workdir = release.storage_dir()
@@ -444,6 +448,146 @@ def memory_estimate(cls, schema, n_rows: int, values) -> dict:
         if epsilon <= 0:
             raise ValueError(f"epsilon must be positive, got epsilon={values.get('epsilon')!r}")
         size = int(cls.memory_estimate(schema, int(n_rows), params, epsilon=epsilon))
+        parts = _memory_parts(cls, schema, int(n_rows), params, epsilon)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}
-    return {"bytes": size, "mib": round(size / 2**20, 2)}
+    return {"bytes": size, "mib": round(size / 2**20, 2), "parts": parts}
+
+
+MEMORY_PARTS = {  # what each part of PrivHP's memory model is, for the steward (privhp.memory_model)
+    "structure": "noisy counters and sketches (set by memory_mb)",
+    "tree": "the output tree kept for sampling (set by memory_mb)",
+    "growth": "temporaries while the tree is grown",
+    "chunk": "one chunk of rows being read (set by chunk_rows and the number of columns, not by memory_mb)",
+}
+
+
+def _memory_parts(cls, schema, n_rows: int, params: dict, epsilon: float) -> list[dict]:
+    """The estimate by part, largest first, so a fixed part (the chunk being read) is visible."""
+    if not hasattr(cls, "plan_for"):
+        return []
+    plan = cls.plan_for(schema, n_rows, epsilon, params)
+    parts = plan.memory_bytes(len(schema.kept))
+    rows = [{"part": k, "what": MEMORY_PARTS.get(k, k), "mib": round(v / 2**20, 2),
+             "chunk_rows": plan.chunk_rows if k == "chunk" else None}
+            for k, v in parts.items() if k != "total"]
+    return sorted(rows, key=lambda r: -r["mib"])
+
+
+# --------------------------------------------------------------------------------------------------
+# The steward's labels: name, note, withdraw from analysts, hide (issue 18). No privacy effect: the
+# cost stays spent and the ledger keeps the release whatever is done here.
+# --------------------------------------------------------------------------------------------------
+
+TITLE_MAX = 120
+NOTE_MAX = 2000
+
+
+def _label_text(value, name: str, limit: int, *, multiline: bool) -> str:
+    text = "" if value is None else str(value).strip()
+    if len(text) > limit:
+        raise ReleaseRequestError(f"{name} must be at most {limit} characters, got {len(text)}")
+    allowed = "\n\r\t" if multiline else ""
+    bad = next((ch for ch in text if (ord(ch) < 32 and ch not in allowed) or ord(ch) == 127), None)
+    if bad is not None:
+        raise ReleaseRequestError(f"{name} must not contain control characters, got {bad!r}")
+    return text
+
+
+def label_release(release: Release, *, title, note) -> Release:
+    release.title = _label_text(title, "name", TITLE_MAX, multiline=False)
+    release.note = _label_text(note, "note", NOTE_MAX, multiline=True)
+    release.save(update_fields=["title", "note"])
+    return release
+
+
+def set_withdrawn(release: Release, withdrawn: bool) -> Release:
+    """Withdraw a release from analysts (or give it back). Copies already downloaded are not recalled."""
+    release.withdrawn_at = timezone.now() if withdrawn else None
+    release.save(update_fields=["withdrawn_at"])
+    return release
+
+
+def set_hidden(release: Release, hidden: bool) -> Release:
+    release.hidden = bool(hidden)
+    release.save(update_fields=["hidden"])
+    return release
+
+
+# --------------------------------------------------------------------------------------------------
+# Private bounds for the schema page (issue 18): charged like any release (reserve, run, settle), run
+# before the schema is confirmed, reading only the chosen columns' raw cells (mechanisms/bounds.py).
+# --------------------------------------------------------------------------------------------------
+
+BOUNDS_MECHANISM = "dp-bounds"
+DEFAULT_BOUNDS_EPSILON = "0.1"
+BOUNDS_CHUNK_ROWS = 100_000
+
+
+def plan_bounds(dataset, user, *, columns, epsilon) -> Release:
+    """Validate, reserve ``epsilon`` and queue a bounds estimate of ``columns``. Raises
+    ReleaseRequestError (nothing charged or queued)."""
+    epsilon = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
+    try:
+        if exact(epsilon) <= 0:
+            raise ValueError(f"expected a positive number, got {epsilon!r}")
+    except ValueError as exc:
+        raise ReleaseRequestError(f"epsilon: {exc}") from None
+    if not dataset.has_raw:
+        raise ReleaseRequestError("the raw data of this dataset was deleted: nothing to estimate from")
+    columns = list(dict.fromkeys(columns or []))
+    unknown = [c for c in columns if c not in dataset.header]
+    if unknown or not columns:
+        raise ReleaseRequestError(f"choose columns of the file to estimate bounds for, got {unknown[:5] or 'none'}")
+    working = dataset.working_schema()
+    markers = list(working.missing_markers if working else dataset.missing_markers)
+    # what the job may know: the columns and the missing markers (no bounds: that is what it estimates)
+    snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                dataset=dataset, created_by=user, mechanism=BOUNDS_MECHANISM,
+                params={"columns": columns}, epsilon=epsilon, delta="0", rows=0, schema=snapshot,
+                schema_fingerprint=hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest(),
+                software_version=dpportal.__version__, stage="queued", title="private bounds for the schema")
+            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta="0")
+            transaction.on_commit(lambda: _enqueue(release.pk))
+    except ledger.LedgerError as exc:
+        raise ReleaseRequestError(str(exc)) from None
+    return release
+
+
+def execute_bounds(release_id: int) -> None:
+    from mechanisms.bounds import estimate_bounds, privacy_cost
+    from mechanisms.schema import read_raw_csv
+
+    release = Release.objects.select_related("dataset").get(pk=release_id)
+    columns = list(release.params["columns"])
+    try:
+        progress = _Progress(release_id)
+        progress(0.05, "estimating bounds", force=True)
+        epsilon = float(exact(release.epsilon))
+        _mark_data_touched(release.pk)
+        dataset = release.dataset
+        chunks = read_raw_csv(dataset.raw_path(), chunksize=BOUNDS_CHUNK_ROWS, usecols=columns, **dataset.read_kw())
+        result = estimate_bounds(chunks, columns, epsilon=epsilon, noise=Noise.secure_backend(),
+                                 markers=release.schema["missing_markers"], n=dataset.n_rows)
+        report = privacy_cost(epsilon, result).to_dict()
+        report["mechanism"] = BOUNDS_MECHANISM
+        _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)
+    except BaseException as exc:  # noqa: BLE001 - recorded on the row; the ledger settles or refunds
+        log.exception("bounds estimate %s failed", release_id)
+        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        _finish(release_id, status=Release.FAILED, stage="failed", error=message)
+        if not isinstance(exc, Exception):
+            raise
+
+
+def latest_bounds(dataset) -> dict:
+    """Column -> {"lower", "upper", "release", "epsilon"} from the dataset's finished bounds estimates
+    (the latest per column). These are DP outputs: safe to publish in the schema."""
+    out = {}
+    for r in dataset.releases.filter(mechanism=BOUNDS_MECHANISM, status=Release.DONE).order_by("created_at"):
+        for name, b in (((r.report or {}).get("details") or {}).get("bounds") or {}).items():
+            out[name] = {**b, "release": r.pk, "epsilon": r.epsilon}
+    return out

@@ -13,7 +13,7 @@ from dpportal.accounts.access import dataset_for_owner, release_for_owner, relea
 from dpportal.ledger import services as ledger
 from mechanisms import registry
 
-from . import services
+from . import guidance, services
 from .forms import ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
@@ -26,17 +26,35 @@ def _choices(schema):
             for n in registry.names()]
 
 
+def _guide(dataset, schema, values, mechanism):
+    """The recommendation for the purpose in ``values`` (GET or POST), or (None, error message)."""
+    if schema is None:
+        return None, None
+    query = guidance.query_with_defaults(dataset, values)
+    try:
+        guide = guidance.recommendation_for(dataset, query, mechanism=mechanism)
+    except guidance.GuidanceError as exc:
+        return None, str(exc)
+    guide["delta_given"] = bool(values.get("delta"))  # typed in the purpose step (else a default)
+    return guide, None
+
+
 @login_required
 def release_new(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     schema = dataset.confirmed_schema()
     choices = _choices(schema)
     supported = [c["name"] for c in choices if c["supported"]]
-    name = request.POST.get("mechanism") or request.GET.get("mechanism") or (supported[0] if supported else None)
+    asked = request.POST.get("mechanism") or request.GET.get("mechanism")
+    guide_values = request.POST if request.method == "POST" else request.GET
+    guide, guide_error = _guide(dataset, schema, guide_values, asked)
+    name = asked or (guide and guide["recommended"]) or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
-    form = ReleaseForm(request.POST if request.method == "POST" else None, mechanism_cls=cls, schema=schema,
-                       n_rows=dataset.n_rows)
+    estimating = request.method == "POST" and "estimate" in request.POST  # re-show the values, no errors yet
+    form = ReleaseForm(request.POST if request.method == "POST" and not estimating else None, mechanism_cls=cls,
+                       schema=schema, n_rows=dataset.n_rows, initial=request.POST.dict() if estimating else None)
     error = None
+    prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
     if schema is None:
         error = "Confirm the schema before planning a release."
     elif cls is None:
@@ -46,7 +64,7 @@ def release_new(request, pk):
             kinds = " and ".join(refused["unsupported_kinds"])
             error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
                      f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
-    elif request.method == "POST" and form.is_valid():
+    elif request.method == "POST" and not estimating and form.is_valid():
         try:
             release = services.plan_release(dataset, request.user, services.ReleaseRequest(
                 mechanism=name, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data.get("delta") or "0",
@@ -68,7 +86,9 @@ def release_new(request, pk):
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
-    return render(request, "releases/new.html", ctx)
+    advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
+    return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
+                  **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)})
 
 
 @login_required
@@ -82,6 +102,9 @@ def release_detail(request, pk):
         ctx["dashboard_url"] = reverse("dpportal-release-dashboard", args=[release.pk])
         ctx["budget"] = ledger.remaining(release.dataset)
         ctx["draws"] = release.origin().draws.all()
+        from dpportal.dashboards.services import quality_of
+
+        ctx["quality"] = quality_of(release)
     return render(request, "releases/detail.html", ctx)
 
 
@@ -138,6 +161,36 @@ def release_draw(request, pk):
         return redirect("dpportal-release", release.pk)
     messages.success(request, f"Drawing {draw.rows:,} more rows (no privacy cost).")
     return redirect("dpportal-release", draw.pk)
+
+
+RELEASE_ACTIONS = {
+    "withdraw": (lambda r: services.set_withdrawn(r, True), "Release {pk} withdrawn: analysts no longer see it "
+                 "(copies already downloaded cannot be recalled; its privacy cost stays spent)."),
+    "restore": (lambda r: services.set_withdrawn(r, False), "Release {pk} is available to analysts again."),
+    "hide": (lambda r: services.set_hidden(r, True), "Release {pk} hidden from your lists (the ledger keeps it)."),
+    "unhide": (lambda r: services.set_hidden(r, False), "Release {pk} shown in your lists again."),
+}
+
+
+@login_required
+@require_POST
+def release_edit(request, pk):
+    """The steward names and annotates a release, withdraws it from analysts, or hides it."""
+    release = release_for_owner(request.user, pk)
+    action = request.POST.get("action", "")
+    try:
+        if action == "label":
+            services.label_release(release, title=request.POST.get("title"), note=request.POST.get("note"))
+            messages.success(request, f"Release {release.pk} name and note saved.")
+        elif action in RELEASE_ACTIONS:
+            change, text = RELEASE_ACTIONS[action]
+            change(release)
+            messages.success(request, text.format(pk=release.pk))
+        else:
+            messages.error(request, f"unknown action {action[:40]!r}; use label, withdraw, restore, hide or unhide")
+    except services.ReleaseRequestError as exc:
+        messages.error(request, f"Release {release.pk} not changed: {exc}")
+    return redirect("dpportal-release", release.pk)
 
 
 @login_required

@@ -136,7 +136,7 @@ def test_release_dashboard_renders_offline_and_is_404_for_an_analyst(finished, l
 
     page.goto(live_server.url + reverse("dpportal-dataset-dashboard", args=[dataset.pk]))
     drawn = _charts_render(page)
-    assert len(drawn) == 4 and all(drawn), drawn
+    assert len(drawn) == 5 and all(drawn), drawn  # quality, 1-way, 2-way, pMSE, TSTR against epsilon
     page.screenshot(path=str(ARTIFACTS / "dashboard-dataset.png"), full_page=True)
 
     page.goto(live_server.url + reverse("dpportal-release-compare", args=[dataset.pk])

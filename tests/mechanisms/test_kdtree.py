@@ -74,11 +74,26 @@ def test_binomial_beyond_64_bits_uses_an_accurate_law():
     assert binomial(rng, 0, 0.5) == 0 and binomial(rng, 10, 0.0) == 0
 
 
+def test_binomial_beyond_the_numpy_limit_has_the_exact_law_not_a_poisson_approximation(monkeypatch):
+    """The >= 2^62-trial path (Poissonisation: distinct trials hit by Poisson-many uniform points), run at
+    a small size where it can be compared: Binomial(50, 0.3) has variance 10.5; the old Poisson(15)
+    approximation (a delta of up to p, not pure DP) had variance 15 and fails the chi-square test."""
+    monkeypatch.setattr(kdtree, "EXACT_BINOMIAL_LIMIT", 10)
+    rng = np.random.default_rng(1)
+    draws = np.array([binomial(rng, 50, 0.3) for _ in range(4000)])
+    assert abs(draws.var() - 10.5) < 1.0
+    pmf = stats.binom.pmf(np.arange(51), 50, 0.3)
+    edges = [0, 11, 13, 14, 15, 16, 17, 19, 51]  # bins with expected counts well above 5
+    observed = [np.sum((draws >= a) & (draws < b)) for a, b in zip(edges, edges[1:])]
+    expected = [pmf[a:b].sum() * len(draws) for a, b in zip(edges, edges[1:])]
+    assert stats.chisquare(observed, expected)[1] > 1e-3
+
+
 # -- implicit empty cells ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("enumerate_limit", [kdtree.ENUMERATE_LIMIT, 0])
-def test_empty_cells_are_uniform_distinct_and_never_occupied(monkeypatch, enumerate_limit):
-    monkeypatch.setattr(kdtree, "ENUMERATE_LIMIT", enumerate_limit)  # 0 forces the rejection path
+@pytest.mark.parametrize("path", ["rank", "rejection"])
+def test_empty_cells_are_uniform_distinct_and_never_occupied(monkeypatch, path):
+    _force_path(monkeypatch, path)
     grid = CellGrid([5, 4])
     occupied_cells = np.array([[0, 0], [1, 2], [4, 3]])
     occupied = np.sort(grid.keys(occupied_cells))
@@ -102,9 +117,33 @@ def test_multi_word_keys_identify_cells_of_a_huge_grid():
     assert k[0] == k[2] and k[0] != k[1]
 
 
-def _implicit_vs_explicit(monkeypatch, enumerate_limit):
+def _force_path(monkeypatch, path: str) -> None:
+    """Run the rejection sampler on a small (one-word) grid, where the exact rank path is the default."""
+    if path == "rejection":
+        monkeypatch.setattr(kdtree, "_empty_by_rank", kdtree._empty_by_rejection)
+
+
+def test_dense_occupation_of_a_large_grid_never_fails_and_leaves_the_occupied_cells_alone():
+    """Issue 17, finding 3: on grids above 16 x 2^20 cells with fewer than a quarter free, the old sampler
+    raised "grid too densely occupied": whether a release failed depended on the data (one replaced record
+    could flip it). The path is now chosen from the grid alone and draws from the complement exactly."""
+    grid = CellGrid([4097, 4096])  # 16,781,312 cells > 16 x 2^20
+    occupied = np.arange(13_000_000, dtype=np.int64)  # 77% occupied: fewer than a quarter free
+    cells = sample_empty_cells(np.random.default_rng(0), grid, occupied, 2000)
+    keys = grid.keys(cells)
+    assert len(np.unique(keys)) == 2000 and keys.min() >= 13_000_000
+
+
+def test_rank_mapping_picks_exactly_the_free_cells_in_order():
+    grid = CellGrid([7, 3])
+    occupied = np.array([0, 1, 5, 6, 7, 20])  # both ends of the index range occupied
+    everything = kdtree._empty_by_rank(np.random.default_rng(0), grid, occupied, 15)
+    assert sorted(grid.keys(everything).tolist()) == sorted(set(range(21)) - set(occupied.tolist()))
+
+
+def _implicit_vs_explicit(monkeypatch, path):
     """Grid on 40 cells with 4 occupied; threshold 2: compare the implicit empty cells with Algorithm 4."""
-    monkeypatch.setattr(kdtree, "ENUMERATE_LIMIT", enumerate_limit)
+    _force_path(monkeypatch, path)
     schema = numeric_schema(1)
     X = np.repeat([[0.01], [0.26], [0.51], [0.76]], 50, axis=0)  # cells 0, 10, 20, 30 of 40
     src = source(schema, X)
@@ -129,9 +168,9 @@ def _implicit_vs_explicit(monkeypatch, enumerate_limit):
     return np.array(number), np.array(weights), hits, exp_number, exp_weights
 
 
-@pytest.mark.parametrize("enumerate_limit", [kdtree.ENUMERATE_LIMIT, 0])
-def test_implicit_empty_cells_agree_in_law_with_explicit_algorithm_4(monkeypatch, enumerate_limit):
-    number, weights, hits, exp_number, exp_weights = _implicit_vs_explicit(monkeypatch, enumerate_limit)
+@pytest.mark.parametrize("path", ["rank", "rejection"])
+def test_implicit_empty_cells_agree_in_law_with_explicit_algorithm_4(monkeypatch, path):
+    number, weights, hits, exp_number, exp_weights = _implicit_vs_explicit(monkeypatch, path)
     # number of surviving empty cells: Binomial(36, p); means within 4 standard errors, KS on the laws
     p = dlap_tail(2.0, 2)
     se = math.sqrt(36 * p * (1 - p) / len(number))

@@ -76,7 +76,7 @@ NUMERIC = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
 
 
 @pytest.mark.parametrize("name,params", [
-    ("pmse", {"iterations": 30, "burn_in": 30, "m": 1}),
+    ("pmse", {"iterations": 100, "burn_in": 100, "m": 1}),
     ("dpmerf", {"epochs": 30, "features": 20}),
 ])
 def test_progress_of_the_numeric_mechanisms_does_not_depend_on_the_data(name, params):

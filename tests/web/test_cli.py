@@ -28,9 +28,17 @@ def files(tmp_path):
     return data, schema, tmp_path
 
 
-def test_list_describes_mechanisms_with_their_parameters():
+def test_list_prints_a_readable_summary_by_default():
     out = cli("list")
     assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("baseline ") and "\\u" not in out.stdout and not out.stdout.lstrip().startswith("[")
+    assert "epsilon only (pure DP)" in out.stdout and "--param memory_mb=..." in out.stdout
+
+
+def test_list_describes_mechanisms_with_their_parameters():
+    out = cli("list", "--json")
+    assert out.returncode == 0, out.stderr
+    assert "\\u" not in out.stdout and "Kreačić" in out.stdout  # letters, not \u escapes
     mechs = {m["name"]: m for m in json.loads(out.stdout)}
     assert "baseline" in mechs
     assert {"params", "supported_kinds", "needs_delta"} <= set(mechs["baseline"])

@@ -18,7 +18,8 @@ def _supported():
 
 def _defaults(cls) -> dict:
     """What the browser submits for an untouched form."""
-    post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20"}
+    post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20",
+            "confirm_would_fail": "on"}  # ignored unless the mechanism is predicted to fail (then it is required)
     for spec in cls.params:
         if spec.type == "bool":
             if spec.default:
@@ -81,3 +82,33 @@ def test_a_parameter_out_of_range_is_named(world):
     assert f"parameter &#x27;{spec.name}&#x27; must be &gt;= {spec.minimum}" in text
     assert ("must be" in text or "greater than" in text)
     assert Release.objects.count() == 1
+
+
+def test_dpmerf_prefills_a_usable_delta_and_offers_only_categorical_targets(world):
+    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/",
+                                         {"mechanism": "dpmerf"}).content.decode()
+    n = world.dataset.n_rows  # 6 rows: 1/(10 n) = 1/60 -> 1e-2
+    assert n == 6 and 'name="delta" value="1e-2"' in page
+    target = page[page.index('name="param_target"'):page.index("</select>", page.index('name="param_target"'))]
+    assert '<option value="city">' in target
+    assert '"age"' not in target and '"income"' not in target  # numeric columns are no labels
+    assert "(none: unlabeled mode)" in target
+    assert "Leave empty for the automatic value" not in page[page.index('name="param_target"'):
+                                                             page.index('name="param_features"')]
+
+
+def test_suggested_delta_is_a_power_of_ten_below_one_tenth_of_one_over_n():
+    from dpportal.releases.forms import suggested_delta
+
+    assert [suggested_delta(n) for n in (6, 100, 32_561, 1_000_000)] == ["1e-2", "1e-3", "1e-6", "1e-7"]
+    for n in (6, 100, 32_561, 999_999):
+        assert float(suggested_delta(n)) <= 1 / (10 * n)
+
+
+def test_a_numeric_target_is_refused_by_the_param_spec():
+    from mechanisms.dpmerf import DPMERF
+    from mechanisms.schema import Schema
+
+    spec = next(s for s in DPMERF.params if s.name == "target")
+    with pytest.raises(ValueError, match="target must be a categorical column, got target='age' of kind 'integer'"):
+        spec.coerce("age", Schema.from_dict(SMALL_SCHEMA))

@@ -225,3 +225,25 @@ def test_release_form_warns_when_pmse_gets_more_columns_than_it_can_use(world):
     base = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "baseline"}).content.decode()
     assert "mechanism-advice" not in base
     assert Release.objects.count() == before
+
+
+def test_pmse_releases_are_recorded_as_mcmc_or_heuristic_never_pure(world):
+    """Issue 17: the release form warns before release (advice), and after it the ledger and the release
+    page carry the honest label: 'mcmc' for strict trees, 'heuristic' for the paper's greedy trees."""
+    from dpportal.ledger.models import LedgerEntry
+
+    text = "a,b\n" + "\n".join(f"{(i * 7) % 50},{(i * 3) % 50}" for i in range(40))
+    schema = {"missing_markers": [""], "columns": [
+        {"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in "ab"]}
+    ds = make_dataset(world.owner, text=text, schema=schema)
+    client = world.client(world.owner)
+    form = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "pmse"}).content.decode()
+    assert "tree=&#x27;paper&#x27; is heuristic" in form and "not &#x27;pure&#x27;" in form
+    for tree, label in (("strict", "mcmc"), ("paper", "heuristic")):
+        release = run_release(ds, world.owner, epsilon="0.2", rows=10, mechanism="pmse",
+                              params={"tree": tree, "burn_in": 100, "iterations": 100, "m": 1})
+        assert release.status == "done", release.error
+        spend = LedgerEntry.objects.get(release=release, kind=LedgerEntry.SPEND)
+        assert spend.guarantee == label
+        page = client.get(f"/releases/{release.pk}/").content.decode()
+        assert f"{label} DP" in page and 'id="guarantee-meaning"' in page

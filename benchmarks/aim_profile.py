@@ -1,0 +1,63 @@
+"""CPU time and JAX compilations of AIM's first rounds on adult (the speed figures in docs/mechanisms/aim.md).
+
+    python -m benchmarks.aim_profile [--rounds 8] [--dataset adult] [--epsilon 1]
+
+Prints, per round, wall and CPU seconds of this process and how many XLA programs were compiled so
+far (and their compile seconds). Reads the shared datasets (DPPORTAL_DATASETS_DIR or ../shared/datasets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from benchmarks.compare import DATA, ROOT
+from mechanisms.noise import Noise
+from mechanisms.runner import build, run
+from mechanisms.schema import Schema, TableSource
+
+
+class _Stop(Exception):
+    pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--dataset", default="adult")
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--param", action="append", default=[])
+    a = ap.parse_args()
+    import jax._src.compiler as compiler  # count compilations (private hook; profiling only)
+
+    stats = {"n": 0, "s": 0.0}
+    original = compiler.backend_compile_and_load
+
+    def counted(*args, **kw):
+        t = time.process_time()
+        try:
+            return original(*args, **kw)
+        finally:
+            stats["n"] += 1
+            stats["s"] += time.process_time() - t
+
+    compiler.backend_compile_and_load = counted
+    schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{a.dataset}.json").read_text())
+    t0 = time.time()
+
+    def progress(fraction: float, stage: str) -> None:
+        print(f"{time.time() - t0:7.1f} s wall {time.process_time():7.1f} s cpu  compiles {stats['n']:4d} "
+              f"({stats['s']:.1f} s)  {stage}", flush=True)
+        if stage.startswith(f"round {a.rounds}:"):
+            raise _Stop
+
+    mech = build("aim", schema, epsilon=a.epsilon, delta=1e-5, params=dict(p.split("=", 1) for p in a.param),
+                 noise=Noise.secure_backend(), progress=progress)
+    try:
+        run(mech, TableSource(schema, path=DATA / f"{a.dataset}.csv"), 100)
+    except _Stop:
+        pass
+
+
+if __name__ == "__main__":
+    main()

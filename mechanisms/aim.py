@@ -1,0 +1,241 @@
+"""AIM: McKenna, Mullins, Sheldon & Miklau, "AIM: An Adaptive and Iterative Mechanism for
+Differentially Private Synthetic Data", VLDB 2023 (Algorithm 1 and Section 4; the authors'
+reference script for defaults), with Private-PGM's ``mbi`` for estimation.
+
+The algorithm as implemented:
+
+1. A **workload** of marginals the analysts care about (all 2-way by default; all 3-way; or, with a
+   target column, every 3-way marginal that contains it), each with weight 1. The **candidates** are
+   the workload's downward closure; candidate r scores w_r = sum over workload marginals s of
+   |r ∩ s| (the paper's weighting: marginals that overlap much of the workload matter more).
+2. **Initialise**: measure every 1-way marginal with Gaussian noise; estimate the model.
+3. **Rounds** t = 1, 2, ... (at most T = 16 d by default): keep the candidates whose addition keeps
+   the model within ``max_model_size`` x (budget used so far / total budget) MiB; **select** the
+   worst-approximated one with the exponential mechanism, score
+   w_r (|| x_r - xhat_r ||_1 - sqrt(2/pi) sigma_t |cells(r)|) (error minus the expected error of a
+   fresh measurement); **measure** it with Gaussian noise sigma_t; **re-estimate** the model (warm
+   start). **Anneal**: when the model's answer on the new marginal moved less than the expected
+   noise, sigma_t halves and the selection epsilon doubles (each round then costs 4x as much).
+   When less than two rounds' budget is left, the last round spends all that remains.
+4. **Generate**: a final estimate, then synthetic rows sampled from the model.
+
+Privacy (replace-one neighbours, n public), zCDP inside the release, converted to the steward's
+(epsilon, delta) by :func:`~mechanisms.accounting.zcdp_rho`:
+
+* Measurement: a marginal's counts change by (+1, -1): L2 sensitivity sqrt(2); discrete Gaussian
+  with std sigma costs 2 / (2 sigma^2) = 1 / sigma^2. With T rounds each round's measurement gets
+  0.9 rho / T: sigma = sqrt(T / (0.9 rho)) (the reference script's sqrt(T / (2 * 0.9 rho)) is the
+  add/remove value, sensitivity 1).
+* Selection: the score's L1 error moves by at most 2 w_r under replace-one (xhat comes from earlier
+  noisy measurements only; the bias term is public), so the exponential mechanism uses sensitivity
+  2 max_r w_r, with zCDP cost eps_t^2 / 8 where eps_t = sqrt(8 * 0.1 rho / T) (Gumbel-max through
+  OpenDP's exact ``make_noisy_max``, which checks the cost itself).
+* Each round costs 1/sigma_t^2 + eps_t^2/8 (= rho/T before annealing); the 1-way initialisation
+  d / sigma_0^2. The loop stops before the sum would exceed rho; the last round takes exactly the
+  rest. Everything else (estimation, filtering by model size, sampling) is post-processing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from .base import Mechanism, ParamSpec
+from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, Measurement, Measurements, ModelTables,
+                  candidate_marginals, estimate, load_mbi, measure, model_size_mb, rho_of_measurement,
+                  sigma_for_rho)
+from .schema import Schema, TableSource
+
+WORKLOADS = ("all-2way", "all-3way", "target")
+ROUNDS_PER_COLUMN = 16  # the paper's T = 16 d
+MEASURE_SHARE = 0.9  # of each round's budget (the rest selects)
+MAX_CANDIDATE_CELLS = 20_000_000  # exact counts of every candidate are held during fit (int64: 160 MB)
+MAX_CANDIDATES = 20_000  # scored every round
+
+
+def workload_cliques(names: list[str], workload: str, target: str | None) -> list[Clique]:
+    if workload == "all-2way":
+        return list(itertools.combinations(names, 2)) or [tuple(names)]
+    if workload == "all-3way":
+        return list(itertools.combinations(names, 3)) or [tuple(names)]
+    others = [a for a in names if a != target]
+    if len(others) < 2:
+        return [tuple(names)]
+    return [tuple(sorted((target, a, b), key=names.index)) for a, b in itertools.combinations(others, 2)]
+
+
+def candidate_weights(names: list[str], workload: list[Clique]) -> dict[Clique, float]:
+    """The workload's downward closure, each clique r weighted by sum_s |r ∩ s| (Section 4)."""
+    closure = sorted({sub for w in workload for k in range(1, len(w) + 1) for sub in itertools.combinations(w, k)},
+                     key=lambda c: (len(c), [names.index(a) for a in c]))
+    containing = {a: sum(a in w for w in workload) for a in names}  # sum_s |r ∩ s| = sum_{a in r} #{s: a in s}
+    return {c: float(sum(containing[a] for a in c)) for c in closure}
+
+
+class AIM(Mechanism):
+    name = "aim"
+    title = "AIM: adaptive and iterative selection of noisy marginals (Private-PGM)"
+    paper = "McKenna, Mullins, Sheldon & Miklau, VLDB 2023, Algorithm 1"
+    needs_delta = True
+    params = (
+        ParamSpec("workload", "choice", "all-2way", "Which marginals matter to analysts: all pairs of columns, "
+                  "all triples (slower, for higher-order relations), or every triple containing the target "
+                  "column (for models that predict it)", choices=WORKLOADS),
+        ParamSpec("target", "column", None, "The column analysts will predict (needed by workload=target)",
+                  optional=True),
+        ParamSpec("max_model_size", "float", 80.0, "Largest graphical model in MiB: larger models keep more "
+                  "relations but take more time and memory (the paper's default 80)", 1.0, 2048.0),
+        ParamSpec("max_rounds", "int", None, "Most selection rounds (default 16 x columns, the paper's): fewer "
+                  "rounds put more budget on each measurement", 1, 100_000, optional=True),
+        ParamSpec("iters", "int", 250, "Mirror-descent iterations of each round's model estimate, warm-started "
+                  "from the previous round (no privacy cost): more fits the noisy marginals more closely and "
+                  "takes longer", 50, 100_000),
+        ParamSpec("final_iters", "int", 1000, "Mirror-descent iterations of the final estimate that the synthetic "
+                  "rows are drawn from (no privacy cost)", 50, 100_000),
+    )
+
+    def __init__(self, schema: Schema, **kw):
+        super().__init__(schema, **kw)
+        if self.params["workload"] == "target" and not self.params["target"]:
+            raise ValueError("aim: workload='target' needs the parameter 'target' (the column analysts will predict)")
+
+    # -- plan checks: public facts only, before any budget is reserved -----------------------------
+    def _plan(self) -> tuple[list[str], dict[str, int], dict[Clique, float]]:
+        names = self.schema.names
+        sizes = dict(zip(names, self.schema.cell_sizes))
+        weights = candidate_weights(names, workload_cliques(names, self.params["workload"], self.params["target"]))
+        return names, sizes, weights
+
+    def check_plan(self, n: int) -> None:
+        names, sizes, weights = self._plan()
+        limit = self.params["max_model_size"]
+        one_way_mb = sum(sizes.values()) * 8 / 2 ** 20
+        if one_way_mb > limit:
+            raise ValueError(f"aim: the 1-way model alone needs {one_way_mb:.1f} MiB, above max_model_size="
+                             f"{limit:g} MiB; raise the limit or declare fewer categories or bins")
+        cells = sum(math.prod(sizes[a] for a in c) for c in weights)
+        if len(weights) > MAX_CANDIDATES or cells > MAX_CANDIDATE_CELLS:
+            big = sorted(names, key=lambda a: -sizes[a])[:5]
+            raise ValueError(
+                f"aim: workload {self.params['workload']!r} on {len(names)} columns gives {len(weights):,} candidate "
+                f"marginals with {cells:,} cells, above the limits of {MAX_CANDIDATES:,} marginals and "
+                f"{MAX_CANDIDATE_CELLS:,} cells; the largest columns are "
+                f"{', '.join(f'{a} ({sizes[a]} cells)' for a in big)}: choose a smaller workload (all-2way or "
+                f"target), exclude columns, or declare fewer categories or bins")
+
+    # -- fit: the only step that reads private data ------------------------------------------------
+    def _fit(self, source: TableSource) -> None:
+        self.check_plan(0)
+        names, sizes, weights = self._plan()
+        mbi = load_mbi()
+        table = CellTable(self.schema.to_cells(source.frame()), names, [sizes[a] for a in names])
+        n, d = table.n, len(names)
+        rho = zcdp_rho(self.epsilon, self.delta)
+        rounds = self.params["max_rounds"] or ROUNDS_PER_COLUMN * d
+        sigma = sigma_for_rho(MEASURE_SHARE * rho / rounds)
+        rho_select = (1 - MEASURE_SHARE) * rho / rounds
+        sensitivity = QUALITY_L1_SENSITIVITY * max(weights.values())
+        limit = self.params["max_model_size"]
+
+        log = Measurements()
+        spent = []
+        for a in names:
+            log.add(Measurement((a,), measure(self.noise, table.counts((a,)), sigma), sigma))
+            spent.append(rho_of_measurement(sigma))
+        self.progress(math.fsum(spent) / rho, "1-way marginals measured")
+        model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"])
+
+        self.selected: list[tuple[list[str], float]] = []
+        while True:
+            used = math.fsum(spent)
+            remaining = rho - used
+            last = remaining < 2 * (rho_of_measurement(sigma) + rho_select)
+            if last:
+                sigma = sigma_for_rho(MEASURE_SHARE * remaining)
+                rho_select = (1 - MEASURE_SHARE) * remaining
+            size_limit = limit * (used + rho_of_measurement(sigma) + rho_select) / rho
+            candidates = self._filter(mbi, model, names, sizes, weights, size_limit)
+            fitted = candidate_marginals(mbi, model, candidates, n)
+            bias = math.sqrt(2 / math.pi) * sigma
+            scores = [weights[c] * (float(np.abs(table.counts(c) - fitted[c]).sum()) - bias * fitted[c].size)
+                      for c in candidates]
+            chosen = candidates[self.noise.select_max_zcdp(scores, sensitivity=sensitivity, rho=rho_select)]
+            y = measure(self.noise, table.counts(chosen), sigma)
+            spent += [rho_select, rho_of_measurement(sigma)]
+            log.add(Measurement(chosen, y, sigma))
+            self.selected.append((list(chosen), sigma))
+            before = fitted[chosen]
+            model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], warm_start=model)
+            after = candidate_marginals(mbi, model, [chosen], n)[chosen]
+            self.progress(min(math.fsum(spent) / rho, 0.99), f"round {len(self.selected)}: budget "
+                          f"{100 * math.fsum(spent) / rho:.0f}% used")
+            if last:
+                break
+            if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * sigma * before.size:
+                sigma /= 2  # anneal: the model already knew this marginal to within the noise
+                rho_select *= 4
+        if math.fsum(spent) > rho * (1 + 1e-9):  # pragma: no cover - guards the derivation above
+            raise AssertionError(f"aim spent rho={math.fsum(spent)} > {rho}")
+        self.rho, self.rho_spent = rho, math.fsum(spent)
+        self.progress(0.995, "final estimate")
+        model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
+        self.model = ModelTables.from_model(mbi, model, names, sizes)
+        self.progress(1.0, "model estimated")
+
+    @staticmethod
+    def _filter(mbi, model, names, sizes, weights, size_limit: float) -> list[Clique]:
+        """Candidates already inside the model's cliques (free), or whose addition keeps the model
+        within ``size_limit`` MiB (public facts: domain sizes and the cliques measured so far)."""
+        model_cliques = [tuple(c) for c in model.cliques]
+        inside = [set(c) for c in model_cliques]
+        out = []
+        for c in weights:
+            if any(set(c) <= s for s in inside) or model_size_mb(mbi, sizes, names, model_cliques + [c]) <= size_limit:
+                out.append(c)
+        return out
+
+    # -- post-processing -------------------------------------------------------------------------
+    def sample(self, n: int) -> pd.DataFrame:
+        n = self._check_rows(n)
+        rng = self.noise.rng
+        return self.schema.from_cells(self.model.sample(n, rng), rng)
+
+    def privacy_cost(self) -> PrivacyCost:
+        rho = zcdp_rho(self.epsilon, self.delta)
+        caveats = [
+            f"accounted in zero-concentrated DP inside the release: rho = {rho:.6g}, converted to the requested "
+            f"(epsilon, delta) by the Canonne-Kamath-Steinke bound",
+            "marginals outside the selected ones come from the graphical model's conditional-independence "
+            "assumptions; the workload decides which relations are favoured",
+            "the model-size limit and the number of rounds are public parameters, not tuned on the data",
+        ]
+        return PrivacyCost(
+            epsilon=self.epsilon, delta=self.delta, guarantee="approximate", caveats=tuple(caveats),
+            details={"zcdp_rho": rho, "epsilon_from_rho": zcdp_epsilon(rho, self.delta),
+                     "round_split": f"{MEASURE_SHARE:g} measurement (Gaussian), {1 - MEASURE_SHARE:g} selection "
+                                    "(exponential mechanism)",
+                     "marginal_l2_sensitivity": "sqrt(2)", "selection_score_sensitivity": "2 x max weight"},
+        )
+
+    def report(self) -> dict:
+        if not hasattr(self, "selected"):
+            return {}
+        return {"rounds": len(self.selected), "selected": [c for c, _ in self.selected],
+                "sigmas": [s for _, s in self.selected], "rho": getattr(self, "rho", None),
+                "rho_spent": getattr(self, "rho_spent", None), "model_cliques": [list(c) for c in self.model.cliques]}
+
+    def summary(self) -> dict[str, Any]:
+        out = self.model.to_summary()
+        out["selected"] = [c for c, _ in self.selected]
+        out["sigmas"] = [s for _, s in self.selected]
+        return out
+
+    def _load_summary(self, summary: dict[str, Any]) -> None:
+        names = self.schema.names
+        self.model = ModelTables.from_summary(summary, names, dict(zip(names, self.schema.cell_sizes)))
+        self.selected = list(zip([list(c) for c in summary["selected"]], summary["sigmas"]))

@@ -1,0 +1,417 @@
+"""Select-measure-generate on Private-PGM: the pieces AIM and MST share.
+
+* :class:`CellTable` -- the private table as public cell indices (``Schema.to_cells``) and its exact
+  marginal counts. Only ``fit`` holds one.
+* :func:`measure` -- a marginal's counts plus discrete Gaussian noise through
+  :class:`~mechanisms.noise.Noise` (OpenDP's exact sampler in production).
+* :class:`Measurements` -- the noisy measurements so far; repeated measurements of one marginal are
+  pooled by inverse variance (the same least-squares loss, so the same estimate) so that the
+  estimator's compiled program is reused when a marginal is measured again.
+* :func:`estimate` -- Private-PGM (``mbi``, JAX) mirror descent: the graphical model that best fits
+  the noisy measurements, with the PUBLIC row count n as its total. No inference is hand-written.
+* :class:`ModelTables` -- the estimated model as plain arrays (the junction tree's clique marginals),
+  the private summary that is stored, and :meth:`ModelTables.sample`, numpy sampling of synthetic
+  cells from it (post-processing, drawn from ``Noise.rng``).
+
+Privacy of one measurement (replace-one neighbours, n public): replacing one record moves one count
+from one cell of a marginal to another, so the count vector changes by (+1, -1): L2 sensitivity
+sqrt(2). Discrete Gaussian noise with standard deviation sigma on a vector of L2 sensitivity D is
+D^2 / (2 sigma^2)-zCDP (Canonne, Kamath & Steinke 2020), so one marginal measured with sigma costs
+rho = 1 / sigma^2. Everything after the noisy counts (estimation, sampling) is post-processing.
+
+JAX is imported inside ``fit`` only (never by the web process), after the job's thread limit is set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .noise import Noise
+
+MARGINAL_L2_SENSITIVITY = math.sqrt(2.0)  # replace-one: one count -1, another +1
+MARGINAL_RHO_PER_INV_VAR = MARGINAL_L2_SENSITIVITY ** 2 / 2  # rho = this / sigma^2 = 1 / sigma^2
+QUALITY_L1_SENSITIVITY = 2.0  # replace-one: || x - xhat ||_1 moves by at most 2 (per unit weight)
+
+Clique = tuple[str, ...]
+
+
+def rho_of_measurement(sigma: float) -> float:
+    """zCDP cost of one marginal measured with discrete Gaussian noise of std ``sigma`` (see above)."""
+    return MARGINAL_RHO_PER_INV_VAR / sigma ** 2
+
+
+def sigma_for_rho(rho: float) -> float:
+    """Noise std of one marginal measurement that costs exactly ``rho`` (inverse of the above)."""
+    return math.sqrt(MARGINAL_RHO_PER_INV_VAR / rho)
+
+
+# ------------------------------------------------------------------------------------------------
+# JAX / mbi, imported lazily
+# ------------------------------------------------------------------------------------------------
+
+def load_mbi():
+    """Import JAX and Private-PGM for this job: threads limited first (XLA reads its flags at import),
+    float64 on (mbi stalls in float32 on large n). Returns the ``mbi`` module."""
+    try:
+        from . import resources  # per-job thread sizing, where the platform provides it
+        resources.limit_threads(resources.threads_per_job())
+    except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
+        pass
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        # AIM compiles one program per model structure; XLA's optimisation level 0 cut its CPU time by a
+        # third on adult (docs/mechanisms/aim.md) and the programs run in well under their compile time
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import mbi
+    return mbi
+
+
+# ------------------------------------------------------------------------------------------------
+# The private table as cells
+# ------------------------------------------------------------------------------------------------
+
+class CellTable:
+    """Cell indices of the private table (n x d, int) and exact marginal counts (fit only)."""
+
+    def __init__(self, cells: np.ndarray, names: Sequence[str], sizes: Sequence[int]):
+        self.cells = np.asarray(cells, dtype=np.int64)
+        self.names = list(names)
+        self.sizes = dict(zip(self.names, (int(s) for s in sizes)))
+        self.index = {name: j for j, name in enumerate(self.names)}
+        self._cache: dict[Clique, np.ndarray] = {}
+
+    @property
+    def n(self) -> int:
+        return int(self.cells.shape[0])
+
+    def shape(self, clique: Clique) -> tuple[int, ...]:
+        return tuple(self.sizes[a] for a in clique)
+
+    def counts(self, clique: Clique) -> np.ndarray:
+        """Exact counts of the marginal on ``clique`` (flattened in the clique's attribute order)."""
+        if clique not in self._cache:
+            cols = [self.index[a] for a in clique]
+            shape = self.shape(clique)
+            flat = np.ravel_multi_index(tuple(self.cells[:, j] for j in cols), shape) if cols else np.zeros(self.n, int)
+            self._cache[clique] = np.bincount(flat, minlength=int(np.prod(shape))).astype(np.int64)
+        return self._cache[clique]
+
+
+def measure(noise: Noise, counts: np.ndarray, sigma: float) -> np.ndarray:
+    """Counts plus discrete Gaussian noise of std ``sigma`` (rho = 1 / sigma^2 under replace-one)."""
+    return noise.gaussian_int(counts, scale=sigma).astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------------
+# Measurements and estimation
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Measurement:
+    """A noisy marginal: ``values`` estimate ``weights * counts(clique)`` with noise std ``sigma``."""
+
+    clique: Clique
+    values: np.ndarray
+    sigma: float
+    weights: np.ndarray | None = None  # None: the identity query
+
+
+class Measurements:
+    """Noisy measurements so far. Repeated identity measurements of one clique are pooled:
+    y = sum(y_i / s_i^2) / sum(1 / s_i^2), s = sum(1 / s_i^2)^(-1/2) minimises the same squared loss
+    up to a constant, so the estimate is unchanged and the compiled estimator is reused."""
+
+    def __init__(self):
+        self.items: list[Measurement] = []
+
+    def add(self, m: Measurement) -> None:
+        for i, old in enumerate(self.items):
+            if old.clique == m.clique and old.weights is None and m.weights is None:
+                w_old, w_new = old.sigma ** -2, m.sigma ** -2
+                values = (old.values * w_old + m.values * w_new) / (w_old + w_new)
+                self.items[i] = Measurement(m.clique, values, (w_old + w_new) ** -0.5)
+                return
+        self.items.append(m)
+
+    @property
+    def cliques(self) -> list[Clique]:
+        return [m.clique for m in self.items]
+
+    def to_mbi(self, mbi) -> list:
+        out = []
+        for m in self.items:
+            if m.weights is None:
+                out.append(mbi.LinearMeasurement(m.values, m.clique, stddev=m.sigma))
+            else:
+                out.append(mbi.LinearMeasurement(m.values, m.clique, stddev=m.sigma,
+                                                 query=mbi.WeightedQuery(m.weights)))
+        return out
+
+
+_COMPILED = {}
+
+
+def _compiled_estimate(mbi):
+    """Private-PGM's MirrorDescent (its ``_init``, ``_step`` and ``_finalize``, unchanged) compiled as ONE
+    program per model structure. mbi's own ``estimate`` runs the set-up and finishing steps op by op,
+    and JAX compiles every op anew for every new shape: about 60 small compilations per AIM round plus
+    three programs, most of AIM's time. One program per structure is measured in docs/mechanisms/aim.md."""
+    if "run" not in _COMPILED:
+        import jax
+        import jax.numpy as jnp
+
+        from mbi.estimation import MirrorDescentState, _extract_potentials
+
+        @jax.jit(static_argnames=("estimator", "domain"))
+        def run(estimator, domain, loss_fn, known_total, warm, iters):
+            # mbi's _init, less the marginals and loss it evaluates for callbacks: _step recomputes the
+            # marginals from the potentials first and never reads the stored ones, so they are omitted
+            # (the potentials stand in, same structure) and the program holds one message-passing pass fewer
+            potentials = _extract_potentials(warm, domain, loss_fn.cliques)
+            alpha = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's initial Armijo step
+            state = MirrorDescentState(potentials, potentials, alpha, jnp.asarray(0.0))
+            state = jax.lax.fori_loop(0, iters, lambda _, s: estimator._step(s, loss_fn, known_total), state)
+            return estimator._finalize(state, known_total)
+
+        _COMPILED["run"] = run
+        _COMPILED["estimator"] = mbi.estimation.MirrorDescent()
+    return _COMPILED["run"], _COMPILED["estimator"]
+
+
+def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Measurements, *, total: int,
+             iters: int, warm_start=None):
+    """Private-PGM mirror descent over the noisy measurements (post-processing): ``iters`` steps with
+    mbi's Armijo line search from zero potentials or from ``warm_start``'s, the public n as total."""
+    import jax.numpy as jnp
+
+    domain = mbi.Domain(list(names), [sizes[a] for a in names])
+    run, estimator = _compiled_estimate(mbi)
+    loss_fn = mbi.marginal_loss.from_linear_measurements(measurements.to_mbi(mbi), domain)
+    warm = None if warm_start is None else warm_start.potentials  # expanded inside the program
+    return run(estimator, domain, loss_fn, float(total), warm, jnp.asarray(int(iters)))  # iters traced: one program
+
+
+# ------------------------------------------------------------------------------------------------
+# The model as plain arrays: marginals of the junction tree's cliques; sampling
+# ------------------------------------------------------------------------------------------------
+
+def model_size_mb(mbi, sizes: dict[str, int], names: Sequence[str], cliques: Iterable[Clique]) -> float:
+    """Size in MiB of the junction tree a model over ``cliques`` needs (Private-PGM's own measure)."""
+    domain = mbi.Domain(list(names), [sizes[a] for a in names])
+    return float(mbi.junction_tree.hypothetical_model_size(domain, [tuple(c) for c in cliques]))
+
+
+@dataclass
+class ModelTables:
+    """A fitted graphical model as the marginals (probabilities) of its junction tree's cliques, and
+    the order in which to sample columns. This is the private summary AIM and MST store."""
+
+    names: list[str]
+    sizes: dict[str, int]
+    cliques: list[Clique]
+    tables: list[np.ndarray]  # tables[i] has shape sizes of cliques[i], sums to 1
+    order: list[str]
+
+    @classmethod
+    def from_model(cls, mbi, model, names: Sequence[str], sizes: dict[str, int]) -> "ModelTables":
+        domain = mbi.Domain(list(names), [sizes[a] for a in names])
+        jtree, elimination = mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in model.cliques])
+        nodes = [tuple(c) for c in jtree.nodes]
+        potentials = model.potentials.expand(nodes)
+        marginals = mbi.marginal_oracles.message_passing_stable(potentials, 1.0)
+        tables = []
+        for cl in nodes:
+            f = marginals.project(cl)
+            t = np.clip(np.asarray(f.datavector(flatten=False), dtype=np.float64), 0.0, None)
+            tables.append(t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size))
+        return cls(list(names), dict(sizes), nodes, tables, list(elimination)[::-1])
+
+    def marginal(self, attrs: Clique) -> np.ndarray:
+        """Probability table over ``attrs`` (axes in that order) from a clique that contains them."""
+        for cl, table in zip(self.cliques, self.tables):
+            if set(attrs) <= set(cl):
+                drop = tuple(i for i, a in enumerate(cl) if a not in attrs)
+                kept = [a for a in cl if a in attrs]
+                return np.transpose(table.sum(axis=drop), [kept.index(a) for a in attrs])
+        raise KeyError(f"no clique of the model contains {attrs}")
+
+    def sample(self, rows: int, rng: np.random.Generator) -> np.ndarray:
+        """Synthetic cells (rows x d, in ``names`` order), column by column in the junction tree's
+        order, each from its conditional given the columns already drawn that share a clique with
+        it. Counts are rounded randomly (totals match the model up to rounding) and uniforms are
+        stratified within each parent configuration, as Private-PGM's ``synthetic_data`` does;
+        vectorised with numpy and drawn from ``rng`` only."""
+        data: dict[str, np.ndarray] = {}
+        for col in self.order:
+            parents = tuple(a for a in self._neighbours(col) if a in data)
+            k = self.sizes[col]
+            if not parents:
+                data[col] = _rounded_draw(self.marginal((col,)), rows, rng)
+                continue
+            joint = self.marginal(parents + (col,)).reshape(-1, k)
+            row_sums = joint.sum(axis=1, keepdims=True)
+            cond = np.where(row_sums > 0, joint / np.where(row_sums > 0, row_sums, 1.0), 1.0 / k)
+            parent = np.ravel_multi_index(tuple(data[a] for a in parents), tuple(self.sizes[a] for a in parents))
+            data[col] = _stratified_conditional_draw(cond, parent, rng)
+        return np.column_stack([data[a] for a in self.names]).astype(np.int64)
+
+    def _neighbours(self, col: str) -> list[str]:
+        out: list[str] = []
+        for cl in self.cliques:
+            if col in cl:
+                out.extend(a for a in cl if a != col and a not in out)
+        return out
+
+    # -- storage -------------------------------------------------------------------------------
+    def to_summary(self, prefix: str = "model") -> dict:
+        out: dict = {f"{prefix}_cliques": [list(c) for c in self.cliques], f"{prefix}_order": self.order}
+        for i, t in enumerate(self.tables):
+            out[f"{prefix}_table_{i}"] = t
+        return out
+
+    @classmethod
+    def from_summary(cls, summary: dict, names: Sequence[str], sizes: dict[str, int],
+                     prefix: str = "model") -> "ModelTables":
+        cliques = [tuple(c) for c in summary[f"{prefix}_cliques"]]
+        tables = [np.asarray(summary[f"{prefix}_table_{i}"], dtype=np.float64) for i in range(len(cliques))]
+        return cls(list(names), dict(sizes), cliques, tables, list(summary[f"{prefix}_order"]))
+
+
+def _rounded_draw(p: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """``rows`` values with counts floor(rows p) plus the remainder placed by the fractional parts
+    (randomized rounding), in random order."""
+    expected = p * rows
+    counts = np.floor(expected).astype(np.int64)
+    extra = rows - int(counts.sum())
+    if extra > 0:
+        frac = expected - counts
+        frac = frac / frac.sum() if frac.sum() > 0 else np.full(p.size, 1.0 / p.size)
+        extra_idx = rng.choice(p.size, size=min(extra, int(np.count_nonzero(frac))), replace=False, p=frac)
+        counts[extra_idx] += 1
+        counts[np.argmax(p)] += rows - int(counts.sum())
+    values = np.repeat(np.arange(p.size), counts)
+    return rng.permutation(values)
+
+
+def _stratified_conditional_draw(cond: np.ndarray, parent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw per row from ``cond[parent[row]]``; within each parent value the uniforms are
+    stratified ((rank + U) / group size), so each group's counts follow the conditional closely."""
+    rows = parent.size
+    n_parent, k = cond.shape
+    order = rng.permutation(rows)
+    order = order[np.argsort(parent[order], kind="stable")]
+    group_size = np.bincount(parent, minlength=n_parent)
+    group_start = np.concatenate([[0], np.cumsum(group_size)[:-1]])
+    p_sorted = parent[order]
+    u = (np.arange(rows) - group_start[p_sorted] + rng.random(rows)) / group_size[p_sorted]
+    cdf = np.cumsum(cond, axis=1)
+    cdf[:, -1] = 1.0
+    flat = (cdf + np.arange(n_parent)[:, None]).ravel()
+    pos = np.searchsorted(flat, p_sorted + u, side="right") - p_sorted * k
+    out = np.empty(rows, dtype=np.int64)
+    out[order] = np.clip(pos, 0, k - 1)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Model marginals of candidate cliques (for selection)
+# ------------------------------------------------------------------------------------------------
+
+def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) -> dict[Clique, np.ndarray]:
+    """The model's marginal counts (flattened, total n) of each candidate clique.
+
+    A clique inside one of the model's cliques is a projection of Private-PGM's estimated marginals.
+    Any other is computed by variable elimination on the model's log-potentials -- Private-PGM's own
+    ``marginal_oracles.variable_elimination``, executed with numpy (:func:`eliminate`) because JAX
+    would compile it anew for every candidate and every model (about 100 compilations a round,
+    most of AIM's time). ``tests/mechanisms/test_pgm.py`` checks both agree."""
+    tables = {tuple(cl): np.asarray(model.marginals[cl].datavector(flatten=False), dtype=np.float64)
+              for cl in model.marginals.cliques}
+    factors = [(tuple(cl), np.asarray(model.potentials[cl].datavector(flatten=False), dtype=np.float64))
+               for cl in model.potentials.cliques]
+    out: dict[Clique, np.ndarray] = {}
+    for cand in candidates:
+        table = _project_from(tables, cand)
+        if table is None:
+            table = eliminate(factors, cand, total)
+        out[cand] = table.ravel()
+    return out
+
+
+def _project_from(tables: dict[Clique, np.ndarray], attrs: Clique) -> np.ndarray | None:
+    for cl, t in tables.items():
+        if set(attrs) <= set(cl):
+            drop = tuple(i for i, a in enumerate(cl) if a not in attrs)
+            kept = [a for a in cl if a in attrs]
+            return np.transpose(t.sum(axis=drop), [kept.index(a) for a in attrs])
+    return None
+
+
+Factor = tuple[Clique, np.ndarray]  # (attributes, log-potential table with one axis per attribute)
+
+
+def eliminate(factors: Sequence[Factor], query: Clique, total: float) -> np.ndarray:
+    """Marginal over ``query`` (axes in that order, summing to ``total``) of the distribution
+    proportional to exp(sum of the log-potential ``factors``): variable elimination as in
+    Private-PGM's ``variable_elimination`` (greedy smallest-table order, log-sum-exp), in numpy.
+    Factors in connected components that do not touch the query only rescale it and are skipped."""
+    relevant = _relevant(factors, set(query))
+    sizes = {a: t.shape[i] for cl, t in relevant for i, a in enumerate(cl)}
+    to_eliminate = set(sizes) - set(query)
+    while to_eliminate:
+        z = min(to_eliminate, key=lambda v: math.prod(sizes[a] for a in _union(c for c, _ in relevant if v in c)))
+        touching = [f for f in relevant if z in f[0]]
+        relevant = [f for f in relevant if z not in f[0]]
+        attrs = _union(c for c, _ in touching)
+        joint = sum(_align(f, attrs, sizes) for f in touching)
+        axis = attrs.index(z)
+        peak = joint.max(axis=axis, keepdims=True)
+        peak = np.where(np.isfinite(peak), peak, 0.0)
+        reduced = np.log(np.exp(joint - peak).sum(axis=axis)) + np.squeeze(peak, axis=axis)
+        relevant.append((tuple(a for a in attrs if a != z), reduced))
+        to_eliminate.discard(z)
+    joint = sum((_align(f, tuple(query), sizes) for f in relevant), np.zeros([sizes[a] for a in query]))
+    joint = np.broadcast_to(joint, [sizes[a] for a in query])
+    p = np.exp(joint - joint.max())
+    return p * (total / p.sum())
+
+
+def _relevant(factors: Sequence[Factor], query: set[str]) -> list[Factor]:
+    reached, keep, changed = set(query), [], True
+    pending = list(factors)
+    while changed:
+        changed = False
+        for f in list(pending):
+            if reached & set(f[0]):
+                reached |= set(f[0])
+                keep.append(f)
+                pending.remove(f)
+                changed = True
+    return keep
+
+
+def _union(cliques: Iterable[Clique]) -> Clique:
+    out: list[str] = []
+    for cl in cliques:
+        out.extend(a for a in cl if a not in out)
+    return tuple(out)
+
+
+def _align(factor: Factor, attrs: Clique, sizes: dict[str, int]) -> np.ndarray:
+    """The factor's table with one axis per attribute of ``attrs`` (size 1 where it has none)."""
+    cl, table = factor
+    order = sorted(range(len(cl)), key=lambda i: attrs.index(cl[i]))
+    t = np.transpose(table, order)
+    shape = [sizes[a] if a in cl else 1 for a in attrs]
+    return t.reshape(shape)

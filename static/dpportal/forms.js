@@ -1,0 +1,36 @@
+// Small form helpers (no framework; the forms work without them).
+(function () {
+  // Budget form: typing a custom cap chooses "Custom values" (a preset would otherwise be saved).
+  var budget = document.getElementById("budget-form");
+  if (budget) {
+    var custom = budget.querySelector('input[name="preset"][value="custom"]');
+    budget.querySelectorAll('input[name="epsilon"], input[name="delta"]').forEach(function (input) {
+      input.addEventListener("input", function () { if (custom && input.value.trim()) custom.checked = true; });
+    });
+  }
+
+  // Schema page: the count of kept columns not yet ticked as reviewed follows the ticks and kinds.
+  var schema = document.getElementById("schema-form");
+  if (schema) {
+    var update = function () {
+      var rows = schema.querySelectorAll("tr.schema-row"), kept = 0, left = 0;
+      rows.forEach(function (row) {
+        var kind = row.querySelector("select[name$='-kind']").value;
+        var ok = row.querySelector(".review-tick").checked;
+        row.classList.toggle("unreviewed", kind !== "excluded" && !ok);
+        if (kind !== "excluded") { kept += 1; if (!ok) left += 1; }
+      });
+      schema.querySelectorAll(".review-count").forEach(function (p) {
+        p.classList.toggle("done", left === 0);
+        p.textContent = left ? left + " of " + kept + " kept columns not yet ticked as reviewed: confirming publishes their values as shown."
+                             : "All " + kept + " kept columns ticked as reviewed.";
+      });
+    };
+    schema.addEventListener("change", update);
+    // typing a value in a row counts as reviewing it
+    schema.addEventListener("input", function (e) {
+      var row = e.target.closest && e.target.closest("tr.schema-row");
+      if (row && e.target.name && !/-ok$/.test(e.target.name)) { row.querySelector(".review-tick").checked = true; update(); }
+    });
+  }
+})();

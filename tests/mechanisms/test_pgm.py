@@ -1,0 +1,145 @@
+"""Select-measure-generate plumbing (mechanisms/pgm.py): zCDP accounting cross-checked with OpenDP,
+the per-measurement cost and its mutant, numpy variable elimination against Private-PGM's, the
+sampler, and measurement pooling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mechanisms import accounting, pgm
+from mechanisms.noise import Noise
+
+
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+@pytest.mark.parametrize("epsilon,delta", [(0.1, 1e-5), (1.0, 1e-5), (1.0, 1e-9), (10.0, 1e-6)])
+def test_rho_converts_back_to_the_requested_epsilon_by_opendps_independent_conversion(epsilon, delta):
+    """The largest rho for (epsilon, delta) converts back to epsilon through OpenDP's zCDP -> approx-DP
+    combinator (its own implementation of the bound), to 1e-6."""
+    dp = _opendp()
+    rho = accounting.zcdp_rho(epsilon, delta)
+    scale = math.sqrt(1 / (2 * rho))  # a Gaussian of sensitivity 1 with exactly this rho
+    meas = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=scale)
+    assert meas.map(1.0) == pytest.approx(rho, rel=1e-12)
+    curve = dp.c.make_zCDP_to_approxDP(meas).map(1.0)
+    assert curve.epsilon(delta) == pytest.approx(epsilon, rel=1e-6)
+    assert accounting.zcdp_delta(rho, epsilon) <= delta
+    # the simple bound eps <= rho + 2 sqrt(rho log 1/delta) is looser, never tighter
+    assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) >= epsilon
+
+
+def test_a_wrong_conversion_is_caught_by_the_cross_check():
+    """Mutant: rho = epsilon^2 / (4 log(1/delta)) (a common shortcut that is too generous at these
+    parameters) converts to more than the requested epsilon."""
+    dp = _opendp()
+    epsilon, delta = 1.0, 1e-5
+    wrong = epsilon ** 2 / (4 * math.log(1 / delta)) * 2
+    meas = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
+                              scale=math.sqrt(1 / (2 * wrong)))
+    assert dp.c.make_zCDP_to_approxDP(meas).map(1.0).epsilon(delta) > epsilon * 1.01
+    assert wrong > accounting.zcdp_rho(epsilon, delta)
+
+
+def test_a_marginal_measurement_costs_what_opendp_says_for_a_replaced_record():
+    """Replace-one moves a count vector by (+1, -1): L2 distance sqrt(2). OpenDP's Gaussian map at that
+    distance equals pgm.rho_of_measurement; the add/remove calibration (sensitivity 1) understates it."""
+    dp = _opendp()
+    for sigma in (0.5, 3.0, 120.0):
+        meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+                                  dp.l2_distance(T=float), scale=sigma)
+        truth = meas.map(math.sqrt(2))
+        assert pgm.rho_of_measurement(sigma) == pytest.approx(truth, rel=1e-9)
+        assert pgm.sigma_for_rho(truth) == pytest.approx(sigma, rel=1e-9)
+        add_remove = 1 / (2 * sigma ** 2)  # the reference scripts' value: caught as too small
+        assert add_remove < truth * 0.99
+
+
+def test_the_exponential_mechanisms_zcdp_cost_is_checked_by_opendp():
+    """select_max_zcdp passes OpenDP's make_noisy_max a scale whose zCDP cost at the stated sensitivity
+    is the given rho (OpenDP's map is asserted inside); its choices follow exp(score / scale)."""
+    noise = Noise.seeded(3)
+    scores = np.array([0.0, 2.0, 4.0])
+    picks = np.bincount([noise.select_max_zcdp(scores, sensitivity=2.0, rho=0.5) for _ in range(20_000)],
+                        minlength=3) / 20_000
+    scale = 2.0 / math.sqrt(2 * 0.5)
+    expected = np.exp(scores / scale) / np.exp(scores / scale).sum()
+    assert np.abs(picks - expected).max() < 0.015  # 20,000 draws: standard error below 0.004
+    secure = Noise.secure_backend()
+    assert secure.select_max_zcdp(scores, sensitivity=2.0, rho=0.5) in (0, 1, 2)
+
+
+def test_numpy_variable_elimination_matches_private_pgms():
+    mbi = pgm.load_mbi()
+    domain = mbi.Domain(["a", "b", "c", "d", "e"], [3, 4, 2, 5, 3])
+    cliques = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "c"), ("e",)]
+    potentials = mbi.CliqueVector.random(domain, cliques)
+    factors = [(cl, np.asarray(potentials[cl].datavector(flatten=False))) for cl in cliques]
+    for query in [("a", "d"), ("d", "a"), ("b", "d", "e"), ("e",), ("a",)]:
+        ref = np.asarray(mbi.marginal_oracles.variable_elimination(potentials, query, 100.0).datavector(flatten=False))
+        assert np.allclose(pgm.eliminate(factors, query, 100.0), ref, rtol=1e-9, atol=1e-9), query
+
+
+def test_the_sampler_reproduces_the_models_marginals():
+    """A chain model a - b - c: sampled rows match P(a, b) and P(b, c) to within sampling error
+    (randomised rounding and stratified uniforms make the root's counts exact up to one)."""
+    rng = np.random.default_rng(0)
+    pab = rng.dirichlet(np.ones(12)).reshape(3, 4)
+    pbc_given_b = rng.dirichlet(np.ones(5), size=4)
+    pbc = pab.sum(axis=0)[:, None] * pbc_given_b
+    tables = pgm.ModelTables(["a", "b", "c"], {"a": 3, "b": 4, "c": 5}, [("a", "b"), ("b", "c")], [pab, pbc],
+                             ["b", "a", "c"])
+    cells = tables.sample(50_000, np.random.default_rng(1))
+    emp_ab = np.bincount(cells[:, 0] * 4 + cells[:, 1], minlength=12).reshape(3, 4) / 50_000
+    emp_bc = np.bincount(cells[:, 1] * 5 + cells[:, 2], minlength=20).reshape(4, 5) / 50_000
+    assert np.abs(np.bincount(cells[:, 1], minlength=4) / 50_000 - pab.sum(axis=0)).max() <= 1 / 50_000 + 1e-12
+    assert 0.5 * np.abs(emp_ab - pab).sum() < 0.01
+    assert 0.5 * np.abs(emp_bc - pbc).sum() < 0.01
+
+
+def test_a_broken_sampler_is_caught_by_the_same_check():
+    """Mutant: columns drawn independently (ignoring the parent) misses P(a, b) by far more."""
+    pab = np.array([[0.45, 0.05], [0.05, 0.45]])
+    tables = pgm.ModelTables(["a", "b"], {"a": 2, "b": 2}, [("a", "b")], [pab], ["a", "b"])
+    cells = tables.sample(20_000, np.random.default_rng(2))
+    emp = np.bincount(cells[:, 0] * 2 + cells[:, 1], minlength=4).reshape(2, 2) / 20_000
+    assert 0.5 * np.abs(emp - pab).sum() < 0.01
+    independent = np.outer(pab.sum(1), pab.sum(0))
+    assert 0.5 * np.abs(independent - pab).sum() > 0.3
+
+
+def test_repeated_measurements_are_pooled_by_inverse_variance():
+    log = pgm.Measurements()
+    log.add(pgm.Measurement(("a",), np.array([10.0, 20.0]), 2.0))
+    log.add(pgm.Measurement(("a", "b"), np.zeros(4), 1.0))
+    log.add(pgm.Measurement(("a",), np.array([16.0, 26.0]), 1.0))
+    assert log.cliques == [("a",), ("a", "b")]
+    pooled = log.items[0]
+    assert np.allclose(pooled.values, [(10 / 4 + 16) / (1 / 4 + 1), (20 / 4 + 26) / (1 / 4 + 1)])
+    assert pooled.sigma == pytest.approx((1 / 4 + 1) ** -0.5)
+
+
+def test_the_compiled_estimate_equals_private_pgms_mirror_descent():
+    """pgm.estimate compiles mbi's MirrorDescent steps as one program (skipping the marginals _init
+    computes only for callbacks): same estimate as mbi's own estimate()."""
+    mbi = pgm.load_mbi()
+    names, sizes = ["a", "b", "c", "d"], {"a": 3, "b": 4, "c": 2, "d": 5}
+    rng = np.random.default_rng(0)
+    log = pgm.Measurements()
+    for a in names:
+        log.add(pgm.Measurement((a,), rng.random(sizes[a]) * 300, 5.0))
+    log.add(pgm.Measurement(("a", "b"), rng.random(12) * 100, 5.0))
+    log.add(pgm.Measurement(("c", "d"), rng.random(10) * 100, 5.0))
+    ours = pgm.estimate(mbi, sizes, names, log, total=1000, iters=300)
+    theirs = mbi.estimation.MirrorDescent().estimate(mbi.Domain(names, [sizes[a] for a in names]), log.to_mbi(mbi),
+                                                     known_total=1000.0, iters=300)
+    for cl in theirs.marginals.cliques:
+        assert np.allclose(np.asarray(ours.marginals[cl].datavector()), np.asarray(theirs.marginals[cl].datavector()),
+                           rtol=1e-9, atol=1e-9)

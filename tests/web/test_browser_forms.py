@@ -1,0 +1,51 @@
+"""The small form helpers of static/dpportal/forms.js in a real browser (issue 18): typing a custom
+budget chooses "Custom values"; the schema page's review count follows the ticks and typed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpportal.accounts.models import Profile, make_user
+from tests.browser import launch_chromium, require_chromium, watch_page
+
+from .personas import make_dataset
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_budget_and_schema_helpers(live_server, tmp_path):
+    chromium = require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    owner = make_user("bea", "bea-pass-13579", role=Profile.STEWARD)
+    d = make_dataset(owner, schema=None, budget=None)
+    errors, external = [], []
+    with sync_playwright() as p:
+        browser = launch_chromium(p, chromium)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        watch_page(page, live_server.url, errors, external)
+        page.goto(live_server.url + "/accounts/login/")
+        page.fill("#id_username", "bea")
+        page.fill("#id_password", "bea-pass-13579")
+        page.click("button.primary")
+        page.goto(f"{live_server.url}/datasets/{d.pk}/budget/")
+        assert page.is_checked("input[name=preset][value=moderate]")
+        page.fill("#id_epsilon", "3")
+        assert page.is_checked("input[name=preset][value=custom]")  # typing chose "Custom values"
+
+        page.goto(f"{live_server.url}/datasets/{d.pk}/schema/")
+        count = page.locator("#review-count")
+        assert count.inner_text().startswith("4 of 4 kept columns")
+        page.check("input[name=col-1-ok]")
+        assert count.inner_text().startswith("3 of 4 kept columns")
+        page.fill("input[name=col-0-upper]", "120")  # typing a value counts as reviewing the row
+        assert page.is_checked("input[name=col-0-ok]") and count.inner_text().startswith("2 of 4")
+        page.select_option("select[name=col-3-kind]", "excluded")
+        assert count.inner_text().startswith("1 of 3 kept columns")
+        page.click("#bulk-review")  # server side: tick every column
+        page.wait_for_selector("#bulk-note")
+        assert page.locator("#review-count").inner_text().startswith("All 3 kept columns")
+        assert page.input_value("input[name=col-0-upper]") == "120"  # the typed value survived
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        browser.close()
+    assert errors == [] and external == []
