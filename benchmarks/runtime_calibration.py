@@ -44,6 +44,7 @@ PLAN = [
     *[("dpmerf", ds, n, {"epochs": str(e)}) for ds, n, e in (("german_credit", None, 300), ("bank_marketing", None, 300),
                                                              ("adult", None, 200), ("adult", None, 500),
                                                              ("california_housing", None, 300))],
+    *[("mst", ds, None, {}) for ds in ("german_credit", "bank_marketing", "california_housing", "adult")],
 ]
 
 
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--report", action="store_true", help="no runs: report the last log with the module's coefficients")
     p.add_argument("--refit", action="store_true", help="no runs: fit the last log again")
+    p.add_argument("--only", nargs="+", help="run only these mechanisms, appending to the log")
     a = p.parse_args(argv)
     if a.report or a.refit:
         rows = [json.loads(line) for line in LOG.read_text().splitlines()]
@@ -139,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         if a.refit:
             print("COEFFICIENTS = " + json.dumps(coeffs))
         return 0
-    LOG.unlink(missing_ok=True)
-    rows = run_plan(PLAN)
+    if a.only:
+        run_plan([t for t in PLAN if t[0] in a.only])
+        rows = [json.loads(line) for line in LOG.read_text().splitlines()]
+    else:
+        LOG.unlink(missing_ok=True)
+        rows = run_plan(PLAN)
     coeffs = fit(rows)
     print(report(rows, coeffs))
     print("COEFFICIENTS = " + json.dumps(coeffs))

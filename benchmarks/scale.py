@@ -23,6 +23,7 @@ import argparse
 import glob
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -36,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "adult.csv"
 OUT = ROOT / "benchmarks" / "out" / "scale.json"
-PASSWORD = "bench-scale-pass-8080"
+PASSWORD = secrets.token_urlsafe(16)  # the throwaway steward of this run
 # The burst: (label, request body or "draw"); epsilons are exact decimals so the ledger check is exact.
 BURST = (
     [("baseline", {"mechanism": "baseline", "epsilon": "0.1", "rows": 3000})] * 6

@@ -197,7 +197,7 @@ DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
 CELERY_TASK_DEFAULT_QUEUE = "synthesis"
 CELERY_TASK_QUEUES = [Queue("synthesis"), Queue("fast"), Queue("evaluation")]
 CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"}}
-DPPORTAL_FAST_JOB_SECONDS = env_float("DPPORTAL_FAST_JOB_SECONDS", 20.0, minimum=0.0)
+DPPORTAL_FAST_JOB_SECONDS = env_float("DPPORTAL_FAST_JOB_SECONDS", 10.0, minimum=0.0)
 
 LOGGING = {
     "version": 1,

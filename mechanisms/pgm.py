@@ -239,12 +239,10 @@ class ModelTables:
 
     def marginal(self, attrs: Clique) -> np.ndarray:
         """Probability table over ``attrs`` (axes in that order) from a clique that contains them."""
-        for cl, table in zip(self.cliques, self.tables):
-            if set(attrs) <= set(cl):
-                drop = tuple(i for i, a in enumerate(cl) if a not in attrs)
-                kept = [a for a in cl if a in attrs]
-                return np.transpose(table.sum(axis=drop), [kept.index(a) for a in attrs])
-        raise KeyError(f"no clique of the model contains {attrs}")
+        table = _project_from(dict(zip(self.cliques, self.tables)), attrs)
+        if table is None:
+            raise KeyError(f"no clique of the model contains {attrs}")
+        return table
 
     def sample(self, rows: int, rng: np.random.Generator) -> np.ndarray:
         """Synthetic cells (rows x d, in ``names`` order), column by column in the junction tree's
@@ -350,6 +348,7 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
 
 
 def _project_from(tables: dict[Clique, np.ndarray], attrs: Clique) -> np.ndarray | None:
+    """``attrs``' table (axes in that order) summed from the first clique containing them, or None."""
     for cl, t in tables.items():
         if set(attrs) <= set(cl):
             drop = tuple(i for i, a in enumerate(cl) if a not in attrs)

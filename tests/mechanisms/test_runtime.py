@@ -29,6 +29,8 @@ def test_estimates_are_positive_and_unknown_mechanisms_get_the_generous_fallback
     assert base.seconds > 0 and base.to_dict()["text"]
     other = runtime.estimate("some-new-mechanism", n=1000, schema=SCHEMA)
     assert other.seconds == runtime.FALLBACK[0] + runtime.FALLBACK[1] * 2000
+    assert not other.calibrated and "not calibrated" in other.to_dict()["text"] and base.calibrated
+    assert other.seconds >= 60  # never the fast queue (its default limit is 10 s)
     long_fit = runtime.estimate("dpmerf", n=32_561, schema=SCHEMA, params={"epochs": 2000})
     assert long_fit.seconds > 10 * base.seconds
 

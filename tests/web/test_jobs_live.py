@@ -41,7 +41,7 @@ def _until(stack, rid, token, check, timeout):
         if check(data):
             return data
         time.sleep(0.1)
-    raise TimeoutError(f"release {rid}: {data}\n{stack.logs()}")
+    raise TimeoutError(f"release {rid} after {timeout} s: {data}\n{stack.logs()}")
 
 
 def _submit(stack, ds, token, body) -> tuple[dict, float]:
@@ -63,7 +63,7 @@ def test_short_jobs_pass_a_running_fit_and_cancel_stops_it(stack):
 
     fit, _ = _submit(stack, ds, token, LONG_FIT)
     assert fit["queue"] == "synthesis" and fit["estimate_seconds"] > 5
-    _until(stack, fit["id"], token, lambda r: r["data_touched"] and r["progress"] > 5.5, 120)  # training
+    _until(stack, fit["id"], token, lambda r: r["data_touched"] and r["progress"] > 5.5, 240)  # training
 
     base, t0 = _submit(stack, ds, token, {"mechanism": "baseline", "epsilon": "0.5", "rows": 30})
     assert base["queue"] == "fast"
@@ -75,7 +75,7 @@ def test_short_jobs_pass_a_running_fit_and_cancel_stops_it(stack):
     draw_s = time.monotonic() - t1
     assert done["status"] == draw_done["status"] == "done", (done, draw_done)
     assert base_s < GOAL_FAST_S and draw_s < GOAL_FAST_S, (base_s, draw_s)
-    assert _until(stack, fit["id"], token, lambda r: True, 1)["status"] == "running"  # still fitting meanwhile
+    assert stack.json("GET", f"/api/releases/{fit['id']}/", token=token)[1]["status"] == "running"  # still fitting
 
     waiting, _ = _submit(stack, ds, token, LONG_FIT)
     _, w = stack.json("GET", f"/api/releases/{waiting['id']}/", token=token)
@@ -83,11 +83,11 @@ def test_short_jobs_pass_a_running_fit_and_cancel_stops_it(stack):
     status, w = stack.json("POST", f"/api/releases/{waiting['id']}/cancel/", token=token)
     assert status == 200 and w["status"] == "cancelled" and not w["data_touched"]
 
-    _until(stack, fit["id"], token, lambda r: r["stage"].startswith("training generator"), 60)  # progress points
+    _until(stack, fit["id"], token, lambda r: r["stage"].startswith("training generator"), 180)  # progress points
     status, running = stack.json("POST", f"/api/releases/{fit['id']}/cancel/", token=token)
     t2 = time.monotonic()
     assert status == 202 and running["cancel_requested"], running
-    stopped = _until(stack, fit["id"], token, lambda r: r["finished"], 30)
+    stopped = _until(stack, fit["id"], token, lambda r: r["finished"], 60)
     cancel_s = time.monotonic() - t2
     assert stopped["status"] == "cancelled" and stopped["data_touched"], stopped
     assert cancel_s < GOAL_CANCEL_S, cancel_s
