@@ -6,3 +6,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 application = get_wsgi_application()
+
+# Warm-up: DP-MERF's plan check (run on every DP-MERF release request, before the reservation)
+# calibrates its noise with dp-accounting's RDP accountant, whose first import takes 1-2 s. Import it
+# once per web process at start, not inside the first such request.
+import dp_accounting.rdp  # noqa: E402,F401
