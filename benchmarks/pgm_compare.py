@@ -36,23 +36,22 @@ AIM_TARGET = {"workload": "target"}  # + target = the dataset's label
 PLAN = [
     ("adult", 1.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
                     [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")],
-                    [("dpportal", "aim", AIM_TARGET, "aim target"), ("smartnoise", "aim-r1", {}, "aim-r1")]]),
+                    [("dpportal", "aim", AIM_TARGET, "aim target"), ("smartnoise", "mst-r1", {}, "mst-r1")]]),
+] + [(ds, 0.1, [[("dpportal", "baseline", {"noise_type": "gaussian"}, "baseline gaussian"),
+                 ("dpportal", "baseline", {}, "baseline laplace")],
+                [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]) for ds in DATASETS] + [
     ("german_credit", 1.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
                             [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]),
     ("credit_default_taiwan", 1.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "mst", {}, "mst")],
                                     [("dpportal", "mst", {}, "mst"), ("smartnoise", "aim", {}, "aim")]]),
-    ("german_credit", 0.1, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
-                            [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]),
-    ("german_credit", 10.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
-                             [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]),
     ("california_housing", 1.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
                                  [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]),
+    ("german_credit", 10.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
+                             [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]),
+    ("german_credit", 0.1, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")]]),
     ("bank_marketing", 1.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
                              [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]]),
-] + [(ds, 0.1, [[("dpportal", "baseline", {"noise_type": "gaussian"}, "baseline gaussian"),
-                 ("dpportal", "baseline", {}, "baseline laplace")]]) for ds in DATASETS] + [
-    (ds, 0.1, [[("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")]])
-    for ds in DATASETS if ds not in ("german_credit",)]
+]
 
 
 def _key(row: dict) -> tuple:
