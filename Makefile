@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-pgm bench-venv venv clean audit
+.PHONY: run test test-fast bench bench-quick bench-pgm bench-venv bench-scale venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -65,3 +65,9 @@ bench: venv bench-venv
 	$(PY) -m benchmarks.dpmerf_grid
 	$(PY) -m benchmarks.dpmerf_table1
 	$(PY) -m benchmarks.evaluation_speed
+
+# Scale-out (issue 19): PostgreSQL, Redis, gunicorn and 1, 2, 4 workers on loopback; a mixed burst through
+# the API; throughput, p50/p95 and the ledger check (docs/operations.md). Not part of `make test`.
+bench-scale: venv
+	./scripts/ensure-system-packages.sh
+	$(PY) -m benchmarks.scale

@@ -41,12 +41,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.datasets import dataset_path, datasets_dir
 from mechanisms import registry
 from mechanisms.evaluation import evaluate, load_prepared
 from mechanisms.schema import Schema, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "datasets"
+DATA = datasets_dir()  # DPPORTAL_DATASETS_DIR, default ../shared/datasets
 OUT = ROOT / "benchmarks" / "out"
 BENCH_PY = os.environ.get("DPPORTAL_BENCH_PY", str(ROOT / ".venv-bench" / "bin" / "python"))
 
@@ -80,9 +81,9 @@ def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
     """Write the training CSV (and the test CSV) for one dataset; returns paths, schema, target."""
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{name}.json").read_text())
     target, test_file = DATASETS[name]
-    raw = read_raw_csv(DATA / f"{FILES.get(name, name)}.csv")
+    raw = read_raw_csv(dataset_path(f"{FILES.get(name, name)}.csv", DATA))
     if test_file:
-        train, test = raw, read_raw_csv(DATA / test_file)
+        train, test = raw, read_raw_csv(dataset_path(test_file, DATA))
     else:
         idx = np.random.default_rng(2024).permutation(len(raw))
         cut = int(0.8 * len(raw))

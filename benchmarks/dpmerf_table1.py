@@ -43,11 +43,12 @@ from sklearn.svm import LinearSVC  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 from mechanisms.dpmerf import DPMERF  # noqa: E402
+from benchmarks.datasets import datasets_dir  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "datasets")
+DATA = str(datasets_dir())  # DPPORTAL_DATASETS_DIR, default ../shared/datasets
 OUT = os.path.join(ROOT, "benchmarks", "out")
 PAPER = {"adult": (0.650, 0.564), "credit": (0.772, 0.637)}  # DP-MERF (1, 1e-5), Table 1
 PAPER_REAL = {"adult": (0.730, 0.639), "credit": (0.923, 0.874)}

@@ -41,11 +41,12 @@ from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 from benchmarks.kdtree_common import OUT_DIR, timer  # noqa: E402
 from mechanisms.kdtree import KDTreeAdaptive  # noqa: E402
+from benchmarks.datasets import datasets_dir  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "datasets", "credit_default_taiwan.csv")
+DATA = str(datasets_dir() / "credit_default_taiwan.csv")  # DPPORTAL_DATASETS_DIR
 SCHEMA = os.path.join(ROOT, "benchmarks", "schemas", "credit_default_taiwan.json")
 TARGET = "default.payment.next.month"
 PAPER_TABLE1_AVG = {10.0: 0.627, 1.0: 0.572, 0.1: 0.503, 0.01: 0.526}

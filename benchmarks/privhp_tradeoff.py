@@ -47,12 +47,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
+from benchmarks.datasets import datasets_dir
 from mechanisms.noise import Noise
 from mechanisms.privhp import PrivHP
 from mechanisms.schema import Column, Schema, read_raw_csv
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "datasets" / "california_housing.csv"
+DATA = datasets_dir() / "california_housing.csv"  # DPPORTAL_DATASETS_DIR, default ../shared/datasets
 EPSILON = 1.0
 SYNTH_FACTOR = 4  # synthetic rows = 4 n, so the synthetic sample's own sampling error stays small
 

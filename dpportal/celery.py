@@ -5,9 +5,19 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 
 app = Celery("dpportal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+def _size_threads(**_kwargs) -> None:
+    """Each pool process gets its share of the cores (mechanisms.resources) before any job runs, so
+    XLA's flags are set before JAX is first imported."""
+    from mechanisms.resources import limit_threads, threads_per_job
+
+    limit_threads(threads_per_job())

@@ -70,7 +70,8 @@ def parse_database_url(url: str) -> dict:
         path = path[1:] if path.startswith("/") else path
         if not path:
             raise EnvError(f"DATABASE_URL for sqlite needs a file path, got DATABASE_URL={url!r}")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path}
+        # the same busy timeout as the embedded default: a writer waits for the lock, not "database is locked"
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": {"timeout": 20}}
     if scheme in ("postgres", "postgresql", "pgsql"):
         name = unquote(parts.path.lstrip("/"))
         if not name:

@@ -10,6 +10,8 @@ import os
 import secrets
 from pathlib import Path
 
+from kombu import Queue
+
 from .env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -137,6 +139,8 @@ DPPORTAL_MAX_COLUMNS = env_int("DPPORTAL_MAX_COLUMNS", 200, minimum=1)
 DPPORTAL_MAX_FIELD_LENGTH = env_int("DPPORTAL_MAX_FIELD_LENGTH", 1000, minimum=1)
 DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, minimum=1)
 DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
+# Memory one release job may plan to use (Mechanism.planned_memory_bytes), refused before reservation
+DPPORTAL_MAX_JOB_MEMORY_MB = env_int("DPPORTAL_MAX_JOB_MEMORY_MB", 8192, minimum=64)
 # The whole request body (file included) may not exceed the upload cap by much; Django itself does
 # not count file data against DATA_UPLOAD_MAX_MEMORY_SIZE, so the upload view enforces the cap.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
@@ -174,8 +178,26 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Jobs per worker; mechanisms.resources gives each job cores // concurrency threads (docs/operations.md)
+CELERY_WORKER_CONCURRENCY = env_int("DPPORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("DPPORTAL_TASKS_EAGER", False)
+# Stranded jobs (dpportal/releases/sweeper.py): a running job beats every HEARTBEAT seconds; a release
+# silent for STALE seconds is failed and settled by the sweep each worker runs every SWEEP seconds.
+DPPORTAL_HEARTBEAT_SECONDS = env_float("DPPORTAL_HEARTBEAT_SECONDS", 10.0, minimum=0.1)
+DPPORTAL_STALE_SECONDS = env_float("DPPORTAL_STALE_SECONDS", 60.0, minimum=1.0)
+DPPORTAL_SWEEP_SECONDS = env_float("DPPORTAL_SWEEP_SECONDS", 30.0, minimum=0.1)
+# Ledger anchor (dpportal/ledger/anchor.py): every new chain head is appended to this file, outside the
+# database. Empty: <DATA_DIR>/ledger-anchor.log (resolved when written); "off": no anchor.
+DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
+# Queues (issue 19): long fits on "synthesis"; draws and releases estimated under
+# DPPORTAL_FAST_JOB_SECONDS (mechanisms/runtime.py) on "fast"; utility evaluations on "evaluation".
+# A worker started without -Q consumes all three; scripts/run.sh starts one worker per queue so a draw
+# never waits behind a long fit (docs/operations.md).
+CELERY_TASK_DEFAULT_QUEUE = "synthesis"
+CELERY_TASK_QUEUES = [Queue("synthesis"), Queue("fast"), Queue("evaluation")]
+CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"}}
+DPPORTAL_FAST_JOB_SECONDS = env_float("DPPORTAL_FAST_JOB_SECONDS", 10.0, minimum=0.0)
 
 LOGGING = {
     "version": 1,

@@ -195,7 +195,7 @@ def main(argv=None) -> int:
                 "recommend": cmd_recommend}
     try:
         return handlers[args.command](args)
-    except (CLIError, ValueError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:
+    except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2

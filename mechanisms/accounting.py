@@ -30,35 +30,79 @@ GUARANTEE_MEANINGS = {
 }
 
 
+# Every epsilon/delta (costs, caps, form and GET values, CLI arguments) goes through ``exact``, so
+# these bounds are THE one rule: they are checked on the text or the number BEFORE any arithmetic.
+# Exact parsing of "1e30000000" would build a 30-million-digit integer while holding the GIL
+# (118 s measured); the bounds make every refusal take microseconds.
+MAX_AMOUNT_CHARS = 40  # the web forms' max_length; room for "1/9" or 0.000000001 and more
+MAX_AMOUNT_EXPONENT = 30  # non-zero amounts lie in [1e-30, 1e30]: floats stay positive and finite
+_AMOUNT_LOW = Fraction(1, 10**MAX_AMOUNT_EXPONENT)
+_AMOUNT_HIGH = Fraction(10**MAX_AMOUNT_EXPONENT)
+
+
+def _out_of_range(value) -> ValueError:
+    return ValueError(f"expected a number between 1e-{MAX_AMOUNT_EXPONENT} and 1e{MAX_AMOUNT_EXPONENT} "
+                      f"(or 0), got {short_repr(value)}")
+
+
+def _bounded(f: Fraction, value) -> Fraction:
+    if f != 0 and not _AMOUNT_LOW <= abs(f) <= _AMOUNT_HIGH:
+        raise _out_of_range(value)
+    return f
+
+
+def short_repr(value) -> str:
+    """repr for error messages, cut short: hostile values can be megabytes (or 30,000-bit integers)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _decimal(d: Decimal, value) -> Fraction:
+    if not d.is_finite():
+        raise ValueError(f"expected a finite number, got {short_repr(value)}")
+    if d and not -MAX_AMOUNT_EXPONENT - 1 <= d.adjusted() <= MAX_AMOUNT_EXPONENT:  # before Fraction(d)
+        raise _out_of_range(value)
+    if len(d.as_tuple().digits) > MAX_AMOUNT_CHARS:  # Decimal objects may carry any number of digits
+        raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} digits, got {short_repr(value)}")
+    return _bounded(Fraction(d), value)
+
+
 def exact(value) -> Fraction:
-    """Parse an epsilon/delta exactly: '0.1' -> 1/10, '1/9' -> 1/9, floats by their decimal repr."""
+    """Parse an epsilon/delta exactly: '0.1' -> 1/10, '1/9' -> 1/9, floats by their decimal repr.
+
+    Bounded before any arithmetic: text of at most ``MAX_AMOUNT_CHARS`` characters, a non-zero
+    magnitude in [1e-30, 1e30]; anything else is a ValueError naming the value."""
     if isinstance(value, Fraction):
-        return value
+        return _bounded(value, value)
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got {value!r}")
     if isinstance(value, int):
+        if abs(value) > _AMOUNT_HIGH:  # compares without converting: fast for any size
+            raise _out_of_range(value)
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"expected a finite number, got {value!r}")
-        return Fraction(Decimal(repr(value)))
+        return _decimal(Decimal(repr(value)), value)
     if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise ValueError(f"expected a finite number, got {value!r}")
-        return Fraction(value)
+        return _decimal(value, value)
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > MAX_AMOUNT_CHARS:
+            raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} characters, got {short_repr(value)}")
         try:
             if "/" in text:
                 num, den = text.split("/", 1)
-                return Fraction(int(num), int(den))
+                return _bounded(Fraction(int(num), int(den)), value)
             d = Decimal(text)
-        except (InvalidOperation, ValueError, ZeroDivisionError):
-            raise ValueError(f"expected a number, got {value!r}") from None
-        if not d.is_finite():
-            raise ValueError(f"expected a finite number, got {value!r}")
-        return Fraction(d)
-    raise ValueError(f"expected a number, got {value!r}")
+        except (InvalidOperation, ValueError, ZeroDivisionError) as exc:
+            if str(exc).startswith("expected"):
+                raise
+            raise ValueError(f"expected a number, got {short_repr(value)}") from None
+        return _decimal(d, value)
+    raise ValueError(f"expected a number, got {type(value).__name__}")
 
 
 def check_epsilon(epsilon, *, maximum: float = 100.0) -> float:
@@ -67,7 +111,10 @@ def check_epsilon(epsilon, *, maximum: float = 100.0) -> float:
         raise ValueError(f"epsilon must be positive, got epsilon={epsilon!r}")
     if eps > maximum:
         raise ValueError(f"epsilon must be at most {maximum}, got epsilon={epsilon!r}")
-    return float(eps)
+    value = float(eps)
+    if not (value > 0 and math.isfinite(value)):  # the float the mechanism computes with
+        raise ValueError(f"epsilon must convert to a positive finite float, got epsilon={epsilon!r}")
+    return value
 
 
 def check_delta(delta, *, required: bool) -> float:
@@ -78,7 +125,10 @@ def check_delta(delta, *, required: bool) -> float:
         raise ValueError("this mechanism needs a positive delta (approximate DP), got delta=0")
     if not required and d != 0:
         raise ValueError(f"this mechanism is pure epsilon-DP and takes no delta, got delta={delta!r}")
-    return float(d)
+    value = float(d)
+    if d > 0 and not value > 0:
+        raise ValueError(f"delta must convert to a positive float, got delta={delta!r}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,17 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, check_delta, check_epsilon
+from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
 from .schema import Schema, TableSource
 
 ProgressFn = Callable[[float, str], None]  # (fraction in [0,1], stage text)
+
+# Bounds every parameter obeys before its own minimum/maximum (hostile input: a huge JSON integer,
+# 1e-400 becoming 0.0, a megabyte of text). Generous for every real use, checked before arithmetic.
+MAX_PARAM_CHARS = 200
+MAX_PARAM_INT = 10**15
+MIN_PARAM_FLOAT, MAX_PARAM_FLOAT = 1e-30, 1e30
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,13 @@ class ParamSpec:
             d["kinds"] = list(self.kinds)
         return d
 
+    def _range_text(self) -> str:
+        if self.type == "int":
+            return f"+-{MAX_PARAM_INT:.0e}"
+        if self.type == "float":
+            return f"{MIN_PARAM_FLOAT:g}..{MAX_PARAM_FLOAT:g} in magnitude (or 0)"
+        return f"{MAX_PARAM_CHARS} characters"
+
     def column_choices(self, schema: Schema) -> list[str]:
         """The kept columns a "column" parameter may name (of the allowed kinds)."""
         return [c.name for c in schema.kept if not self.kinds or c.kind in self.kinds]
@@ -65,6 +78,8 @@ class ParamSpec:
         """Validate and convert ``value`` (may be a CLI/form string). Raises ValueError naming the param."""
         name = self.name
         empty = ("", "none", "None") + (() if "auto" in self.choices else ("auto",))
+        if isinstance(value, str) and len(value) > MAX_PARAM_CHARS:
+            raise ValueError(f"parameter {name!r} may be at most {MAX_PARAM_CHARS} characters, got {len(value)}")
         if value is None or (isinstance(value, str) and value.strip() in empty):
             if self.optional:
                 return None
@@ -80,12 +95,16 @@ class ParamSpec:
                         raise ValueError
                     value = int(value)
                 v = int(value) if not isinstance(value, str) else int(value.strip())
+                if abs(v) > MAX_PARAM_INT:
+                    raise ValueError
             elif self.type == "float":
                 if isinstance(value, bool):
                     raise ValueError
                 v = float(value)
-                if not math.isfinite(v):
+                if not math.isfinite(v) or (v != 0 and not MIN_PARAM_FLOAT <= abs(v) <= MAX_PARAM_FLOAT):
                     raise ValueError
+                if v == 0 and isinstance(value, str) and any(c in "123456789" for c in value.lower().split("e")[0]):
+                    raise ValueError  # underflow: "1e-400" is not zero
             elif self.type == "bool":
                 if isinstance(value, bool):
                     v = value
@@ -101,8 +120,9 @@ class ParamSpec:
                 v = value.strip()
             else:  # pragma: no cover - spec bug
                 raise AssertionError(self.type)
-        except (ValueError, TypeError):
-            raise ValueError(f"parameter {name!r} must be of type {self.type}, got {value!r}") from None
+        except (ValueError, TypeError, OverflowError):  # OverflowError: float() of a huge JSON integer
+            raise ValueError(f"parameter {name!r} must be of type {self.type} within "
+                             f"{self._range_text()}, got {short_repr(value)}") from None
         if self.minimum is not None and v < self.minimum:
             raise ValueError(f"parameter {name!r} must be >= {self.minimum}, got {name}={v!r}")
         if self.maximum is not None and v > self.maximum:
@@ -115,6 +135,18 @@ class ParamSpec:
             raise ValueError(f"parameter {name!r}: {name} must be a {' or '.join(self.kinds)} column, got "
                              f"{name}={v!r} of kind {schema.column(v).kind!r}")
         return v
+
+
+TEXT_CELL_BYTES = 80  # one CSV cell held as a Python str in a pandas object column (~50-60) + copies
+
+
+def table_bytes(schema: Schema, n: int) -> int:
+    """Memory of the raw table read whole: every column (kept or not) as text, plus float copies."""
+    return int(n) * (len(schema.columns) * TEXT_CELL_BYTES + len(schema.kept) * 8 * 3)
+
+
+def format_bytes(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
 
 
 NOISE_MODE = ParamSpec(
@@ -202,6 +234,24 @@ class Mechanism:
         """Refuse, BEFORE any budget is reserved or data read, parameters that cannot work for the
         public row count ``n`` (raises ValueError naming the problem). Mechanisms whose defaults
         depend on n override this; the default accepts everything."""
+
+    def planned_memory_bytes(self, n: int) -> int:
+        """A conservative estimate of the job's peak memory for the public row count ``n``, from the
+        schema and the parameters only (no data). The default counts the raw table held as text
+        (``TEXT_CELL_BYTES`` per cell, all columns) for mechanisms that read it whole; streaming
+        mechanisms read chunks. Mechanisms with large working arrays add theirs."""
+        return 0 if self.streaming else table_bytes(self.schema, n)
+
+    def check_memory(self, n: int, limit_bytes: int | None) -> None:
+        """Refuse, BEFORE any budget is reserved, a plan whose memory estimate exceeds the limit
+        (e.g. DP-MERF on 100,000 categories asked for 74.5 GiB inside fit, after the budget was spent)."""
+        if limit_bytes is None:
+            return
+        need = int(self.planned_memory_bytes(int(n)))
+        if need > limit_bytes:
+            raise ValueError(f"{self.name} would need about {format_bytes(need)} of memory for n={int(n):,} rows "
+                             f"with this schema and these parameters; the memory limit per job is "
+                             f"{format_bytes(limit_bytes)}: reduce the categories, columns or parameters")
 
     def fit(self, source: TableSource) -> "Mechanism":
         if self.fitted:

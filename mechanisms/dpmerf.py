@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from .accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
+from . import resources
 from .base import Mechanism, ParamSpec
 from .schema import Schema, TableSource
 
@@ -62,25 +63,24 @@ BATCH_LIMITS = (256, 4096)  # ... clipped to this range so tiny and huge tables 
 LEARNING_RATE = 1e-2  # reference code: Adam, lr 0.01, no schedule, no weight decay
 NOISE_DIM = 10  # generator code length (reference code: 10 N(0, 1) inputs)
 MIN_HIDDEN = 32  # "auto" hidden widths are (4d, 2d), d = feature columns (reference code), at least (32, 16)
-THREADS_ENV = "DPMERF_TORCH_THREADS"  # override torch's thread count (default: the cores available)
+THREADS_ENV = "DPMERF_TORCH_THREADS"  # override the thread count (default: resources.threads_per_job())
 BANDWIDTH_DRAWS = 1000  # uniform points on the public box for the median heuristic (~5e5 pairs)
 COUNT_FLOOR = 1.0  # noisy class counts are floored here before eq. 18 (post-processing)
 EMBED_CHUNK = 20_000  # rows per chunk when computing the data embedding (memory ~ chunk x D)
 SAMPLE_CHUNK = 50_000  # rows per generator pass when sampling
-PROGRESS_STEPS = 200  # at most this many progress reports during training
+PROGRESS_STEPS = 200  # loss records (and progress reports) during training ...
+PROGRESS_SECONDS = 1.0  # ... plus a progress report at least this often: the web worker checks for a cancel there
 
 
 def _torch():
+    """torch, limited to this job's share of the cores (mechanisms.resources); DPMERF_TORCH_THREADS,
+    when set, overrides the thread count for DP-MERF alone (benchmarks use it)."""
     import torch  # heavy: imported only when DP-MERF is used
 
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        cores = os.cpu_count() or 1
-    if os.environ.get(THREADS_ENV, "").strip():
-        cores = int(os.environ[THREADS_ENV])
-    if torch.get_num_threads() != cores:
-        torch.set_num_threads(cores)
+    override = os.environ.get(THREADS_ENV, "").strip()
+    threads = int(override) if override else resources.threads_per_job()
+    if torch.get_num_threads() != threads:
+        resources.limit_threads(threads)
     return torch
 
 
@@ -169,6 +169,21 @@ class DPMERF(Mechanism):
     def embedding_sensitivity(self, n: int) -> float:
         """L2 sensitivity of the mean embedding under replace-one: 2 max||h|| / n."""
         return 2.0 * self.feature_norm / n
+
+    def planned_memory_bytes(self, n: int) -> int:
+        """Peak memory, conservatively, from public facts (schema, n, parameters): the table, the
+        data embedding step (a k x k identity per categorical column of k levels, chunk x D_h
+        features, the D_h x C embedding) and generator training (float32 activations of one batch
+        through every layer, kept for backward, and the weights with Adam's two moments)."""
+        d_h = (self.params["features"] if self._num else 0) + sum(self._cat_sizes)
+        C, chunk = self.n_classes, min(int(n), EMBED_CHUNK)
+        embed = 8 * (max(self._cat_sizes, default=0) ** 2 + C * C + 3 * chunk * (d_h + C) + 2 * d_h * C)
+        batch = max(int(np.clip(round(DEFAULT_BATCH_FRACTION * n), *BATCH_LIMITS))
+                    if self.params["batch_size"] is None else self.params["batch_size"], C)
+        widths = [NOISE_DIM + (C if self.labeled else 0), *self.hidden, self.out_dim]
+        weights = sum(a * b + b for a, b in zip(widths, widths[1:]))
+        train = 4 * (3 * batch * (sum(widths) + 2 * d_h) + 4 * weights + 2 * d_h * C)
+        return super().planned_memory_bytes(n) + embed + train
 
     def _hidden_widths(self, spec: str | None) -> tuple[int, ...]:
         if spec is None:
@@ -315,6 +330,7 @@ class DPMERF(Mechanism):
         every = max(1, epochs // PROGRESS_STEPS)
         net.train()
         losses = []
+        last_report = time.monotonic()
         for step in range(epochs):
             feats = self._features_torch(net(self._inputs(torch, labels, gen, device)), omega)
             mu_q = feats.reshape(C, per_class, -1).mean(dim=1).T  # D_h x C class-conditional means
@@ -322,8 +338,11 @@ class DPMERF(Mechanism):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            if (step + 1) % every == 0 or step + 1 == epochs:
+            on_schedule = (step + 1) % every == 0 or step + 1 == epochs
+            if on_schedule:
                 losses.append(float(loss.detach()))
+            if on_schedule or time.monotonic() - last_report >= PROGRESS_SECONDS:
+                last_report = time.monotonic()
                 self.progress(0.03 + 0.97 * (step + 1) / epochs, f"training generator: step {step + 1}/{epochs}")
         self.final_loss = losses[-1]
         net.eval()

@@ -10,13 +10,20 @@ from .schema import MISSING_CATEGORY
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
 
 
+def neutralize_cell(text: str) -> str:
+    """One text cell: a leading single quote if a spreadsheet would run it as a formula."""
+    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
+
+
 def neutralize_formulas(df: pd.DataFrame) -> pd.DataFrame:
-    """Prefix a single quote to string cells that a spreadsheet would run as a formula.
+    """Prefix a single quote to string cells that a spreadsheet would run as a formula, the header
+    row included (a column named ``=HYPERLINK(...)`` is a cell too; the manifest keeps true names).
 
     Only string (object) columns are touched; numeric columns are left exactly as they are, so a
     negative number stays a number.
     """
     out = df.copy()
+    out.columns = [neutralize_cell(str(c)) for c in out.columns]
     for name in out.columns:
         col = out[name]
         if col.dtype == object:

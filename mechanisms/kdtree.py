@@ -161,6 +161,9 @@ def _uniform_below(rng: np.random.Generator, bound: int, k: int) -> list[int]:
     return out
 
 
+PLAN_VALUE_LIMIT = float(2**53)  # largest noise scale / threshold a plan may need (exact in float and int64)
+
+
 class CellGrid:
     """A product grid given by per-axis sizes; cells are rows of int64 coordinates.
 
@@ -318,7 +321,15 @@ class _KDBase(Mechanism):
 
     # -- geometry ---------------------------------------------------------------------------------
     def check_plan(self, n: int) -> None:
-        self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
+        cfg = self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
+        # Noise scales, thresholds and noisy counts are int64 / exact floats inside fit: refuse here a
+        # budget so small that they would overflow there (epsilon 1e-30 raised OverflowError in fit,
+        # after the budget was spent).
+        big = sorted(k for k, v in cfg.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                     and abs(v) > PLAN_VALUE_LIMIT)
+        if big:
+            raise ValueError(f"epsilon={self.epsilon:g} is too small for {self.name}: its noise "
+                             f"{', '.join(f'{k}={cfg[k]:.3g}' for k in big)} would exceed {PLAN_VALUE_LIMIT:.3g}")
 
     def _cell_bounds(self, coords: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower corner and edge length of each cell in to_unit coordinates (categorical: code, 0)."""

@@ -430,6 +430,9 @@ class PrivHP(Mechanism):
     def check_plan(self, n: int) -> None:
         make_plan(self.schema, int(n), self.epsilon, self.params)
 
+    def planned_memory_bytes(self, n: int) -> int:
+        return self.memory_estimate(self.schema, n, self.params, epsilon=self.epsilon)
+
     @classmethod
     def memory_estimate(cls, schema: Schema, n: int, params: dict | None = None, *,
                         epsilon: float = 1.0) -> int:

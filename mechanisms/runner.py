@@ -32,15 +32,18 @@ class Release:
 
 
 def build(name: str, schema: Schema, *, epsilon, delta=0.0, params: dict | None = None,
-          noise: Noise | None = None, progress: ProgressFn | None = None, n: int | None = None) -> Mechanism:
+          noise: Noise | None = None, progress: ProgressFn | None = None, n: int | None = None,
+          memory_limit: int | None = None) -> Mechanism:
     """Validate everything that can be validated WITHOUT reading data (for early 4xx answers).
 
-    With the public row count ``n``, also the plan that depends on it (``Mechanism.check_plan``), so
-    that a parameter error never surfaces inside fit, after the budget is spent."""
+    With the public row count ``n``, also the plan that depends on it (``Mechanism.check_plan``) and
+    its memory estimate against ``memory_limit`` bytes (``Mechanism.check_memory``), so that neither a
+    parameter error nor an allocation failure surfaces inside fit, after the budget is spent."""
     cls = registry.get(name)
     mech = cls(schema, epsilon=epsilon, delta=delta or 0.0, noise=noise, progress=progress, **(params or {}))
     if n is not None:
         mech.check_plan(int(n))
+        mech.check_memory(int(n), memory_limit)
     return mech
 
 

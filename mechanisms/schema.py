@@ -28,15 +28,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from . import safejson
+from .accounting import short_repr
+
 KINDS = ("continuous", "integer", "categorical", "excluded")
 NUMERIC_KINDS = ("continuous", "integer")
 DEFAULT_MISSING_MARKERS = ("", "?", "NA")
+MAX_ABS_BOUND = 1e15  # numeric bounds: beyond this, float arithmetic on (upper - lower) loses meaning
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 DEFAULT_BINS = 10
 # The category a draft gives to missing values of a categorical column. Synthetic tables write it back
@@ -46,6 +51,22 @@ MISSING_CATEGORY = "(missing)"
 
 class SchemaError(ValueError):
     """The schema itself is invalid (bad bounds, unknown kind, ...)."""
+
+
+def check_text(value: str, what: str, *, allow_newlines: bool = False) -> str:
+    """Refuse NUL and other control characters in a short text field (names, markers, categories):
+    PostgreSQL cannot store NUL at all (a 500 there, silent on SQLite), and control characters in a
+    name or marker are never intended. Quoted cells may hold newlines and tabs, so categories
+    (which mirror cell values) may keep those. Raises SchemaError naming the field and the character."""
+    bad = (_CONTROL_IN_CELLS if allow_newlines else _CONTROL).search(value)
+    if bad:
+        raise SchemaError(f"{what} {value[:40]!r} contains the control character {bad.group()!r} at position "
+                          f"{bad.start()}: NUL and control characters are not allowed")
+    return value
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_CONTROL_IN_CELLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class SchemaMismatch(ValueError):
@@ -66,13 +87,19 @@ class Column:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise SchemaError(f"column name must be a non-empty string, got {self.name!r}")
+        check_text(self.name, "column name")
         if self.kind not in KINDS:
             raise SchemaError(f"column {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
         if self.kind in NUMERIC_KINDS:
             for attr in ("lower", "upper"):
                 v = getattr(self, attr)
-                if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise SchemaError(f"column {self.name!r}: numeric columns need finite {attr}, got {v!r}")
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise SchemaError(f"column {self.name!r}: numeric columns need finite {attr}, got {v!r}")
+                if abs(v) > MAX_ABS_BOUND:  # compared before any float(): a huge JSON integer cannot overflow
+                    raise SchemaError(f"column {self.name!r}: {attr} must lie within +-{MAX_ABS_BOUND:.0e}, "
+                                      f"got {attr}={short_repr(v)}")
             if not self.upper > self.lower:
                 raise SchemaError(
                     f"column {self.name!r}: upper must exceed lower, got lower={self.lower}, upper={self.upper}")
@@ -88,6 +115,8 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: categories must be unique")
             if any(not isinstance(c, str) for c in self.categories):
                 raise SchemaError(f"column {self.name!r}: categories must be strings")
+            for c in self.categories:
+                check_text(c, f"column {self.name!r}: category", allow_newlines=True)
             if self.other is not None and self.other not in self.categories:
                 raise SchemaError(
                     f"column {self.name!r}: other={self.other!r} must be one of the declared categories")
@@ -205,15 +234,17 @@ class Schema:
         markers = d.get("missing_markers", list(DEFAULT_MISSING_MARKERS))
         if not isinstance(markers, list) or any(not isinstance(m, str) for m in markers):
             raise SchemaError("missing_markers must be a list of strings")
+        for m in markers:
+            check_text(m, "missing-value marker")
         return cls(columns=tuple(Column.from_dict(c) for c in cols), missing_markers=tuple(markers),
                    draft=bool(d.get("draft", False)))
 
     @classmethod
     def from_json(cls, text: str) -> "Schema":
         try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
-            raise SchemaError(f"schema is not valid JSON: {exc}") from None
+            return cls.from_dict(safejson.loads(text))
+        except safejson.JsonLimitError as exc:
+            raise SchemaError(f"schema is {'' if str(exc).startswith('not ') else 'refused: '}{exc}") from None
 
     def confirmed(self) -> "Schema":
         return Schema(columns=self.columns, missing_markers=self.missing_markers, draft=False)
@@ -476,13 +507,14 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
         finite = num[np.isfinite(num)]
         if len(present) and num.notna().all() and len(finite) == len(num) and present.nunique() > 2:
             integer = bool(np.all(finite == np.round(finite)))
-            lo, hi = round_bounds(float(finite.min()), float(finite.max()), integer=integer)
+            lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
+                                           MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
             kind = "integer" if integer else "continuous"
             cols.append(Column(name=str(name), kind=kind, lower=lo, upper=hi,
                                fill=lo if has_missing else None))
             continue
         levels = sorted(present.unique().tolist())
-        if not levels or len(levels) > max_categories:
+        if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
             cols.append(Column(name=str(name), kind="excluded"))
             continue
         other = None

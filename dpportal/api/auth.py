@@ -4,11 +4,15 @@ because they never read the session cookie; errors are JSON with an ``error`` me
 from __future__ import annotations
 
 import functools
-import json
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 
 from django.contrib.auth.models import AnonymousUser
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+
+from mechanisms import safejson
 
 from .models import Token
 
@@ -24,15 +28,26 @@ def error(message: str, status: int) -> JsonResponse:
 
 
 def json_body(request) -> dict:
-    if not request.body:
+    """The body as a JSON object, parsed with limits on size, depth and number length (4xx, never 500)."""
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise ApiError(f"the request body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} "
+                       "bytes", 413) from None
+    if not body:
         raise ApiError("the request body must be a JSON object")
     try:
-        data = json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(f"the request body is not valid JSON: {exc}") from None
+        data = safejson.loads(body)
+    except safejson.JsonLimitError as exc:
+        raise ApiError(f"the request body is {_article(str(exc))}") from None
     if not isinstance(data, dict):
         raise ApiError(f"the request body must be a JSON object, got {type(data).__name__}")
     return data
+
+
+def _article(message: str) -> str:
+    """'not valid JSON: ...' reads on after 'the request body is'; limit messages get 'refused: '."""
+    return message if message.startswith("not ") else f"refused: {message}"
 
 
 def api_view(*methods: str, auth: bool = True):

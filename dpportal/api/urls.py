@@ -13,11 +13,13 @@ urlpatterns = [
     path("datasets/<int:pk>/raw/", views.dataset_raw, name="dpportal-api-dataset-raw"),
     path("datasets/<int:pk>/budget/", views.budget, name="dpportal-api-budget"),
     path("datasets/<int:pk>/releases/", views.dataset_releases, name="dpportal-api-dataset-releases"),
+    path("datasets/<int:pk>/releases/estimate/", views.release_estimate, name="dpportal-api-release-estimate"),
     path("datasets/<int:pk>/ledger/", views.dataset_ledger, name="dpportal-api-ledger"),
     path("datasets/<int:pk>/bounds/", views.dataset_bounds, name="dpportal-api-bounds"),
     # releases
     path("releases/<int:pk>/", views.release, name="dpportal-api-release"),
     path("releases/<int:pk>/draws/", views.release_draws, name="dpportal-api-release-draws"),
+    path("releases/<int:pk>/cancel/", views.release_cancel, name="dpportal-api-release-cancel"),
     path("releases/<int:pk>/synthetic.csv", views.release_csv, name="dpportal-api-release-csv"),
     path("releases/<int:pk>/manifest.json", views.release_manifest, name="dpportal-api-release-manifest"),
 ]

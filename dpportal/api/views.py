@@ -263,6 +263,33 @@ def release_draws(request, pk):
     return JsonResponse(release_dict(draw, for_owner=True), status=201)
 
 
+@api_view("POST")
+def release_estimate(request, pk):
+    """POST /api/datasets/{id}/releases/estimate/: the run-time estimate of a release request (same body
+    as a request), validated like one; nothing charged or queued."""
+    dataset = dataset_for_owner(request.user, pk)
+    body = json_body(request)
+    try:
+        est = release_services.estimate_request(dataset, release_services.ReleaseRequest(
+            mechanism=body.get("mechanism"), epsilon=body.get("epsilon"), delta=body.get("delta"),
+            params=body.get("params") or {}, rows=body.get("rows", dataset.n_rows)))
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc)) from None
+    return JsonResponse(est)
+
+
+@api_view("POST")
+def release_cancel(request, pk):
+    """POST /api/releases/{id}/cancel/: queued -> cancelled and refunded (200); running -> stops at its
+    next progress point (202, poll the release); finished -> 409."""
+    r = release_for_owner(request.user, pk)
+    try:
+        r = release_services.cancel(r)
+    except release_services.ReleaseRequestError as exc:
+        raise ApiError(str(exc), 409) from None
+    return JsonResponse(release_dict(r, for_owner=True), status=200 if r.is_finished else 202)
+
+
 @api_view("GET")
 def release_csv(request, pk):
     return csv_response(release_for_viewer(request.user, pk))

@@ -10,6 +10,7 @@ No new release can be planned afterwards (``releases.services.validate`` checks 
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from .models import Dataset
@@ -24,6 +25,10 @@ def delete_raw(dataset: Dataset) -> Dataset:
     from dpportal.releases.models import Release
 
     with transaction.atomic():
+        # write FIRST: on SQLite a transaction that reads before its first write cannot wait for the
+        # write lock ("database is locked" at once, a 500); on PostgreSQL this takes the row lock that
+        # plan_release takes too, so a release is never planned against a file being deleted
+        Dataset.objects.filter(pk=dataset.pk).update(raw_deleted_at=F("raw_deleted_at"))
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
         if locked.raw_deleted_at is not None:
             raise RawDeleteRefused("the raw data of this dataset was already deleted")

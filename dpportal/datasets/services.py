@@ -42,6 +42,8 @@ def _number(value: str, what: str, col: str) -> float | None:
     text = (value or "").strip()
     if not text:
         return None
+    if len(text) > 40:
+        raise SchemaRejected(f"column {col!r}: {what} may be at most 40 characters, got {text[:40]!r}...")
     try:
         v = float(text)
     except ValueError:
@@ -60,7 +62,7 @@ def column_from_form(name: str, data) -> Column:
     try:
         if kind in ("continuous", "integer"):
             bins_text = (data.get("bins") or "10").strip()
-            if not bins_text.isdigit():
+            if not (bins_text.isascii() and bins_text.isdigit() and len(bins_text) <= 9):
                 raise SchemaRejected(f"column {name!r}: bins must be a whole number, got {bins_text[:20]!r}")
             return Column(name=name, kind=kind, lower=_number(data.get("lower"), "lower bound", name),
                           upper=_number(data.get("upper"), "upper bound", name), bins=int(bins_text),

@@ -22,7 +22,7 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, draft_schema, read_raw_csv
+from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_text, draft_schema, read_raw_csv
 
 from .models import Dataset
 
@@ -61,16 +61,27 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
+def text_field(value: str, what: str) -> str:
+    """NUL and control characters refused with a message (PostgreSQL cannot store NUL: a 500 there)."""
+    try:
+        return check_text(value, what)
+    except SchemaError as exc:
+        raise UploadError(str(exc)) from None
+
+
 def parse_markers(text: str | list | None, *, empty_is_missing: bool = True) -> list[str]:
     """'?, NA' -> ['', '?', 'NA'] (the empty cell counts as missing unless switched off)."""
     if text is None:
         return list(DEFAULT_MISSING_MARKERS)
+    if not isinstance(text, (str, list)):
+        raise UploadError(f"missing-value markers must be text like '?, NA', got {type(text).__name__}")
     items = text if isinstance(text, list) else text.split(",")
     markers = [str(m).strip() for m in items]
     out = [""] if empty_is_missing else []
     for m in markers:
         if len(m) > 50:
             raise UploadError(f"a missing-value marker may be at most 50 characters, got {m[:60]!r}")
+        text_field(m, "the missing-value marker")
         if m and m not in out:
             out.append(m)
     if "" in markers and "" not in out:
@@ -227,6 +238,8 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
         name = os.path.splitext(original)[0] or "dataset"
     if len(name) > 200:
         raise UploadError(f"the name may be at most 200 characters, got {len(name)}")
+    original = re.sub("[\x00-\x1f\x7f]", "", original) or "upload.csv"
+    text_field(name, "the dataset name")
     upload_dir = Path(settings.UPLOAD_DIR)
     (upload_dir / "tmp").mkdir(parents=True, exist_ok=True)
     key = uuid.uuid4().hex

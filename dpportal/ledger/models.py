@@ -64,6 +64,7 @@ class LedgerEntry(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="+")
     username = models.CharField(max_length=150, blank=True)  # kept if the account goes
+    user_pk = models.BigIntegerField(null=True, blank=True)  # kept if the account goes (hashed from v2)
     release = models.ForeignKey("releases.Release", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="ledger_entries")
     release_pk = models.BigIntegerField(null=True, blank=True)  # kept if the release goes
@@ -79,6 +80,9 @@ class LedgerEntry(models.Model):
     note = models.TextField(blank=True)  # warnings, caveats, failure reason
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
+    # 1: entries written before issue 16 (no user id in the hash); 2: user_pk hashed too. New entries
+    # are v2; a chain never goes back from 2 to 1 (verify_dataset checks), so old chains still verify.
+    hash_version = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["dataset_id", "seq"]
@@ -92,8 +96,16 @@ class LedgerEntry(models.Model):
     def __str__(self) -> str:
         return f"#{self.seq} {self.kind} dataset {self.dataset_id}"
 
-    # the immutable content that the hash covers (everything but FK columns that SET_NULL may clear)
+    # The immutable content that the hash covers. The FK columns that SET_NULL may clear (user,
+    # release) are covered through their kept copies (user_pk, release_pk): verify_dataset checks
+    # that each FK is either NULL (its row was deleted) or equal to the hashed copy.
     def chain_fields(self) -> dict:
+        fields = self._chain_fields_v1()
+        if self.hash_version >= 2:
+            fields.update(version=int(self.hash_version), user_id=self.user_pk)
+        return fields
+
+    def _chain_fields_v1(self) -> dict:
         return {
             "dataset": int(self.dataset_id),
             "seq": int(self.seq),

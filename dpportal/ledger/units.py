@@ -35,7 +35,9 @@ GENESIS_HASH = "0" * 64
 def _parse(value, name: str) -> Fraction:
     try:
         return exact(value)
-    except ValueError:
+    except ValueError as exc:
+        if "between" in str(exc) or "at most" in str(exc):  # a bound of exact(): repeat it
+            raise ValueError(f"{name}: {exc}") from None
         raise ValueError(f"{name} must be a number like 0.5 or 1/9, got {name}={value!r}") from None
 
 

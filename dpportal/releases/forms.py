@@ -61,10 +61,15 @@ class ReleaseForm(forms.Form):
             self.fields["rows"].initial = n_rows
         if mechanism_cls is not None and not (mechanism_cls.needs_delta or mechanism_cls.gaussian_mode):
             self.fields["delta"].widget = forms.HiddenInput()
-        elif mechanism_cls is not None and n_rows:
+        elif mechanism_cls is not None and n_rows and mechanism_cls.needs_delta:
             self.fields["delta"].initial = suggested_delta(n_rows)
             self.fields["delta"].help_text = (f"Probability that the epsilon guarantee fails; keep it well below "
                                               f"1/n = 1/{n_rows:,}. Suggested: {suggested_delta(n_rows)}")
+        elif mechanism_cls is not None and n_rows:  # pure by default, (epsilon, delta) with noise_type=gaussian
+            self.fields["delta"].help_text = (f"0 for pure epsilon-DP (noise_type laplace, the default). With "
+                                              f"noise_type gaussian give a delta well below 1/n = 1/{n_rows:,}, "
+                                              f"e.g. {suggested_delta(n_rows)}")
+        self.n_rows = n_rows
         self.param_names = []
         for spec in (mechanism_cls.params if mechanism_cls else ()):
             name = PARAM_PREFIX + spec.name
@@ -86,6 +91,8 @@ class ReleaseForm(forms.Form):
             takes_delta = cls is not None and (cls.needs_delta or "gaussian" in assumed.values())
             if takes_delta and guide["delta"] > 0 and guide.get("delta_given"):  # else the form's own suggestion
                 self.fields["delta"].initial = f"{guide['delta']:g}"
+            elif takes_delta and not cls.needs_delta and self.n_rows:  # a Gaussian mode was assumed
+                self.fields["delta"].initial = suggested_delta(self.n_rows)
         for key, value in assumed.items():
             if PARAM_PREFIX + key in self.fields:
                 self.fields[PARAM_PREFIX + key].initial = value

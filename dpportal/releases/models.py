@@ -23,7 +23,11 @@ class Release(models.Model):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
-    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+    CANCELLED = "cancelled"  # by the steward: refunded if it never touched data, else spent (ledger rules)
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"),
+                (CANCELLED, "cancelled")]
+    QUEUE_SYNTHESIS = "synthesis"  # Celery queues (settings.CELERY_TASK_QUEUES)
+    QUEUE_FAST = "fast"
 
     dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="releases")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -48,6 +52,11 @@ class Release(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # written by the running job (sweeper.py)
+    # Set by the steward on a RUNNING job; the worker stops at its next progress point (services.cancel).
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    queue = models.CharField(max_length=32, default=QUEUE_SYNTHESIS)  # the Celery queue it was sent to
+    estimate_seconds = models.FloatField(null=True, blank=True)  # mechanisms.runtime, from public inputs
 
     output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
     summary_file = models.CharField(max_length=500, blank=True)  # private summary npz
@@ -83,7 +92,11 @@ class Release(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (self.DONE, self.FAILED)
+        return self.status in (self.DONE, self.FAILED, self.CANCELLED)
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.status in (self.QUEUED, self.RUNNING) and self.cancel_requested_at is None
 
     def public_schema(self) -> Schema:
         return Schema.from_dict(self.schema)

@@ -23,8 +23,8 @@ from django.utils import timezone
 
 import dpportal
 from dpportal.ledger import services as ledger
-from mechanisms import registry
-from mechanisms.accounting import exact
+from mechanisms import registry, resources, runtime
+from mechanisms.accounting import check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
@@ -46,6 +46,13 @@ class ReleaseRequestError(ValueError):
     """A refused release request; the message names the problem. Nothing was charged or queued."""
 
 
+class Cancelled(Exception):
+    """Raised inside a running job (by its progress callback) once the steward asked to cancel it."""
+
+    def __init__(self, release_id: int):
+        super().__init__(f"cancelled by the steward (release {release_id})")
+
+
 @dataclass(frozen=True)
 class ReleaseRequest:
     mechanism: str
@@ -60,7 +67,7 @@ def _text(value, name: str) -> str:
         return "0" if name == "delta" else ""
     if isinstance(value, bool):
         raise ReleaseRequestError(f"{name} must be a number, got {name}={value!r}")
-    return str(value).strip()[:40]
+    return str(value).strip()  # not truncated: exact() refuses more than MAX_AMOUNT_CHARS characters
 
 
 def parse_rows(value) -> int:
@@ -94,7 +101,7 @@ def validate(dataset, req: ReleaseRequest):
         raise ReleaseRequestError(f"params must be an object of name: value, got {type(req.params).__name__}")
     try:
         mech = build(req.mechanism, schema, epsilon=req.epsilon, delta=req.delta or "0", params=req.params,
-                     n=dataset.n_rows)
+                     n=dataset.n_rows, memory_limit=settings.DPPORTAL_MAX_JOB_MEMORY_MB * 2**20)
     except ValueError as exc:
         raise ReleaseRequestError(str(exc).splitlines()[0]) from None
     return mech
@@ -110,14 +117,16 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
             raise ReleaseRequestError(f"{name}: {exc}") from None
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     mech = validate(dataset, req)
-    schema = dataset.confirmed_schema()
+    schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
     try:
         with transaction.atomic():
+            _lock_raw_file(dataset)
+            seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
                 schema_fingerprint=schema.fingerprint(), software_version=dpportal.__version__,
-                stage="queued")
+                stage="queued", estimate_seconds=seconds, queue=queue_for(seconds))
             ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
             transaction.on_commit(lambda: _enqueue(release.pk))
     except ledger.BudgetExceeded as exc:
@@ -125,6 +134,16 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     except ledger.LedgerError as exc:
         raise ReleaseRequestError(str(exc)) from None
     return release
+
+
+def _lock_raw_file(dataset) -> None:
+    """Inside the reserving transaction, before anything else: lock the dataset row (the lock
+    ``delete_raw`` takes too) and check that the raw file is still there. A check before the
+    transaction left a window where a job was charged for a file deleted meanwhile."""
+    from dpportal.datasets.models import Dataset
+
+    if not Dataset.objects.filter(pk=dataset.pk, raw_deleted_at__isnull=True).update(raw_deleted_at=None):
+        raise ReleaseRequestError("the raw data of this dataset was deleted: no new releases can be made")
 
 
 def draw_more(release: Release, user, rows) -> Release:
@@ -138,19 +157,74 @@ def draw_more(release: Release, user, rows) -> Release:
             dataset=origin.dataset, created_by=user, parent=origin, mechanism=origin.mechanism,
             params=origin.params, epsilon=origin.epsilon, delta=origin.delta, rows=rows, schema=origin.schema,
             schema_fingerprint=origin.schema_fingerprint, software_version=dpportal.__version__,
-            stage="queued")
+            stage="queued", queue=Release.QUEUE_FAST,
+            estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds)
         transaction.on_commit(lambda: _enqueue(draw.pk))
     return draw
+
+
+def cancel(release: Release) -> Release:
+    """The steward cancels a queued or running release; returns the release as it now stands.
+
+    Queued: cancelled at once and refunded (the job never touched data; the worker's claim, a
+    conditional UPDATE on ``queued``, can no longer succeed). Running: the request is recorded and the
+    worker stops at its next progress point (:class:`_Progress`), then the ledger closes the job as
+    for a failure: spent if data was touched, refunded otherwise. Anything else: refused."""
+    now = timezone.now()
+    with transaction.atomic():
+        if Release.objects.filter(pk=release.pk, status=Release.QUEUED).update(
+                status=Release.CANCELLED, cancel_requested_at=now, finished_at=now,
+                stage="cancelled before it started", error="cancelled by the steward before it started"):
+            _close_ledger(Release.objects.get(pk=release.pk), reason="cancelled by the steward before it started")
+            return Release.objects.get(pk=release.pk)
+    if Release.objects.filter(pk=release.pk, status=Release.RUNNING, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=now, stage="cancel requested: stopping at the next progress point"):
+        return Release.objects.get(pk=release.pk)
+    current = Release.objects.get(pk=release.pk)
+    if current.status == Release.RUNNING:
+        return current  # already requested: cancelling twice is harmless
+    raise ReleaseRequestError(f"release {release.pk} is {current.status}: only a queued or running release "
+                              "can be cancelled")
 
 
 def _jsonable(params: dict) -> dict:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
 
 
+def _estimate_seconds(mechanism: str, n: int, schema, params: dict) -> float | None:
+    """The run-time estimate, or None (then the synthesis queue) if it cannot be computed: an estimate
+    is a guide and never refuses a request that validation accepted."""
+    try:
+        return runtime.estimate(mechanism, n=n, schema=schema, params=params).seconds
+    except (ValueError, TypeError, ArithmeticError):
+        log.warning("no run-time estimate for %s", mechanism, exc_info=True)
+        return None
+
+
+def queue_for(estimate_seconds: float | None) -> str:
+    """Releases predicted to finish within DPPORTAL_FAST_JOB_SECONDS go to the fast queue (beside draws),
+    the rest to the synthesis queue: a short job never waits behind a long fit."""
+    if estimate_seconds is not None and estimate_seconds <= settings.DPPORTAL_FAST_JOB_SECONDS:
+        return Release.QUEUE_FAST
+    return Release.QUEUE_SYNTHESIS
+
+
 def _enqueue(release_id: int) -> None:
+    """Send the job to the queue recorded on its row (queue_for / draws: fast)."""
     from .tasks import run_release
 
-    run_release.delay(release_id)
+    queue = Release.objects.filter(pk=release_id).values_list("queue", flat=True).first() or Release.QUEUE_SYNTHESIS
+    run_release.apply_async(args=[release_id], queue=queue)
+
+
+def queue_evaluation(release_id: int) -> None:
+    """After a release is done: its utility evaluation goes to the evaluation queue (steward-only,
+    informative; it never holds the worker that ran the release)."""
+    from dpportal.dashboards.services import request_reevaluation
+
+    release = Release.objects.filter(pk=release_id, status=Release.DONE).first()
+    if release is not None:
+        request_reevaluation(release)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,6 +249,11 @@ def fail_abandoned(release_id: int) -> bool:
     return changed == 1
 
 
+def _raise_if_cancelled(release_id: int) -> None:
+    if Release.objects.filter(pk=release_id, cancel_requested_at__isnull=False).exists():
+        raise Cancelled(release_id)
+
+
 class _Progress:
     def __init__(self, release_id: int):
         self.release_id = release_id
@@ -185,8 +264,10 @@ class _Progress:
         if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
             return
         self.last = now
-        Release.objects.filter(pk=self.release_id, status=Release.RUNNING).update(
-            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200])
+        if not Release.objects.filter(pk=self.release_id, status=Release.RUNNING,
+                                      cancel_requested_at__isnull=True).update(
+                progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]):
+            _raise_if_cancelled(self.release_id)
 
     def fit(self, fraction: float, stage: str) -> None:
         lo, hi = BAND_FIT
@@ -201,7 +282,6 @@ def execute(release_id: int) -> None:
     progress = _Progress(release_id)
     workdir = release.storage_dir()
     tmpdir = workdir.with_name(f"{workdir.name}.tmp")
-    result = None
     try:
         shutil.rmtree(tmpdir, ignore_errors=True)
         tmpdir.mkdir(parents=True)
@@ -223,16 +303,35 @@ def execute(release_id: int) -> None:
                 summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"))
     except BaseException as exc:  # noqa: BLE001 - record every failure, including time limits
         shutil.rmtree(tmpdir, ignore_errors=True)
-        log.exception("release %s failed", release_id)
-        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
-        _finish(release_id, status=Release.FAILED, stage="failed", error=message)
+        if isinstance(exc, Cancelled):
+            log.info("release %s cancelled by the steward", release_id)
+        else:
+            log.exception("release %s failed", release_id)
+        message = failure_text(exc)
+        if isinstance(exc, Cancelled):
+            _finish(release_id, status=Release.CANCELLED, stage="cancelled", error=message)
+        else:
+            _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise
-    # Utility evaluation (dashboards, issue 9): after the release is done and settled; steward-only,
-    # and it never fails the release (it records its own failure).
-    from dpportal.dashboards.services import evaluate_finished_release
 
-    evaluate_finished_release(release_id, result.synthetic if result is not None else None)
+
+def failure_text(exc: BaseException) -> str:
+    """One line for the steward. A shutdown is named as such: billiard ends a pool process on a
+    cold shutdown (second Ctrl-C) with SystemExit(-(256 - signal)), whose text was a bare '-241'."""
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        code = getattr(exc, "code", None)
+        how = ""
+        if isinstance(code, int) and -255 <= code < 0:
+            import signal
+
+            try:
+                how = f" by {signal.Signals(256 + code).name}"
+            except ValueError:
+                how = f" (exit code {code})"
+        return (f"the worker was shut down{how} while this job ran ({type(exc).__name__}); "
+                "submit the release again")
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
 
 
 def _finish(release_id: int, **fields) -> None:
@@ -242,13 +341,15 @@ def _finish(release_id: int, **fields) -> None:
         _close_ledger(Release.objects.get(pk=release_id))
 
 
-def _close_ledger(release: Release) -> None:
-    """Finished: spent. Failed: refunded only if it never touched data (the ledger decides).
-    Draws of more rows are post-processing and were never charged."""
+def _close_ledger(release: Release, reason: str = "") -> None:
+    """Finished: spent. Failed or cancelled: refunded only if it never touched data (the ledger
+    decides). Draws of more rows are post-processing and were never charged."""
     if release.is_draw:
         return
     if release.status == Release.DONE:
         ledger.settle(release)
+    elif release.status == Release.CANCELLED:
+        ledger.close_failed(release, reason=reason or "cancelled by the steward")
     else:
         ledger.close_failed(release, reason="job failed")
 
@@ -258,14 +359,17 @@ def _mark_data_touched(release_id: int) -> None:
     declared it abandoned (failed, possibly refunded), this worker must not read the data at all.
     The two UPDATEs of the row are serialized, so either the flag is set first (the ledger then
     charges, never refunds) or the job is failed first (and nothing is read)."""
-    if not Release.objects.filter(pk=release_id, status=Release.RUNNING).update(data_touched=True,
-                                                                                stage="reading data"):
+    _raise_if_cancelled(release_id)  # a cancel requested before the data is read: nothing read, refunded
+    if not Release.objects.filter(pk=release_id, status=Release.RUNNING,
+                                  cancel_requested_at__isnull=True).update(data_touched=True, stage="reading data"):
+        _raise_if_cancelled(release_id)
         raise RuntimeError(f"release {release_id} is no longer running here; its data was not read")
 
 
 def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:
     schema = release.public_schema()
     progress(0.02, "preparing", force=True)
+    resources.limit_threads(resources.threads_per_job())  # concurrency x threads <= cores
     mech = build(release.mechanism, schema, epsilon=release.epsilon, delta=release.delta,
                  params=release.params, noise=Noise.secure_backend(), progress=progress.fit)
     source = release.dataset.source(schema)
@@ -295,6 +399,67 @@ def _report(result: RunnerRelease) -> dict:
     return report
 
 
+def estimate_request(dataset, req: ReleaseRequest) -> dict:
+    """The run-time estimate of a release request, validated like a real one but nothing charged or
+    queued (API: POST .../releases/estimate/)."""
+    mech = validate(dataset, ReleaseRequest(req.mechanism, _text(req.epsilon, "epsilon"),
+                                            _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
+    est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params)
+    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+
+
+def form_estimate(name: str, schema, n_rows: int, values) -> dict:
+    """The release form's run-time estimate from its raw values (defaults where empty); reads no data.
+    Returns the estimate or {"error": message} while the values are not valid yet."""
+    from dpportal.releases.forms import PARAM_PREFIX
+
+    params = {spec.name: values.get(PARAM_PREFIX + spec.name) for spec in registry.get(name).params
+              if values.get(PARAM_PREFIX + spec.name) not in (None, "")}
+    try:
+        est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params)
+    except (ValueError, TypeError) as exc:
+        return {"error": str(exc)}
+    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+
+
+def timing(release: Release) -> dict:
+    """Queue position while queued, elapsed and remaining while running, from the row alone."""
+    est = release.estimate_seconds
+    out = {"queue": release.queue, "estimate_seconds": None if est is None else round(est, 1)}
+    if release.status == Release.QUEUED:
+        same = Release.objects.filter(queue=release.queue)
+        out["queue_position"] = same.filter(status=Release.QUEUED, pk__lt=release.pk).count() + 1
+        out["running_in_queue"] = same.filter(status=Release.RUNNING).count()
+    elif release.started_at is not None:
+        end = release.finished_at or timezone.now()
+        elapsed = max((end - release.started_at).total_seconds(), 0.0)
+        out["elapsed_seconds"] = round(elapsed, 1)
+        if release.status == Release.RUNNING:
+            out["remaining_seconds"] = round(_remaining(elapsed, release.progress, est), 1)
+    out["timing_text"] = _timing_text(release, out)
+    return out
+
+
+def _remaining(elapsed: float, progress: float, estimate: float | None) -> float:
+    """From the progress rate once it means something (10 %), otherwise from the estimate."""
+    if progress >= 0.1 or estimate is None:
+        return elapsed * (1 - progress) / max(progress, 0.01)
+    return max(estimate - elapsed, 0.0)
+
+
+def _timing_text(release: Release, t: dict) -> str:
+    est = "" if t["estimate_seconds"] is None else f"estimated {runtime.describe_seconds(t['estimate_seconds'])}"
+    if release.status == Release.QUEUED:
+        running = f", {t['running_in_queue']} running" if t["running_in_queue"] else ""
+        return f"position {t['queue_position']} in the {release.queue} queue{running}" + (f" · {est}" if est else "")
+    if release.status == Release.RUNNING and "elapsed_seconds" in t:
+        left = runtime.describe_seconds(t["remaining_seconds"]).replace("about ", "")
+        return f"elapsed {runtime.describe_seconds(t['elapsed_seconds']).replace('about ', '')} · about {left} left"
+    if "elapsed_seconds" in t:
+        return f"took {t['elapsed_seconds']:.1f} s" + (f" ({est})" if est else "")
+    return est
+
+
 def memory_estimate(cls, schema, n_rows: int, values) -> dict:
     """Memory a bounded-memory mechanism (PrivHP) will use, from the form's raw values; reads no data.
 
@@ -308,12 +473,10 @@ def memory_estimate(cls, schema, n_rows: int, values) -> dict:
         if raw not in (None, ""):
             params[spec.name] = raw
     try:
-        epsilon = float(exact(values.get("epsilon") or "1"))
-        if epsilon <= 0:
-            raise ValueError(f"epsilon must be positive, got epsilon={values.get('epsilon')!r}")
+        epsilon = check_epsilon(values.get("epsilon") or "1")
         size = int(cls.memory_estimate(schema, int(n_rows), params, epsilon=epsilon))
         parts = _memory_parts(cls, schema, int(n_rows), params, epsilon)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ArithmeticError) as exc:  # a GET link may carry anything
         return {"error": str(exc)}
     return {"bytes": size, "mib": round(size / 2**20, 2), "parts": parts}
 
@@ -409,6 +572,7 @@ def plan_bounds(dataset, user, *, columns, epsilon) -> Release:
     snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
     try:
         with transaction.atomic():
+            _lock_raw_file(dataset)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=BOUNDS_MECHANISM,
                 params={"columns": columns}, epsilon=epsilon, delta="0", rows=0, schema=snapshot,
@@ -441,7 +605,7 @@ def execute_bounds(release_id: int) -> None:
         _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)
     except BaseException as exc:  # noqa: BLE001 - recorded on the row; the ledger settles or refunds
         log.exception("bounds estimate %s failed", release_id)
-        message = (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        message = failure_text(exc)
         _finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise

@@ -10,7 +10,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from . import services
+from . import services, sweeper
 from .models import Release
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
              retry_on_worker_lost=True, default_retry_delay=0, max_retries=None)
 def run_release(self, release_id: int) -> None:
     if services.claim(release_id):
-        services.execute(release_id)
+        with sweeper.heartbeat(release_id):  # a vanished worker's job is failed by sweeper.sweep
+            services.execute(release_id)
+        services.queue_evaluation(release_id)  # on the evaluation queue: this worker is free at once
         return
     # Not queued any more: a duplicate delivery of a running/finished job does nothing, except
     # that a REDELIVERED message for a job still marked running means its worker died mid-job.

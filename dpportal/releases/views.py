@@ -79,8 +79,12 @@ def release_new(request, pk):
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
         values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
+    runtime_estimate = None
+    if cls is not None and schema is not None:
+        values = request.POST if request.method == "POST" else request.GET
+        runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": ledger.remaining(dataset), "memory_estimate": estimate,
+           "budget": ledger.remaining(dataset), "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
     advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
     return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
@@ -93,7 +97,7 @@ def release_detail(request, pk):
     owner = release.dataset.owner_id == request.user.pk
     report = public_report(release, for_owner=owner)
     ctx = {"release": release, "dataset": release.dataset, "is_owner": owner, "report": report,
-           "report_json": json.dumps(report, indent=2)}
+           "report_json": json.dumps(report, indent=2), "timing": services.timing(release) if owner else None}
     if owner:
         ctx["dashboard_url"] = reverse("dpportal-release-dashboard", args=[release.pk])
         ctx["budget"] = ledger.remaining(release.dataset)
@@ -107,8 +111,12 @@ def release_detail(request, pk):
 def status_dict(release: Release, *, for_owner: bool) -> dict:
     data = {"id": release.pk, "status": release.status, "progress": round(release.progress * 100, 1),
             "stage": release.stage if for_owner else release.status, "finished": release.is_finished}
-    if for_owner and release.status == Release.FAILED:
+    if for_owner and release.status in (Release.FAILED, Release.CANCELLED):
         data["error"] = release.error
+    if for_owner:
+        data["can_cancel"] = release.can_cancel
+        data["cancel_requested"] = release.cancel_requested_at is not None
+        data.update(services.timing(release))
     return data
 
 
@@ -183,3 +191,23 @@ def release_edit(request, pk):
     except services.ReleaseRequestError as exc:
         messages.error(request, f"Release {release.pk} not changed: {exc}")
     return redirect("dpportal-release", release.pk)
+
+
+@login_required
+@require_POST
+def release_cancel(request, pk):
+    release = release_for_owner(request.user, pk)
+    try:
+        release = services.cancel(release)
+    except services.ReleaseRequestError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _cancel_message(release))
+    return redirect("dpportal-release", release.pk)
+
+
+def _cancel_message(release: Release) -> str:
+    if release.status == Release.CANCELLED:
+        return f"Release {release.pk} cancelled before it started; its reserved budget was refunded."
+    return (f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "
+            "only if it had not read the data yet.")

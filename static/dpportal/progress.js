@@ -11,6 +11,8 @@
         document.getElementById("progress-percent").textContent = Math.round(s.progress) + "%";
         document.getElementById("progress-stage").textContent = s.stage;
         document.getElementById("status-pill").textContent = s.status;
+        var timing = document.getElementById("progress-timing");
+        if (timing && s.timing_text !== undefined) { timing.textContent = s.timing_text; }
         if (s.finished) { window.location.reload(); } else { setTimeout(tick, 700); }
       })
       .catch(function () { setTimeout(tick, 3000); });

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.browser import launch_chromium, require_chromium, watch_page
+from tests.samples import ADULT
 from tests.web.live import Stack, manage
 
 REPO = Path(__file__).resolve().parents[2]
-ADULT = REPO.parent / "shared" / "datasets" / "adult.csv"
 ARTIFACTS = REPO / "test-artifacts" / "e2e"
 RELEASE_TIMEOUT_MS = 120_000  # a busy 2-core machine: a release on adult takes a few seconds when idle
 ROWS = 500
@@ -27,8 +27,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture
 def stack(tmp_path):
-    if not ADULT.is_file():
-        pytest.skip(f"{ADULT} is not available")
     s = Stack(tmp_path / "stack")
     manage(s.env, "create_steward", "new-steward", "--password", "steward-pass-8642")
     manage(s.env, "create_steward", "new-analyst", "--password", "analyst-pass-9753", "--role", "analyst")

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from benchmarks import compare, report
+from benchmarks.datasets import DatasetsMissing, dataset_path, datasets_dir
+from tests.samples import SAMPLES
 
 
 def _row(ds, fam, mech, eps, rep, tvd2, tstr, seconds=1.0):
@@ -54,9 +56,9 @@ def test_summary_compares_best_dpportal_with_best_peer():
     assert base_line.endswith("| 100.0 |")
 
 
-@pytest.mark.skipif(not (compare.DATA / "german_credit.csv").exists(), reason="shared datasets not present")
 def test_resume_skips_finished_runs_and_report_only_needs_a_log(tmp_path, monkeypatch):
     monkeypatch.setattr(compare, "OUT", tmp_path)
+    monkeypatch.setattr(compare, "DATA", SAMPLES)  # the repository's german_credit.csv (all 1,000 records)
     assert compare.main(["--name", "t", "--report-only"]) == 2  # nothing to report: a clear refusal
     done = _row("german_credit", "dpportal", "baseline", 1.0, 0, 0.2, 0.5)
     (tmp_path / "compare-t.jsonl").write_text(json.dumps(done) + "\n")
@@ -92,3 +94,16 @@ def test_resume_skips_finished_runs_and_report_only_needs_a_log(tmp_path, monkey
     assert len(lines) == 2
     doc = (tmp_path / "docs" / "benchmarks-t.md").read_text()
     assert "0.250 ± 0.071" in doc  # 2-way TVD over the logged run (0.2) and the new one (0.3)
+
+
+def test_benchmark_datasets_come_from_the_environment_with_a_clear_message_when_absent(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPPORTAL_DATASETS_DIR", str(tmp_path))
+    assert datasets_dir() == tmp_path.resolve()
+    with pytest.raises(DatasetsMissing, match=r"'adult.csv' not found at .*DPPORTAL_DATASETS_DIR"):
+        dataset_path("adult.csv")
+    (tmp_path / "adult.csv").write_text("a\n1\n")
+    assert dataset_path("adult.csv") == tmp_path.resolve() / "adult.csv"
+    assert dataset_path("german_credit.csv", SAMPLES).is_file()
+    monkeypatch.setattr(compare, "DATA", tmp_path / "elsewhere")
+    with pytest.raises(DatasetsMissing, match="german_credit.csv"):
+        compare.prepare_split("german_credit", tmp_path / "work")

@@ -19,9 +19,9 @@ from mechanisms.privhp import PrivHP, consistency
 from mechanisms.schema import Column, Schema, TableSource, draft_schema, read_raw_csv
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
+from tests.samples import ADULT
 
 REPO = Path(__file__).resolve().parents[2]
-ADULT = REPO.parent / "shared" / "datasets" / "adult.csv"
 
 NUM2 = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
                        Column("y", "continuous", lower=-5.0, upper=5.0)))
@@ -358,7 +358,6 @@ def test_peak_memory_does_not_grow_with_the_stream_length():
     assert large - small < 8 * 1024, (small, large)  # within 8 MiB (the 2M rows alone would be 32 MiB)
 
 
-@pytest.mark.skipif(not ADULT.exists(), reason="shared datasets not present")
 def test_cli_synthesizes_adult(tmp_path):
     d = draft_schema(read_raw_csv(ADULT)).to_dict()
     d["draft"] = False

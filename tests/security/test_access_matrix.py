@@ -115,10 +115,14 @@ MATRIX: dict[str, list[Case]] = {
         Case("post", "/api/datasets/{d}/releases/", api_owner(201),
              '{"mechanism": "baseline", "epsilon": "0.1", "rows": 5}', "application/json")],
     "api/datasets/<int:pk>/ledger/": [Case("get", "/api/datasets/{d}/ledger/", api_owner())],
+    "api/datasets/<int:pk>/releases/estimate/": [
+        Case("post", "/api/datasets/{d}/releases/estimate/", api_owner(), '{"mechanism": "baseline", "epsilon": "0.1"}',
+             "application/json")],
     "api/datasets/<int:pk>/bounds/": [Case("post", "/api/datasets/{d}/bounds/", api_owner(201),
                                            '{"columns": ["age"], "epsilon": "0.01"}', "application/json")],
     "api/releases/<int:pk>/": [Case("get", "/api/releases/{r}/", api_viewer()),
                                Case("patch", "/api/releases/{r}/", api_owner(), '{"note": "n"}', "application/json")],
+    "api/releases/<int:pk>/cancel/": [Case("post", "/api/releases/{r}/cancel/", api_owner(409))],  # {r} is done
     "api/releases/<int:pk>/draws/": [Case("post", "/api/releases/{r}/draws/", api_owner(201), '{"rows": 5}',
                                           "application/json")],
     "api/releases/<int:pk>/synthetic.csv": [Case("get", "/api/releases/{r}/synthetic.csv", api_viewer())],
@@ -152,6 +156,7 @@ MATRIX: dict[str, list[Case]] = {
     "releases/<int:pk>/synthetic.csv": [Case("get", "/releases/{r}/synthetic.csv", web_viewer())],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
+    "releases/<int:pk>/cancel/": [Case("post", "/releases/{r}/cancel/", web_owner(302))],
     "releases/<int:pk>/edit/": [Case("post", "/releases/{r}/edit/", web_owner(302),
                                      {"action": "label", "title": "t", "note": ""})],
     # ledger (steward-only)

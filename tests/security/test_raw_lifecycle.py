@@ -82,3 +82,28 @@ def test_nobody_else_can_delete_and_gets_404(world, who):
                                      **world.api(user)).status_code == 404
     world.dataset.refresh_from_db()
     assert world.dataset.has_raw and world.dataset.raw_path().is_file()
+
+
+@pytest.mark.slow
+def test_deleting_the_raw_file_while_releases_are_requested_never_errors_and_never_strands_a_release():
+    """Issue 16: on a SQLite file database the deletion answered 500 'database is locked', and the
+    raw-file check ran outside the reserving transaction (releases admitted after the deletion).
+    Before the fix this driver reported 4 'database is locked' errors and 16 releases queued against
+    a deleted file in 5 rounds."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    driver = Path(__file__).with_name("raw_delete_race.py")
+    with tempfile.TemporaryDirectory(prefix="dpportal-rawrace-") as tmp:
+        env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3"}
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        proc = subprocess.run([sys.executable, str(driver), "--rounds", "5"], cwd=driver.parents[2], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["errors"] == [] and result["inconsistent"] == [], result
+    assert result["outcomes"]["deleted"] + result["outcomes"]["delete_refused"] == 5

@@ -81,11 +81,13 @@ class Stack:
         wait_for_port(self.port, web)
         return self
 
-    def start_worker(self) -> subprocess.Popen:
+    def start_worker(self, queues: str | None = None) -> subprocess.Popen:
+        """One worker process, concurrency 1; ``queues`` (e.g. "fast") like scripts/run.sh, else all queues."""
         log = open(self.data_dir / f"worker-{len(self.procs)}.log", "w")
+        extra = ["-Q", queues, "-n", f"{queues}-{len(self.procs)}@%h"] if queues else []
         proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "dpportal", "worker", "--loglevel=INFO",
                                  "--concurrency=1", "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
-                                 "--without-heartbeat"],
+                                 "--without-heartbeat", *extra],
                                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         return proc

@@ -51,11 +51,15 @@ def make_dataset(owner, text: str = SMALL_CSV, schema: dict | None = SMALL_SCHEM
 
 
 def run_release(dataset, user, *, epsilon="0.5", rows=50, mechanism="baseline", params=None):
-    """Plan a release and run it in-process (as a worker would), returning the refreshed row."""
+    """Plan a release and run it in-process (as the workers would: the release, then its utility
+    evaluation, which a real deployment runs on the evaluation queue), returning the refreshed row."""
+    from dpportal.dashboards.services import evaluate_finished_release
+
     release = release_services.plan_release(dataset, user, release_services.ReleaseRequest(
         mechanism=mechanism, epsilon=epsilon, delta="0", params=params or {}, rows=rows))
     assert release_services.claim(release.pk)
     release_services.execute(release.pk)
+    evaluate_finished_release(release.pk)
     release.refresh_from_db()
     return release
 

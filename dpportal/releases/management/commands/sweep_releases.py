@@ -1,0 +1,24 @@
+"""``manage.py sweep_releases``: fail and settle releases whose worker vanished (see sweeper.py)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from dpportal.releases.sweeper import run_loop, stale_seconds, sweep
+
+
+class Command(BaseCommand):
+    help = "Fail and settle running releases with no heartbeat for DPPORTAL_STALE_SECONDS (spent if data was read)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--loop", action="store_true", help="sweep every DPPORTAL_SWEEP_SECONDS (one loop per "
+                                                                 "data directory; what each worker starts)")
+        parser.add_argument("--parent", type=int, help="with --loop: stop when this process is gone")
+
+    def handle(self, *args, loop=False, parent=None, **options):
+        if loop:
+            run_loop(parent)
+            return
+        failed = sweep()
+        self.stdout.write(f"{len(failed)} stranded release(s) failed and settled (no heartbeat for "
+                          f"{stale_seconds():g} s){': ' + ', '.join(map(str, failed)) if failed else ''}")

@@ -1,0 +1,102 @@
+"""Threads per job: size every numeric library's thread pool so that concurrent jobs do not fight.
+
+A worker runs ``concurrency`` jobs at once. Left alone, torch, BLAS (OpenBLAS / MKL via numpy, scipy,
+scikit-learn) and XLA (JAX) each start one thread per core in every job, so two jobs on two cores run
+four or more busy threads and spin-wait on each other: measured on the 2-core machine (issue 19),
+DP-MERF's 200 epochs took 13 s on one torch thread and 30 s on two while another job ran. The rule here:
+
+    concurrency x threads_per_job <= cores
+
+``threads_per_job()`` is ``DPPORTAL_THREADS_PER_JOB`` when set, otherwise
+``max(1, cores // DPPORTAL_WORKER_CONCURRENCY)`` (concurrency 1 when unset), where ``cores`` is the
+number of CPUs this process may run on (its affinity mask, so a container's cpuset counts).
+``limit_threads(n)`` applies ``n`` to everything it can reach:
+
+* torch: ``torch.set_num_threads(n)`` when torch is already imported (DP-MERF imports it lazily and
+  calls ``limit_threads`` itself);
+* BLAS / OpenMP pools already loaded: threadpoolctl;
+* libraries not loaded yet: ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and,
+  for JAX, ``XLA_FLAGS`` with ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=n``.
+  XLA reads its flags once, when JAX starts its CPU backend: set them before JAX is imported (the
+  Celery app calls :func:`configure_environment` at start-up for that reason).
+
+No Django here: the worker, the CLI and the benchmarks share it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+log = logging.getLogger(__name__)
+
+THREADS_ENV = "DPPORTAL_THREADS_PER_JOB"
+CONCURRENCY_ENV = "DPPORTAL_WORKER_CONCURRENCY"
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+XLA_THREAD_FLAGS = ("--xla_cpu_multi_thread_eigen", "intra_op_parallelism_threads")
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (the affinity mask; os.cpu_count() where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _positive_env(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive whole number, got {name}={raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be a positive whole number, got {name}={raw!r}")
+    return value
+
+
+def worker_concurrency() -> int:
+    """Jobs a worker runs at once: DPPORTAL_WORKER_CONCURRENCY, default 1."""
+    return _positive_env(CONCURRENCY_ENV) or 1
+
+
+def threads_per_job() -> int:
+    """DPPORTAL_THREADS_PER_JOB, else max(1, cores // worker concurrency)."""
+    return _positive_env(THREADS_ENV) or max(1, available_cores() // worker_concurrency())
+
+
+def xla_flags(n: int, existing: str = "") -> str:
+    """``existing`` XLA flags with the CPU thread flags replaced by ones for ``n`` threads."""
+    kept = [f for f in existing.split() if not f.startswith(XLA_THREAD_FLAGS)]
+    return " ".join(kept + ["--xla_cpu_multi_thread_eigen=false", f"intra_op_parallelism_threads={n}"])
+
+
+def configure_environment(n: int) -> None:
+    """Environment for libraries not loaded yet (OpenMP, MKL, OpenBLAS, XLA); inherited by children."""
+    _check(n)
+    for var in THREAD_VARS:
+        os.environ[var] = str(n)
+    os.environ["XLA_FLAGS"] = xla_flags(n, os.environ.get("XLA_FLAGS", ""))
+    if "jax" in sys.modules:
+        log.info("JAX already imported: XLA_FLAGS applies to processes started from here on")
+
+
+def limit_threads(n: int) -> int:
+    """Limit this process's numeric libraries to ``n`` threads each (see the module docstring).
+    Returns ``n``."""
+    configure_environment(n)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n)
+    return n
+
+
+def _check(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be a positive whole number, got n={n!r}")

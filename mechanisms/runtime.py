@@ -1,0 +1,126 @@
+"""Run-time estimates from PUBLIC inputs only: the row count n (public under replace-one), the
+confirmed schema and the mechanism's parameters. Nothing here reads data, so an estimate is free to
+show before a release is submitted (and to route short jobs to the fast queue).
+
+Each mechanism has a work measure ``w`` (what its cost grows with, read from its algorithm) and a
+line ``seconds = a + b * w`` per job thread, fitted by ``benchmarks/runtime_calibration.py`` on the
+shared datasets (predicted vs measured: docs/operations.md). The coefficients are for one thread of
+the 2-core development machine; the estimate is a guide (the goal is within a factor of 2), never a
+limit.
+
+Work measures (n rows, d kept columns, p numeric columns):
+
+* baseline, kdtree-grid, kdtree-adaptive, privhp: one pass over the table per column: ``n d``.
+* mst: measured 11-24 s from 1,000 to 32,561 rows (mostly Private-PGM's compiled estimation): ``n d``
+  with a large intercept.
+* density-lp: the LP dominates; its size is the number of nonzeros, m reference points times the
+  number of marginal tables (both public: the mechanism's own plan from the schema and parameters):
+  ``m tables``.
+* pmse: every MCMC iteration (burn-in included) evaluates m synthetic sets; measured, the cost hardly
+  grows with n at these sizes (2,000 -> 5,000 rows: +10 %): ``(iterations + burn_in) m d``.
+* dpmerf: the embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of
+  ``batch`` generated rows through the D features: ``epochs batch D + n D``.
+* anything else (AIM and mechanisms added later, not calibrated yet): ``n d`` with a generous
+  line whose 60 s floor keeps them on the synthesis queue.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .schema import Schema
+
+# (a seconds, b seconds per unit of work): `python -m benchmarks.runtime_calibration` (November 2026, the
+# shared 2-core machine at load average 5-8; table in docs/operations.md). Unknown mechanisms: FALLBACK.
+COEFFICIENTS: dict[str, tuple[float, float]] = {
+    "baseline": (0.827, 4.28e-07),
+    "kdtree-grid": (0.805, 6.73e-07),
+    "kdtree-adaptive": (0.929, 1.97e-06),
+    "privhp": (1.46, 4.43e-06),
+    "density-lp": (0.0, 1.51e-05),
+    "pmse": (0.0, 0.00218),
+    "dpmerf": (10.3, 2.35e-08),
+    "mst": (12.9, 9.99e-06),  # mostly compiling and estimating (11-24 s for 1,000-32,561 rows): ``n d``
+}
+# Not calibrated yet (AIM, MST, anything new): a floor of 60 s keeps them off the fast queue, where a
+# fit that runs for minutes would hold up draws; the estimate says it is not calibrated.
+FALLBACK = (60.0, 5.0e-5)
+DRAW = (0.5, 1.0e-6)  # a draw of more rows: sampling only (post-processing), ``rows d``
+DPMERF_BATCH = (0.1, 256, 4096)  # mirrors mechanisms.dpmerf: 0.1 n clipped to 256..4096
+DPMERF_DEFAULTS = {"features": 1000, "epochs": 2000}
+PMSE_DEFAULTS = {"iterations": 2000, "burn_in": 1000, "m": 5}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Predicted seconds of one release (fit + sample) and the work measure it came from."""
+
+    mechanism: str
+    seconds: float
+    work: float
+    calibrated: bool = True
+
+    def to_dict(self) -> dict:
+        text = describe_seconds(self.seconds) + ("" if self.calibrated else " (rough: not calibrated for this mechanism)")
+        return {"seconds": round(self.seconds, 1), "text": text, "calibrated": self.calibrated,
+                "basis": "public inputs only (n, columns, parameters); see docs/operations.md"}
+
+
+def _param(params: dict, name: str, default):
+    value = params.get(name)
+    return default if value in (None, "") else value
+
+
+def work(mechanism: str, *, n: int, schema: Schema, params: dict) -> float:
+    """The mechanism's work measure (module docstring) for a table of ``n`` rows."""
+    if n < 0:
+        raise ValueError(f"n must be a non-negative row count, got n={n!r}")
+    d = max(1, len(schema.kept))
+    if mechanism == "pmse":
+        steps = int(_param(params, "iterations", PMSE_DEFAULTS["iterations"])) + int(
+            _param(params, "burn_in", PMSE_DEFAULTS["burn_in"]))
+        return float(steps * int(_param(params, "m", PMSE_DEFAULTS["m"])) * d)
+    if mechanism == "dpmerf":
+        features = int(_param(params, "features", DPMERF_DEFAULTS["features"]))
+        epochs = int(_param(params, "epochs", DPMERF_DEFAULTS["epochs"]))
+        frac, lo, hi = DPMERF_BATCH
+        batch = int(_param(params, "batch_size", min(max(round(frac * n), lo), hi)))
+        return float(epochs * batch * features + n * features)
+    if mechanism == "density-lp":
+        from .density_lp import DensityLP  # its plan (m, tables) is pure: computed from the schema alone
+
+        plan = DensityLP(schema, epsilon=1.0, **{k: v for k, v in params.items() if v not in (None, "")})
+        return float(plan.m * len(plan.tables))
+    return float(n * d)
+
+
+def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = None,
+             threads: int = 1) -> Estimate:
+    """Predicted wall seconds of one release on ``threads`` job threads (DP-MERF's training uses
+    them; the others run on one thread, so only DP-MERF's slope is divided)."""
+    params = params or {}
+    w = work(mechanism, n=n, schema=schema, params=params)
+    a, b = COEFFICIENTS.get(mechanism, FALLBACK)
+    speedup = min(max(int(threads), 1), 2) ** 0.5 if mechanism == "dpmerf" else 1.0
+    return Estimate(mechanism, a + b * w / speedup, w, calibrated=mechanism in COEFFICIENTS)
+
+
+def estimate_draw(rows: int, d: int) -> Estimate:
+    """A draw of ``rows`` more rows over ``d`` kept columns from a stored summary (no fit)."""
+    a, b = DRAW
+    w = float(max(rows, 0) * max(d, 1))
+    return Estimate("draw", a + b * w, w)
+
+
+def describe_seconds(seconds: float) -> str:
+    """'about 40 s', 'about 3 min', 'about 1.5 h' (rounded: an estimate, not a promise)."""
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"seconds must be finite and non-negative, got seconds={seconds!r}")
+    if seconds < 5:
+        return "a few seconds"
+    if seconds < 90:
+        return f"about {round(seconds, -1 if seconds >= 20 else 0):.0f} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60):.0f} min"
+    return f"about {seconds / 3600:.1f} h"

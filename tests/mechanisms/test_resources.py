@@ -1,0 +1,93 @@
+"""Threads per job (mechanisms/resources.py): the rule concurrency x threads <= cores, the environment
+overrides with clear refusals, and limit_threads reaching torch, BLAS and XLA's flags."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mechanisms import resources
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cores(monkeypatch):
+    monkeypatch.delenv(resources.THREADS_ENV, raising=False)
+    monkeypatch.delenv(resources.CONCURRENCY_ENV, raising=False)
+
+    def set_cores(n: int) -> None:
+        monkeypatch.setattr(resources, "available_cores", lambda: n)
+    return set_cores
+
+
+@pytest.mark.parametrize("n_cores, concurrency, expected", [(2, None, 2), (2, "2", 1), (8, "3", 2), (2, "4", 1),
+                                                            (16, "4", 4)])
+def test_each_job_gets_its_share_of_the_cores(cores, monkeypatch, n_cores, concurrency, expected):
+    cores(n_cores)
+    if concurrency:
+        monkeypatch.setenv(resources.CONCURRENCY_ENV, concurrency)
+    n = resources.threads_per_job()
+    assert n == expected
+    assert n * resources.worker_concurrency() <= max(n_cores, resources.worker_concurrency())
+
+
+def test_the_environment_overrides_the_share(cores, monkeypatch):
+    cores(2)
+    monkeypatch.setenv(resources.CONCURRENCY_ENV, "2")
+    monkeypatch.setenv(resources.THREADS_ENV, "3")
+    assert resources.threads_per_job() == 3
+
+
+@pytest.mark.parametrize("var", [resources.THREADS_ENV, resources.CONCURRENCY_ENV])
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_a_bad_value_is_refused_naming_the_variable(cores, monkeypatch, var, bad):
+    monkeypatch.setenv(var, bad)
+    with pytest.raises(ValueError, match=f"{var}={bad!r}".replace(".", r"\.")):
+        resources.threads_per_job()
+
+
+def test_xla_flags_replace_the_thread_flags_and_keep_the_others():
+    flags = resources.xla_flags(3, "--xla_force_host_platform_device_count=2 intra_op_parallelism_threads=8")
+    assert flags.split() == ["--xla_force_host_platform_device_count=2", "--xla_cpu_multi_thread_eigen=false",
+                             "intra_op_parallelism_threads=3"]
+
+
+LIMIT_SCRIPT = """
+import json, os, sys
+import numpy, torch  # loaded BEFORE the limit: threadpoolctl and torch must still be reached
+from threadpoolctl import threadpool_info
+from mechanisms.resources import limit_threads
+limit_threads(int(sys.argv[1]))
+pools = [p["num_threads"] for p in threadpool_info()]
+print(json.dumps({"torch": torch.get_num_threads(), "pools": pools, "xla": os.environ["XLA_FLAGS"],
+                  "omp": os.environ["OMP_NUM_THREADS"], "openblas": os.environ["OPENBLAS_NUM_THREADS"]}))
+"""
+
+
+def test_limit_threads_reaches_torch_blas_and_xla():
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "4", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    out = subprocess.run([sys.executable, "-c", LIMIT_SCRIPT, "1"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["torch"] == 1 and got["pools"] and set(got["pools"]) == {1}, got
+    assert got["omp"] == got["openblas"] == "1"
+    assert got["xla"] == "--xla_dump_to=/tmp/x --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def test_limit_threads_refuses_a_bad_count():
+    with pytest.raises(ValueError, match="n=0"):
+        resources.limit_threads(0)
+
+
+def test_dpmerf_sizes_torch_through_resources():
+    script = ("import os, torch; torch.set_num_threads(2); from mechanisms import dpmerf; t = dpmerf._torch(); "
+              "print(t.get_num_threads(), os.environ['OMP_NUM_THREADS'])")
+    env = {"PATH": "/usr/bin:/bin", resources.THREADS_ENV: "1"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.split() == ["1", "1"]

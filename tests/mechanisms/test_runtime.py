@@ -1,0 +1,50 @@
+"""Run-time estimates (mechanisms/runtime.py): public inputs only, growing with what the algorithm's
+cost grows with, readable text."""
+
+from __future__ import annotations
+
+import pytest
+
+from mechanisms import runtime
+from mechanisms.schema import Column, Schema
+
+SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
+                         Column("c", "categorical", categories=("a", "b")),
+                         Column("skip", "excluded")))
+
+
+def test_work_grows_with_rows_columns_and_iterations():
+    w = lambda mech, n, **p: runtime.work(mech, n=n, schema=SCHEMA, params=p)  # noqa: E731
+    assert w("baseline", 2000) == 2 * w("baseline", 1000) == 2 * 1000 * 2  # excluded columns do not count
+    assert w("pmse", 1000, iterations="20", burn_in="10", m="5") == 30 * 5 * 2
+    assert w("dpmerf", 1000, epochs=200, features=100) == 200 * 256 * 100 + 1000 * 100  # batch clipped to 256
+    assert w("dpmerf", 100_000, epochs=200, features=100) == 200 * 4096 * 100 + 100_000 * 100
+    assert w("dpmerf", 10_000, epochs=400) == 2 * w("dpmerf", 10_000, epochs=200) - 10_000 * 1000
+    assert w("density-lp", 1000, m=100) == 100 * 3  # 3 tables: two 1-way, one 2-way
+    assert w("density-lp", 1000, m=100, degree=1) == 100 * 2
+
+
+def test_estimates_are_positive_and_unknown_mechanisms_get_the_generous_fallback():
+    base = runtime.estimate("baseline", n=1000, schema=SCHEMA)
+    assert base.seconds > 0 and base.to_dict()["text"]
+    other = runtime.estimate("some-new-mechanism", n=1000, schema=SCHEMA)
+    assert other.seconds == runtime.FALLBACK[0] + runtime.FALLBACK[1] * 2000
+    assert not other.calibrated and "not calibrated" in other.to_dict()["text"] and base.calibrated
+    assert other.seconds >= 60  # never the fast queue (its default limit is 10 s)
+    long_fit = runtime.estimate("dpmerf", n=32_561, schema=SCHEMA, params={"epochs": 2000})
+    assert long_fit.seconds > 10 * base.seconds
+
+
+def test_a_bad_row_count_is_refused_naming_it():
+    with pytest.raises(ValueError, match="n=-1"):
+        runtime.work("baseline", n=-1, schema=SCHEMA, params={})
+
+
+@pytest.mark.parametrize("seconds, text", [(1.2, "a few seconds"), (12.4, "about 12 s"), (44, "about 40 s"),
+                                           (600, "about 10 min"), (7200, "about 2.0 h")])
+def test_seconds_read_as_rounded_text(seconds, text):
+    assert runtime.describe_seconds(seconds) == text
+
+
+def test_draws_are_estimated_from_rows_alone():
+    assert runtime.estimate_draw(1000, 3).seconds < runtime.estimate_draw(1_000_000, 3).seconds

@@ -1,0 +1,81 @@
+"""Time estimate, queue position, elapsed and remaining (issue 19), and the queue each job goes to."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from django.utils import timezone
+
+from dpportal.datasets.models import Dataset
+from dpportal.ledger import services as ledger
+from dpportal.releases import services
+from dpportal.releases.models import Release
+
+
+def _plan(world, mechanism="baseline", params=None, epsilon="0.1") -> Release:
+    return services.plan_release(world.dataset, world.owner, services.ReleaseRequest(
+        mechanism=mechanism, epsilon=epsilon, delta="1e-6" if mechanism == "dpmerf" else "0",
+        params=params or {}, rows=20))
+
+
+def _status(world, release) -> dict:
+    return world.client(world.owner).get(f"/releases/{release.pk}/status.json").json()
+
+
+def test_queued_releases_know_their_position_in_their_queue(world):
+    first, second = _plan(world), _plan(world)
+    assert first.queue == second.queue == "fast" and first.estimate_seconds > 0
+    assert _status(world, first)["queue_position"] == 1
+    s = _status(world, second)
+    assert s["queue_position"] == 2 and s["timing_text"].startswith("position 2 in the fast queue")
+    services.cancel(first)
+    assert _status(world, second)["queue_position"] == 1
+
+
+def test_a_long_fit_goes_to_the_synthesis_queue_and_draws_to_the_fast_queue(world, settings):
+    settings.DPPORTAL_FAST_JOB_SECONDS = 20
+    fit = _plan(world, "dpmerf", {"epochs": 100000})
+    assert fit.queue == "synthesis" and fit.estimate_seconds > 20
+    draw = services.draw_more(world.release, world.owner, 10)
+    assert draw.queue == "fast"
+    settings.DPPORTAL_FAST_JOB_SECONDS = 0  # everything is "long"
+    assert _plan(world).queue == "synthesis"
+
+
+def test_a_running_release_reports_elapsed_and_remaining(world):
+    r = _plan(world)
+    assert services.claim(r.pk)
+    Release.objects.filter(pk=r.pk).update(started_at=timezone.now() - timedelta(seconds=30), progress=0.25)
+    s = _status(world, r)
+    assert 29 <= s["elapsed_seconds"] <= 40 and 85 <= s["remaining_seconds"] <= 125  # 30 s for 25 %: ~90 s left
+    assert "left" in s["timing_text"]
+    Release.objects.filter(pk=r.pk).update(progress=0.02, estimate_seconds=100)  # too early: the estimate says
+    s = _status(world, r)
+    assert 55 <= s["remaining_seconds"] <= 71
+    api = world.client(None).get(f"/api/releases/{r.pk}/", **world.api(world.owner)).json()
+    assert "remaining_seconds" in api and api["queue"] == "fast"
+
+
+def test_the_api_estimates_a_request_without_charging_it(world):
+    before = ledger.remaining(Dataset.objects.get(pk=world.dataset.pk))
+    n = Release.objects.count()
+    resp = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+                                   json.dumps({"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6",
+                                               "params": {"epochs": 100000}}),
+                                   content_type="application/json", **world.api(world.owner))
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["seconds"] > 20 and resp.json()["queue"] == "synthesis"
+    bad = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+                                  json.dumps({"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6",
+                                              "params": {"epochs": -3}}),
+                                  content_type="application/json", **world.api(world.owner))
+    assert bad.status_code == 400 and "epochs" in bad.json()["error"]
+    assert Release.objects.count() == n and ledger.remaining(Dataset.objects.get(pk=world.dataset.pk)) == before
+
+
+def test_the_release_form_shows_the_estimate_before_submit(world):
+    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism=dpmerf"
+                                         "&param_epochs=100000").content.decode()
+    assert 'id="runtime-estimate"' in page and "Estimated run time: about" in page
+    assert "synthesis queue" in page
