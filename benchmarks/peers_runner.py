@@ -75,7 +75,7 @@ def main() -> None:
     synth.fit(df, preprocessor_eps=0.0, categorical_columns=list(df.columns))
     out = synth.sample(a.rows)
     out.to_csv(a.out, index=False)
-    print(json.dumps({"seconds": time.perf_counter() - t0, "epsilon_passed": epsilon,
+    print(json.dumps({"cpu_seconds": time.process_time(), "seconds": time.perf_counter() - t0, "epsilon_passed": epsilon,
                       "peak_rss_mib": peak_rss_mib(), "rss": "hwm"}))
 
 

@@ -91,7 +91,6 @@ class MST(Mechanism):
 
         self.supports = [(y >= COMPRESS_THRESHOLD_SIGMAS * sigma1) if self.params["compress"] else np.ones(y.size, bool)
                          for y in one_way]
-        self.supports = [s if s.any() else np.ones(s.size, bool) for s in self.supports]
         comp = CellTable(self._compress_cells(table.cells), names, [self._compressed_size(j) for j in range(d)])
         log = Measurements()
         for j, a in enumerate(names):

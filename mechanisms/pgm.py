@@ -199,6 +199,10 @@ def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Mea
     run, estimator = _compiled_estimate(mbi)
     loss_fn = mbi.marginal_loss.from_linear_measurements(measurements.to_mbi(mbi), domain)
     warm = None if warm_start is None else warm_start.potentials  # expanded inside the program
+    structure = (tuple(loss_fn.cliques), None if warm is None else tuple(warm.cliques))
+    if _COMPILED.get("structure", structure)[0] != structure[0]:
+        run.clear_cache()  # a new model structure: earlier programs will not be called again (memory)
+    _COMPILED["structure"] = structure
     return run(estimator, domain, loss_fn, float(total), warm, jnp.asarray(int(iters)))  # iters traced: one program
 
 
