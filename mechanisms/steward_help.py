@@ -39,6 +39,8 @@ STEWARD_HELP: dict[tuple[str, str], str] = {
     ("aim", "max_rounds"): "Most measurement rounds. Fewer: more budget (less noise) per measurement, fewer "
                            "relations captured. Empty: 16 x the number of columns.",
     ("aim", "iters"): "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
+    ("aim", "final_iters"): "Fitting steps of the final model the rows are drawn from. More: follows the noisy "
+                            "measurements more closely, a little more time. No privacy cost.",
     # density-lp
     ("density-lp", "reference"): "Where candidate rows come from. 'auto' picks for you. 'uniform' spends no budget "
                                  "on it but needs more candidates; others spend part of epsilon (see split).",
