@@ -121,7 +121,8 @@ def run_peer(peer: str, schema: Schema, data: Path, eps: float, rows: int, out: 
     cout = out.with_suffix(".cells-out.csv")
     cells.to_csv(cin, index=False)
     cmd = [BENCH_PY, str(ROOT / "benchmarks" / "peers_runner.py"), "--synth", peer, "--cells", str(cin),
-           "--epsilon", str(eps), "--delta", str(DELTA), "--rows", str(rows), "--out", str(cout)]
+           "--epsilon", str(eps), "--delta", str(DELTA), "--rows", str(rows), "--out", str(cout),
+           "--cardinalities", ",".join(str(k) for k in schema.cell_sizes)]  # the public bins, as dpportal's
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["failed"])[-1][:300])

@@ -52,6 +52,30 @@ def replace_one_epsilon(epsilon: float, delta: float, factor: float) -> float:
     return lo
 
 
+def public_domain_transformer(df: pd.DataFrame, cardinalities: str | None):
+    """A transformer fitted on the PUBLIC domain (every cell index 0..k-1 of every column), not on the data.
+
+    SmartNoise's default (``transformer=None``) fits a label encoder on the private table, so its domain is
+    the set of values that occur in the data: a fact dpportal's mechanisms may not use (they know only the
+    steward's public bins, where some cells are empty). Fitting the same encoder on a frame that lists the
+    public cells gives SmartNoise exactly dpportal's domain.
+    """
+    if not cardinalities:
+        return None
+    from snsynth.transform.table import TableTransformer
+
+    sizes = [int(k) for k in cardinalities.split(",")]
+    if len(sizes) != df.shape[1]:
+        raise SystemExit(f"--cardinalities has {len(sizes)} sizes for {df.shape[1]} columns")
+    import numpy as np
+
+    rows = max(sizes)
+    domain = pd.DataFrame({c: np.arange(rows) % k for c, k in zip(df.columns, sizes)})
+    tt = TableTransformer.create(domain, style="cube", categorical_columns=list(df.columns))
+    tt.fit(domain, epsilon=0.0)
+    return tt
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--synth", required=True)
@@ -60,6 +84,8 @@ def main() -> None:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--cardinalities", help="comma-separated public domain size of each column (cells 0..k-1); "
+                   "without it SmartNoise learns each column's category set from the data")
     a = p.parse_args()
     from snsynth import Synthesizer
 
@@ -72,7 +98,8 @@ def main() -> None:
     if name in ("mst", "aim", "dpctgan", "patectgan"):
         kw["delta"] = a.delta
     synth = Synthesizer.create(name, **kw)
-    synth.fit(df, preprocessor_eps=0.0, categorical_columns=list(df.columns))
+    synth.fit(df, preprocessor_eps=0.0, categorical_columns=list(df.columns),
+              transformer=public_domain_transformer(df, a.cardinalities))
     out = synth.sample(a.rows)
     out.to_csv(a.out, index=False)
     print(json.dumps({"cpu_seconds": time.process_time(), "seconds": time.perf_counter() - t0, "epsilon_passed": epsilon,

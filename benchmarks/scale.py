@@ -219,7 +219,7 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def burst_round(api: Api, env: dict, workers: int, pids: list[int]) -> dict:
+def burst_round(api: Api, env: dict, workers: int, pids: list[int], repeat: int = 1) -> dict:
     ds = setup_dataset(api)
     status, seed = api("POST", f"/api/datasets/{ds}/releases/", {"mechanism": "baseline", "epsilon": "0.1",
                                                                  "rows": 100})
@@ -229,7 +229,7 @@ def burst_round(api: Api, env: dict, workers: int, pids: list[int]) -> dict:
     ids, labels, charged = [], {}, [Fraction("0.1")]
     cpu0, load0 = cpu_seconds(pids), os.getloadavg()[0]
     t0 = time.time()
-    for label, body in BURST:
+    for label, body in BURST * repeat:
         if body == "draw":
             status, r = api("POST", f"/api/releases/{seed['id']}/draws/", {"rows": 3000})
         else:
@@ -266,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--threads", type=int, default=None, help="threads per job (default: max(1, cores // workers))")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="submit the burst this many times back to back (a longer burst: less weight on the "
+                        "last job's tail and on the once-a-second polling)")
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from mechanisms.resources import available_cores
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                                         start_new_session=True) for i in range(n)]
             time.sleep(3)
             try:
-                r = burst_round(api, env, n, [w.pid for w in workers])
+                r = burst_round(api, env, n, [w.pid for w in workers], a.repeat)
             finally:
                 for w in workers:
                     stop(w)

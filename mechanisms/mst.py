@@ -6,7 +6,8 @@ Private-PGM's ``mbi`` for estimation):
 
 1. **Measure** every 1-way marginal with Gaussian noise (a third of the zCDP budget).
 2. **Compress** each column's domain: values whose NOISY count is below 3 sigma are merged into one
-   cell (post-processing of step 1; undone when sampling, uniformly among the merged values).
+   cell (post-processing of step 1; undone when sampling, uniformly among the merged values); a column
+   where fewer than two values clear 3 sigma is left whole, as SmartNoise does (see compress_support).
 3. **Select** a maximum spanning tree of column pairs (a third of the budget): Kruskal's algorithm
    where each of the d - 1 edges is chosen by the exponential mechanism among the pairs that join
    two components, scored by how badly the 1-way model fits the pair, || x_ab - xhat_ab ||_1.
@@ -46,6 +47,19 @@ from .schema import TableSource
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged
 MAX_PAIR_CELLS = 50_000_000  # all column pairs' exact counts are held for selection (int64: 400 MB)
+
+
+def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
+    """The values of one column kept as their own cells: those whose noisy count is at least 3 sigma.
+
+    As SmartNoise's MST (and unlike the reference script, which merges them all), a column where fewer
+    than two values clear the threshold is not compressed at all: merging it into one cell would throw
+    away what its noisy counts still say (at epsilon 0.1 on german_credit every column is in this case,
+    and the merged columns came out uniform: 1-way TVD 0.364 against SmartNoise's 0.216). Post-processing
+    of the noisy 1-way measurement only.
+    """
+    keep = y >= COMPRESS_THRESHOLD_SIGMAS * sigma
+    return keep if keep.sum() >= 2 else np.ones(y.size, bool)
 
 
 class MST(Mechanism):
@@ -89,7 +103,7 @@ class MST(Mechanism):
         one_way = [measure(self.noise, table.counts((a,)), sigma1) for a in names]
         self.spent = [d * rho_of_measurement(sigma1)]
 
-        self.supports = [(y >= COMPRESS_THRESHOLD_SIGMAS * sigma1) if self.params["compress"] else np.ones(y.size, bool)
+        self.supports = [compress_support(y, sigma1) if self.params["compress"] else np.ones(y.size, bool)
                          for y in one_way]
         comp = CellTable(self._compress_cells(table.cells), names, [self._compressed_size(j) for j in range(d)])
         log = Measurements()

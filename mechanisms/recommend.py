@@ -505,11 +505,19 @@ def predict_mst(s: Setting, params: dict) -> Errors:
 
 
 def predict_aim(s: Setting, params: dict) -> Errors:
-    """AIM: up to T = 16 d rounds, 90% of each round's rho measuring one marginal with Gaussian noise
+    """AIM: up to T = 16 d rounds (dpportal: mechanisms.aim.default_rounds), 90% of each round's rho measuring one marginal with Gaussian noise
     sigma = f sqrt(T / (2 x 0.9 rho)); Private-PGM's joint estimate removes much of it (fitted gain)."""
+    from .aim import default_rounds  # no JAX: aim.py loads Private-PGM inside fit only
+
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
-    rounds = AIM_ROUNDS_PER_COLUMN * s.d
-    sigma = f * math.sqrt(rounds / (2 * 0.9 * zcdp_rho(s.epsilon, s.delta)))
+    rho = zcdp_rho(s.epsilon, s.delta)
+    if params.get("max_rounds"):
+        rounds = int(params["max_rounds"])
+    elif f == REPLACE_ONE_L2:  # dpportal's AIM: fewer rounds when n is small for the budget
+        rounds = default_rounds(s.n, rho, list(s.sizes))
+    else:  # SmartNoise's: always the paper's 16 d
+        rounds = AIM_ROUNDS_PER_COLUMN * s.d
+    sigma = f * math.sqrt(rounds / (2 * 0.9 * rho))
     return _gaussian_errors(s, sigma, AIM_GAIN, AIM_PENALTY,
                             f"Gaussian noise sigma = {sigma:.3g} per measured marginal cell ({rounds} rounds)",
                             [f"Private-PGM gain {AIM_GAIN} and unexplained structure {AIM_PENALTY} (fitted on "
