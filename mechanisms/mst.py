@@ -62,6 +62,30 @@ def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
     return keep if keep.sum() >= 2 else np.ones(y.size, bool)
 
 
+TREE_NOISE_LIMIT = 2.5  # tree pairs measured only if their noise std is at most this x the mean pair-cell count
+
+
+def tree_is_informative(n: int, rho: float, sizes: list[int]) -> bool:
+    """Whether the spanning tree's 2-way measurements can say anything at this n and budget.
+
+    The d - 1 tree pairs get sigma_2 = sqrt((d - 1) / (rho / 3)) each (replace-one). When sigma_2 is more
+    than 2.5 times the mean count of a 2-way cell, n / (mean cells of a column pair), the pairs are mostly
+    noise, and the third of the budget spent selecting them and the third measuring them are lost: then
+    (``tree='auto'``) MST measures the 1-way marginals only, with the whole budget. Public inputs only (n,
+    rho, the schema's cell counts). Measured (docs/mechanisms/aim.md, "MST at small epsilon"): at epsilon
+    0.1, german_credit (800 rows) and bank_marketing (3,616) are past the limit (ratio 11.7 and 4.2; the
+    paper's split gave 2-way TVD 0.54 and 0.24 where the 1-way measurements alone give 0.40 and 0.19);
+    the other four tables are within it (ratio 1.1-1.4, as german_credit at epsilon 1), where the tree
+    helps (0.078 against 0.096 on adult).
+    """
+    d = len(sizes)
+    if d < 2:
+        return False
+    pairs = [a * b for a, b in itertools.combinations(sizes, 2)]
+    sigma2 = sigma_for_rho(rho / 3 / (d - 1))
+    return sigma2 <= TREE_NOISE_LIMIT * n / (sum(pairs) / len(pairs))
+
+
 class MST(Mechanism):
     name = "mst"
     title = "MST: maximum spanning tree of noisy 2-way marginals (Private-PGM)"
@@ -70,6 +94,10 @@ class MST(Mechanism):
     params = (
         ParamSpec("iters", "int", 5000, "Mirror-descent iterations of the final Private-PGM estimate: more "
                   "fits the noisy marginals more closely and takes longer (no privacy cost)", 100, 100_000),
+        ParamSpec("tree", "choice", "auto", "auto: measure the spanning tree of column pairs only when the rows "
+                  "are enough for the budget to tell pairs from noise, else spend everything on the 1-way "
+                  "marginals (better at small epsilon on small tables); always: the paper's three-way split",
+                  choices=("auto", "always")),
         ParamSpec("compress", "bool", True, "Merge each column's values whose noisy count is below 3 noise "
                   "standard deviations into one cell before the 2-way measurements (post-processing: "
                   "less noise on the pairs, rare values drawn uniformly among themselves)"),
@@ -97,7 +125,9 @@ class MST(Mechanism):
         table = CellTable(self.schema.to_cells(source.frame()), names, sizes)
         d, n = len(names), table.n
         self.rho = zcdp_rho(self.epsilon, self.delta)
-        parts = 3 if d > 1 else 1  # one column: the whole budget measures its marginal
+        self.use_tree = d > 1 and (self.params["tree"] == "always"
+                                   or tree_is_informative(n, self.rho, [int(k) for k in sizes]))
+        parts = 3 if self.use_tree else 1  # no tree: the whole budget measures the 1-way marginals
         sigma1 = sigma_for_rho(self.rho / parts / d)
         self.progress(0.05, "measuring 1-way marginals")
         one_way = [measure(self.noise, table.counts((a,)), sigma1) for a in names]
@@ -111,7 +141,8 @@ class MST(Mechanism):
             log.add(self._compressed_measurement(a, one_way[j], self.supports[j], sigma1))
 
         edges: list[tuple[str, str]] = []
-        if d > 1:
+        sigma2 = None
+        if self.use_tree:
             self.progress(0.15, "selecting the spanning tree")
             edges = self._select_tree(mbi, comp, log, self.rho / 3)
             sigma2 = sigma_for_rho(self.rho / 3 / (d - 1))
@@ -122,7 +153,7 @@ class MST(Mechanism):
         if math.fsum(self.spent) > self.rho * (1 + 1e-9):  # pragma: no cover - guards the derivation
             raise AssertionError(f"mst spent rho={math.fsum(self.spent)} > {self.rho}")
         self.edges = edges
-        self.sigmas = (sigma1, sigma2 if d > 1 else None)
+        self.sigmas = (sigma1, sigma2)
 
         self.progress(0.55, "estimating the graphical model (Private-PGM)")
         model = estimate(mbi, comp.sizes, names, log, total=n, iters=self.params["iters"])
@@ -205,7 +236,8 @@ class MST(Mechanism):
                 "rare values (noisy count below 3 noise standard deviations) are merged and drawn uniformly "
                 "among themselves" if self.params["compress"] else "no domain compression",
             ),
-            details={"zcdp_rho": rho, "rho_split": "1/3 one-way, 1/3 tree selection, 1/3 tree pairs",
+            details={"zcdp_rho": rho, "rho_split": "1/3 one-way, 1/3 tree selection, 1/3 tree pairs (tree='auto' "
+                                                   "with too few rows for the budget: all on the 1-way marginals)",
                      "marginal_l2_sensitivity": "sqrt(2)", "selection_score_sensitivity": QUALITY_L1_SENSITIVITY,
                      "epsilon_from_rho": zcdp_epsilon(rho, self.delta)},
         )
@@ -213,7 +245,8 @@ class MST(Mechanism):
     def report(self) -> dict:
         if not hasattr(self, "edges"):
             return {}
-        return {"tree_edges": [list(e) for e in self.edges], "sigma_one_way": self.sigmas[0],
+        return {"tree_measured": bool(self.edges), "tree_edges": [list(e) for e in self.edges],
+                "sigma_one_way": self.sigmas[0],
                 "sigma_two_way": self.sigmas[1], "compressed_cells": [self._compressed_size(j)
                                                                      for j in range(len(self.supports))]}
 

@@ -353,10 +353,11 @@ def predict_baseline(s: Setting, params: dict) -> Errors:
 # density-lp: the LP fits all 1- and 2-way tables jointly, so its error per cell is a fraction of the
 # noise per cell (consistency across the T tables removes part of it). Fitted on the shared tables'
 # benchmark (docs/recommend.md): error = LP_GAIN x noise TVD ^ LP_POWER + LP_FLOOR.
-LP_GAIN = 0.12
-LP_POWER = 0.5
-LP_FLOOR_1WAY = 0.002
-LP_FLOOR_2WAY = 0.02
+LP_GAIN = 0.14  # 1-way
+LP_GAIN_2WAY = 0.08  # 2-way cells: the LP's consistency across overlapping tables removes more noise there
+LP_POWER = 0.6
+LP_FLOOR_1WAY = 0.004
+LP_FLOOR_2WAY = 0.04
 
 
 def predict_density_lp(s: Setting, params: dict) -> Errors:
@@ -371,19 +372,20 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
     b, note = _count_noise(s, params, tables=T, epsilon=(1 - split) * s.epsilon, rho_share=1 - split)
     sizes = s.sizes
 
-    def link(raw: float, floor: float, sat: float) -> float:
-        return soft_cap(LP_GAIN * raw ** LP_POWER + floor, sat)
+    def link(raw: float, gain: float, floor: float, sat: float) -> float:
+        return soft_cap(gain * raw ** LP_POWER + floor, sat)
 
-    one = [link(noise_tvd(k, b, s.n), LP_FLOOR_1WAY, SATURATION_1WAY) for k in sizes]
+    one = [link(noise_tvd(k, b, s.n), LP_GAIN, LP_FLOOR_1WAY, SATURATION_1WAY) for k in sizes]
 
     def two_way(i: int, j: int) -> float:
         if degree < 2:
             return _independent_columns(s, one)(i, j)
-        return link(noise_tvd(sizes[i] * sizes[j], b, s.n), LP_FLOOR_2WAY, SATURATION_2WAY)
+        return link(noise_tvd(sizes[i] * sizes[j], b, s.n), LP_GAIN_2WAY, LP_FLOOR_2WAY, SATURATION_2WAY)
     return Errors(one, two_way,
                   modelled=f"{note} on every marginal cell (T = {T} tables)",
-                  priors=[f"LP consistency gain: error = {LP_GAIN} x (noise TVD)^{LP_POWER} + floor "
-                          f"{LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)", SAT_PRIOR])
+                  priors=[f"LP consistency gain: error = {LP_GAIN} (1-way) / {LP_GAIN_2WAY} (2-way) x (noise "
+                          f"TVD)^{LP_POWER} + floor {LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)",
+                          SAT_PRIOR])
 
 
 # dpmerf: the released embedding's noise relative to its unit-norm signal, sigma x Delta x sqrt(D),
@@ -498,6 +500,13 @@ def predict_mst(s: Setting, params: dict) -> Errors:
     sigma_2 = sqrt((d - 1) / (rho/3)); add/remove (SmartNoise) is 1/sqrt(2) of that."""
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
     rho = zcdp_rho(s.epsilon, s.delta)
+    if f == REPLACE_ONE_L2 and params.get("tree", "auto") == "auto":
+        from .mst import tree_is_informative  # no JAX: mst.py loads Private-PGM inside fit only
+
+        if not tree_is_informative(s.n, rho, list(s.sizes)):  # dpportal's MST measures the 1-way marginals only
+            e = predict_baseline(s, {"noise_type": GAUSSIAN})
+            return Errors(e.one_way, e.two_way, modelled=f"too few rows for the budget to measure column pairs: "
+                          f"1-way marginals only ({e.modelled})", priors=e.priors)
     sigma = f * math.sqrt(max(s.d, 1) / (2 * rho / 3))
     return _gaussian_errors(s, sigma, MST_GAIN, MST_TREE_PENALTY,
                             f"Gaussian noise sigma = {sigma:.3g} on every 1-way cell and tree pair",

@@ -28,6 +28,9 @@ STEWARD_HELP: dict[tuple[str, str], str] = {
     # mst
     ("mst", "iters"): "Fitting steps of the final model. More: follows the noisy measurements more closely, time "
                       "grows in proportion. No privacy cost.",
+    ("mst", "tree"): "Whether to measure pairs of columns. Auto: only when the rows are enough for this budget to "
+                     "tell pairs from noise (else all the budget goes to single columns, which is more accurate "
+                     "then). Always: the paper's split, a third each to columns, choosing pairs and pairs.",
     ("mst", "compress"): "Merge rare values of each column before measuring pairs: less noise on the pairs; rare "
                          "values are then drawn evenly among themselves. No privacy cost.",
     # aim
@@ -37,7 +40,8 @@ STEWARD_HELP: dict[tuple[str, str], str] = {
     ("aim", "max_model_size"): "Largest model in MiB. Larger: keeps more relations between columns, more time and "
                                "memory.",
     ("aim", "max_rounds"): "Most measurement rounds. Fewer: more budget (less noise) per measurement, fewer "
-                           "relations captured. Empty: 16 x the number of columns.",
+                           "relations captured. Empty: 16 x the number of columns, fewer when the rows are few "
+                           "for the budget.",
     ("aim", "iters"): "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
     ("aim", "final_iters"): "Fitting steps of the final model the rows are drawn from. More: follows the noisy "
                             "measurements more closely, a little more time. No privacy cost.",

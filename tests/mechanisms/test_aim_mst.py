@@ -178,3 +178,49 @@ def test_pure_modes_refuse_a_delta_and_say_how_to_use_one():
     with pytest.raises(ValueError, match="needs a positive delta"):
         build("baseline", SCHEMA, epsilon=1, params={"noise_type": "gaussian"})
     assert build("baseline", SCHEMA, epsilon=1).privacy_cost().guarantee == "pure"
+
+
+# -- small-signal rules: public inputs decide, and the budget is still spent exactly ----------------------
+
+def test_mst_measures_no_tree_when_the_rows_are_too_few_for_the_budget_and_spends_all_on_1way():
+    from mechanisms.mst import tree_is_informative
+
+    rho_small = accounting.zcdp_rho(0.1, 1e-5)
+    assert tree_is_informative(3000, accounting.zcdp_rho(EPS, DELTA), SCHEMA.cell_sizes)
+    assert not tree_is_informative(300, rho_small, SCHEMA.cell_sizes)
+    raw = _raw(300)
+    for tree, measured in (("auto", False), ("always", True)):
+        noise = RecordingNoise()
+        mech = build("mst", SCHEMA, epsilon=0.1, delta=1e-5, params={"tree": tree}, noise=noise, n=300)
+        mech.fit(TableSource.from_frame(SCHEMA, raw))
+        assert bool(mech.edges) is measured and mech.report()["tree_measured"] is measured
+        assert math.fsum(noise.costs) == pytest.approx(rho_small, rel=1e-3)  # no budget left unused
+        assert len(mech.sample(50)) == 50
+
+
+def test_mst_keeps_a_column_whole_when_fewer_than_two_values_clear_three_sigma():
+    from mechanisms.mst import compress_support
+
+    sigma = 10.0
+    assert compress_support(np.array([100, 5, 2, 0]), sigma).tolist() == [True] * 4  # one clears: not merged
+    assert compress_support(np.array([1, 5, 2, 0]), sigma).tolist() == [True] * 4  # none clears
+    assert compress_support(np.array([100, 40, 2, 0]), sigma).tolist() == [True, True, False, False]
+
+
+def test_aim_rounds_follow_the_paper_unless_the_rows_are_few_for_the_budget():
+    from mechanisms.aim import default_rounds
+
+    sizes = [5] * 20
+    rho = accounting.zcdp_rho(0.1, 1e-5)
+    assert default_rounds(1_000_000, rho, sizes) == 16 * 20  # the paper's T = 16 d
+    assert default_rounds(500, rho, sizes) == 20  # never below d
+    mid = default_rounds(4000, rho, sizes)
+    assert 20 < mid < 320
+    assert mid == math.floor(0.9 * rho * (4000 / (2 * 5)) ** 2)  # sigma_0 = n / (2 k)
+    # a fit at small n uses the lowered T: with T = d the 1-way start takes 90% of the budget
+    noise = RecordingNoise()
+    mech = build("aim", SCHEMA, epsilon=0.1, delta=1e-5, params={"iters": 50, "final_iters": 50}, noise=noise, n=300)
+    mech.fit(TableSource.from_frame(SCHEMA, _raw(300)))
+    assert default_rounds(300, accounting.zcdp_rho(0.1, 1e-5), SCHEMA.cell_sizes) == 4
+    assert len(mech.selected) <= 2  # the initialisation + at most the last round
+    assert math.fsum(noise.costs) == pytest.approx(accounting.zcdp_rho(0.1, 1e-5), rel=1e-3)

@@ -3,7 +3,6 @@ documented grid search chooses on the recorded benchmark (docs/data/benchmarks-f
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -13,7 +12,7 @@ from mechanisms import recommend as rec
 
 @pytest.fixture(scope="module")
 def means():
-    return cal.measured_means(json.loads(cal.RECORDED.read_text())["results"])
+    return cal.measured_means(cal.recorded_rows())
 
 
 @pytest.mark.parametrize("mech", list(cal.FITS))
