@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-pgm bench-venv bench-scale venv clean audit
+.PHONY: run test test-fast bench bench-quick bench-pgm bench-pgm-grid bench-venv bench-scale venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,9 +48,15 @@ bench-quick: venv bench-venv
 bench-pgm: venv bench-venv
 	$(PY) -m benchmarks.pgm_compare
 
+# the goal grid: 6 tables x epsilon 0.1 / 1 / 10, AIM / MST / Gaussian baseline vs SmartNoise (hours on 2 cores;
+# resumable: add --resume) -> docs/benchmarks-grid.md
+bench-pgm-grid: venv bench-venv
+	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
+
 bench: venv bench-venv
 	$(PY) -m benchmarks.compare --jobs 2
 	$(PY) -m benchmarks.pgm_compare
+	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
 	$(PY) -m benchmarks.kdtree_perf
 	$(PY) -m benchmarks.kdtree_figures
 	$(PY) -m benchmarks.kdtree_classification
@@ -70,4 +76,4 @@ bench: venv bench-venv
 # the API; throughput, p50/p95 and the ledger check (docs/operations.md). Not part of `make test`.
 bench-scale: venv
 	./scripts/ensure-system-packages.sh
-	$(PY) -m benchmarks.scale
+	$(PY) -m benchmarks.scale --threads 1 --repeat 3

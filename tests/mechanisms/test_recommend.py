@@ -229,3 +229,21 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
     with_delta = rec.recommend(ADULT, n=ADULT_N, epsilon=0.1, delta=1e-5).get("baseline")
     assert with_delta.params == {"noise": "gaussian"} and with_delta.score == gaussian.score
     assert rec.recommend(ADULT, n=ADULT_N, epsilon=0.1).get("baseline").params == {}  # pure: no delta
+
+
+def test_mst_and_aim_predictions_follow_their_small_signal_rules():
+    """dpportal's MST measures no tree and AIM runs fewer rounds when n is small for the budget
+    (mechanisms.mst.tree_is_informative, mechanisms.aim.default_rounds): the predictions say so."""
+    german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
+    small = rec.Setting(german, 800, 0.1, 1e-5)
+    mst = rec.PREDICTORS["mst"](small, {})
+    gauss = rec.predict_baseline(small, {"noise_type": "gaussian"})
+    assert "1-way marginals only" in mst.modelled and mst.one_way == gauss.one_way
+    tree = rec.PREDICTORS["mst"](small, {"tree": "always"})  # the paper's split: pairs measured
+    assert "tree pair" in tree.modelled
+    rich = rec.PREDICTORS["mst"](rec.Setting(ADULT, ADULT_N, 1.0, 1e-5), {})
+    assert "tree pair" in rich.modelled
+    aim = rec.PREDICTORS["aim"](small, {})
+    paper = rec.PREDICTORS["aim"](small, {"max_rounds": 16 * len(german.kept)})
+    assert "(21 rounds)" in aim.modelled and "(336 rounds)" in paper.modelled
+    assert sum(aim.one_way) < sum(paper.one_way)
