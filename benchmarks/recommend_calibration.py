@@ -164,8 +164,11 @@ FITS: dict[str, dict[str, list[float]]] = {
     "dpmerf": {"MERF_GAIN_1WAY": [0.12, 0.16, 0.2, 0.25], "MERF_POWER": [0.6, 0.7, 0.8, 1.0],
                "MERF_FLOOR_1WAY": [0.0, 0.01, 0.02], "MERF_NUMERIC_1WAY": [0.1, 0.12, 0.14],
                "MERF_2WAY_RATIO": [1.8, 2.0, 2.2]},
-    "smartnoise-mst": {"MST_GAIN": [0.1, 0.15, 0.2, 0.3, 0.5, 0.7], "MST_TREE_PENALTY": [0.08, 0.09, 0.1, 0.11, 0.12]},
-    "smartnoise-aim": {"AIM_GAIN": [0.1, 0.15, 0.2, 0.25], "AIM_PENALTY": [0.015, 0.02, 0.025, 0.03]},
+    # dpportal's own MST and AIM (the grid run, one repetition per cell)
+    "mst": {"MST_GAIN_1WAY": [0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0], "MST_GAIN": [0.05, 0.1, 0.2, 0.3, 0.5],
+            "MST_TREE_PENALTY": [0.02, 0.04, 0.06, 0.08, 0.1]},
+    "aim": {"AIM_GAIN_1WAY": [0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0], "AIM_GAIN": [0.05, 0.1, 0.2, 0.3, 0.5],
+            "AIM_PENALTY": [0.005, 0.01, 0.02, 0.03, 0.04]},
 }
 TINY = 0.005  # measured errors below this are left out of the fit (their ratios are noise)
 

@@ -72,7 +72,8 @@ def _param(params: dict, name: str, default):
     return default if value in (None, "") else value
 
 
-def work(mechanism: str, *, n: int, schema: Schema, params: dict) -> float:
+def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float | None = None,
+         delta: float | None = None) -> float:
     """The mechanism's work measure (module docstring) for a table of ``n`` rows."""
     if n < 0:
         raise ValueError(f"n must be a non-negative row count, got n={n!r}")
@@ -96,11 +97,12 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict) -> float:
 
 
 def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = None,
-             threads: int = 1) -> Estimate:
+             threads: int = 1, epsilon: float | None = None, delta: float | None = None) -> Estimate:
     """Predicted wall seconds of one release on ``threads`` job threads (DP-MERF's training uses
-    them; the others run on one thread, so only DP-MERF's slope is divided)."""
+    them; the others run on one thread, so only DP-MERF's slope is divided). ``epsilon`` and ``delta``
+    matter to AIM only (its rounds and models grow with the budget); without them epsilon 1 is assumed."""
     params = params or {}
-    w = work(mechanism, n=n, schema=schema, params=params)
+    w = work(mechanism, n=n, schema=schema, params=params, epsilon=epsilon, delta=delta)
     a, b = COEFFICIENTS.get(mechanism, FALLBACK)
     speedup = min(max(int(threads), 1), 2) ** 0.5 if mechanism == "dpmerf" else 1.0
     return Estimate(mechanism, a + b * w / speedup, w, calibrated=mechanism in COEFFICIENTS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import time
@@ -121,7 +122,8 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     try:
         with transaction.atomic():
             _lock_raw_file(dataset)
-            seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params)
+            seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params,
+                                        epsilon=mech.epsilon, delta=mech.delta)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
@@ -191,11 +193,11 @@ def _jsonable(params: dict) -> dict:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
 
 
-def _estimate_seconds(mechanism: str, n: int, schema, params: dict) -> float | None:
+def _estimate_seconds(mechanism: str, n: int, schema, params: dict, *, epsilon=None, delta=None) -> float | None:
     """The run-time estimate, or None (then the synthesis queue) if it cannot be computed: an estimate
     is a guide and never refuses a request that validation accepted."""
     try:
-        return runtime.estimate(mechanism, n=n, schema=schema, params=params).seconds
+        return runtime.estimate(mechanism, n=n, schema=schema, params=params, epsilon=epsilon, delta=delta).seconds
     except (ValueError, TypeError, ArithmeticError):
         log.warning("no run-time estimate for %s", mechanism, exc_info=True)
         return None
@@ -404,7 +406,8 @@ def estimate_request(dataset, req: ReleaseRequest) -> dict:
     queued (API: POST .../releases/estimate/)."""
     mech = validate(dataset, ReleaseRequest(req.mechanism, _text(req.epsilon, "epsilon"),
                                             _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
-    est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params)
+    est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params,
+                           epsilon=mech.epsilon, delta=mech.delta)
     return {**est.to_dict(), "queue": queue_for(est.seconds)}
 
 
@@ -415,8 +418,15 @@ def form_estimate(name: str, schema, n_rows: int, values) -> dict:
 
     params = {spec.name: values.get(PARAM_PREFIX + spec.name) for spec in registry.get(name).params
               if values.get(PARAM_PREFIX + spec.name) not in (None, "")}
+    budget = {}
+    for key in ("epsilon", "delta"):  # optional here: the estimate of AIM grows with the budget
+        try:
+            value = float(values.get(key) or "nan")
+            budget[key] = value if math.isfinite(value) and value >= 0 else None
+        except (TypeError, ValueError):
+            budget[key] = None
     try:
-        est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params)
+        est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params, **budget)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}
     return {**est.to_dict(), "queue": queue_for(est.seconds)}
