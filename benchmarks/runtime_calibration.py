@@ -6,6 +6,7 @@ paste into mechanisms/runtime.py.
     python -m benchmarks.runtime_calibration --refit    # fit again from the last log (no runs)
     python -m benchmarks.runtime_calibration --report   # table from the last log, with the module's
                                                         # current coefficients (no runs)
+    python -m benchmarks.runtime_calibration --from-grid  # AIM: fit on its releases in the grid run
 
 Every run is its own process (benchmarks/run_one.py) limited to one thread, like a worker job with
 DPPORTAL_THREADS_PER_JOB=1; synthetic rows = n. Needs the shared datasets (DPPORTAL_DATASETS_DIR).
@@ -98,7 +99,27 @@ def _env() -> dict:
 def _work(row: dict) -> float:
     """The work measure of a logged run, computed with the CURRENT mechanisms/runtime.py."""
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{row['dataset']}.json").read_text())
-    return runtime.work(row["mechanism"], n=row["n"], schema=schema, params=row["params"])
+    return runtime.work(row["mechanism"], n=row["n"], schema=schema, params=row["params"],
+                        epsilon=row.get("epsilon"), delta=row.get("delta"))
+
+
+GRID = ROOT / "docs" / "data" / "benchmarks-grid.jsonl"
+# training rows of each table in the grid run (80% splits; adult.csv whole), as benchmarks.recommend_calibration
+TRAIN_ROWS = {"german_credit": 800, "california_housing_numeric": 16_512, "california_housing": 16_512,
+              "credit_default_taiwan": 24_000, "bank_marketing": 3_616, "adult": 32_561}
+
+
+def grid_rows(mechanisms=("aim",)) -> list[dict]:
+    """dpportal's releases in the side-by-side grid run (`python -m benchmarks.pgm_compare --plan grid`):
+    one thread each, epsilon 0.1 / 1 / 10, so AIM's budget dependence is in the data. Wall seconds of
+    the release (its process), as the calibration's own runs."""
+    out = []
+    for line in GRID.read_text().splitlines():
+        r = json.loads(line) if line.strip() else None
+        if r and r.get("family") == "dpportal" and r.get("label") in mechanisms and r.get("status") == "ok":
+            out.append({"mechanism": r["label"], "dataset": r["dataset"], "n": TRAIN_ROWS[r["dataset"]], "params": {},
+                        "epsilon": float(r["epsilon"]), "delta": DELTA, "seconds": r["seconds"]})
+    return out
 
 
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
@@ -121,7 +142,8 @@ def report(rows: list[dict], coeffs: dict[str, tuple[float, float]]) -> str:
         pred = a + b * _work(r)
         ratio = pred / r["seconds"]
         worst = max(worst, ratio, 1 / ratio)
-        params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "defaults"
+        params = ", ".join(f"{k}={v}" for k, v in {**r["params"], **({"epsilon": r["epsilon"]} if "epsilon" in r
+                                                                     else {})}.items()) or "defaults"
         lines.append(f"| {r['mechanism']} | {r['dataset']} | {r['n']:,} | {params} | {r['seconds']:.1f} | "
                      f"{pred:.1f} | {ratio:.2f} |")
     lines.append(f"\nworst factor between predicted and measured: {worst:.2f}")
@@ -133,7 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true", help="no runs: report the last log with the module's coefficients")
     p.add_argument("--refit", action="store_true", help="no runs: fit the last log again")
     p.add_argument("--only", nargs="+", help="run only these mechanisms, appending to the log")
+    p.add_argument("--from-grid", action="store_true",
+                   help="no runs: fit AIM on its releases in the grid run (docs/data/benchmarks-grid.jsonl)")
     a = p.parse_args(argv)
+    if a.from_grid:
+        rows = grid_rows()
+        coeffs = fit(rows)
+        print(report(rows, coeffs))
+        print("COEFFICIENTS[aim] = " + json.dumps(coeffs.get("aim")))
+        return 0
     if a.report or a.refit:
         rows = [json.loads(line) for line in LOG.read_text().splitlines()]
         coeffs = fit(rows) if a.refit else runtime.COEFFICIENTS

@@ -72,7 +72,11 @@ JOINT_CELLS_PER_ROW = 0.1  # joint cells must stay below this many per (n epsilo
 PMSE_MAX_NUMERIC = 3
 # Model training: columns synthesised independently carry no signal about the target; the baseline's
 # measured TSTR is 0.45-0.54 ROC AUC (chance) on the five labelled shared tables.
-ML_PREFERRED = ("dpmerf",)  # label-conditional mode: best or within 10% TSTR on the shared tables (finding 5)
+# Mechanisms that model the table around the ml target: DP-MERF's label-conditional mode (best or within
+# 10% TSTR among the first seven on the shared tables, finding 5) and AIM with the workload of every
+# marginal that contains the target (ahead of DP-MERF on TSTR in the grid run: docs/recommend.md).
+ML_PREFERRED = ("aim", "dpmerf")
+ML_PARAMS = {"aim": {"workload": "target"}}  # what "model around the target" means for each of them
 
 # Predictions within this fraction of the best are a tie (they are approximate: docs/recommend.md); the
 # faster mechanism wins a tie. Release times measured in docs/benchmarks.md ("Time and memory"):
@@ -603,8 +607,11 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
     """The predicted accuracy of mechanism ``name`` for ``purpose`` (public inputs only)."""
     cls = registry.get(name)
     params = _label_target({**_default_params(name, purpose), **(params or {})}, setting)
-    pred = Prediction(mechanism=name, title=cls.title, status="ok",
-                      label_conditional=purpose.kind == "ml" and name in ML_PREFERRED and params.get("target") is not None)
+    label_conditional = purpose.kind == "ml" and name in ML_PREFERRED and params.get("target") is not None
+    assumed = dict(ML_PARAMS.get(name, {})) if label_conditional else {}
+    params.update(assumed)
+    pred = Prediction(mechanism=name, title=cls.title, status="ok", label_conditional=label_conditional,
+                      params=assumed)
     if cls.needs_delta and setting.delta <= 0:
         pred.status, pred.reason = "unavailable", "needs a delta above 0 (approximate DP); none was given"
         return pred
@@ -645,7 +652,7 @@ def predict_best_variant(name: str, setting: Setting, purpose: Purpose) -> Predi
     for extra in variants(name, setting):
         p = predict(name, setting, purpose, extra)
         if p.score is not None and best.score is not None and p.score < best.score and p.status == best.status:
-            p.params = extra
+            p.params = {**p.params, **extra}
             best = p
     return best
 
@@ -711,6 +718,10 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
     others = [p for p in items if p is not best and p.score is not None and p.status == "ok"]
     if best.score is None:
         return f"{best.mechanism} is the only mechanism that can run for this purpose (no accuracy model for it yet)."
+    if best.label_conditional and best.mechanism == "aim":
+        return (f"aim measures the marginals that contain {purpose.target} (workload 'target'): models trained "
+                "on its output scored best, or within 10% of the best, on the shared tables (predicted 2-way "
+                f"error with {purpose.target}: {best.score:.1%}).")
     if best.label_conditional:
         return (f"{best.mechanism} learns the other columns conditionally on {purpose.target}: models trained on "
                 "its output scored best, or within 10% of the best, on the shared tables, even where another "

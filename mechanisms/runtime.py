@@ -20,8 +20,10 @@ Work measures (n rows, d kept columns, p numeric columns):
   grows with n at these sizes (2,000 -> 5,000 rows: +10 %): ``(iterations + burn_in) m d``.
 * dpmerf: the embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of
   ``batch`` generated rows through the D features: ``epochs batch D + n D``.
-* anything else (AIM and mechanisms added later, not calibrated yet): ``n d`` with a generous
-  line whose 60 s floor keeps them on the synthesis queue.
+* aim: compiling one program per model structure dominates (docs/mechanisms/aim.md): the
+  candidates' cells times sqrt(largest column) times rho^0.35 (:func:`aim_work`).
+* anything else (mechanisms added later, not calibrated yet): ``n d`` with a generous line whose
+  60 s floor keeps them on the synthesis queue.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ COEFFICIENTS: dict[str, tuple[float, float]] = {
     "pmse": (0.0, 0.00218),
     "dpmerf": (10.3, 2.35e-08),
     "mst": (12.9, 9.99e-06),  # mostly compiling and estimating (11-24 s for 1,000-32,561 rows): ``n d``
+    "aim": (0.0, 0.0073),  # the grid run's AIM releases, one thread each (--from-grid)
 }
-# Not calibrated yet (AIM, MST, anything new): a floor of 60 s keeps them off the fast queue, where a
+# Not calibrated yet (anything new): a floor of 60 s keeps them off the fast queue, where a
 # fit that runs for minutes would hold up draws; the estimate says it is not calibrated.
 FALLBACK = (60.0, 5.0e-5)
 DRAW = (0.5, 1.0e-6)  # a draw of more rows: sampling only (post-processing), ``rows d``
@@ -88,12 +91,38 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
         frac, lo, hi = DPMERF_BATCH
         batch = int(_param(params, "batch_size", min(max(round(frac * n), lo), hi)))
         return float(epochs * batch * features + n * features)
+    if mechanism == "aim":
+        return aim_work(n=n, schema=schema, params=params, epsilon=epsilon, delta=delta)
     if mechanism == "density-lp":
         from .density_lp import DensityLP  # its plan (m, tables) is pure: computed from the schema alone
 
         plan = DensityLP(schema, epsilon=1.0, **{k: v for k, v in params.items() if v not in (None, "")})
         return float(plan.m * len(plan.tables))
     return float(n * d)
+
+
+AIM_RHO_POWER = 0.35  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
+
+
+def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: float | None) -> float:
+    """AIM's time is mostly compiling one program per model structure (docs/mechanisms/aim.md, "Speed"),
+    which grows with the candidates' cells (the workload's marginals of two columns or more, C), with
+    the largest column (its cliques dominate the model, k_max) and with the budget (more rounds before
+    it runs out, larger models): ``C sqrt(k_max) rho^0.35``, rho from (epsilon, delta), epsilon 1 and
+    delta 1e-5 when not given."""
+    from .accounting import zcdp_rho
+    from .aim import candidate_weights, workload_cliques
+
+    names = schema.names
+    sizes = dict(zip(names, schema.cell_sizes))
+    workload = str(_param(params, "workload", "all-2way"))
+    target = params.get("target") or None
+    if workload == "target" and target not in sizes:
+        workload = "all-2way"  # invalid plans are refused elsewhere; the estimate stays a guide
+    cliques = candidate_weights(names, workload_cliques(names, workload, target))
+    cells = sum(math.prod(sizes[a] for a in c) for c in cliques if len(c) >= 2) or sum(sizes.values())
+    rho = zcdp_rho(float(epsilon or 1.0), float(delta or 1e-5))
+    return float(cells * math.sqrt(max(sizes.values(), default=1)) * rho ** AIM_RHO_POWER)
 
 
 def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = None,

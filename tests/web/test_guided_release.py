@@ -125,13 +125,22 @@ def test_would_fail_mechanisms_are_listed_last(world):
     assert statuses == sorted(statuses, key=order.get) and "would-fail" in statuses
 
 
-def test_model_training_recommends_dpmerf_and_carries_epsilon_and_delta_into_the_form(world):
+def test_model_training_recommends_aim_around_the_target_and_carries_epsilon_and_delta_into_the_form(world):
     page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
         "purpose": "ml", "target": "city", "epsilon": "0.8", "delta": "1e-6"}).content.decode()
-    assert 'id="recommended-mechanism">dpmerf<' in page
+    assert 'id="recommended-mechanism">aim<' in page
     form = page.split('id="release-form"')[1]
     assert 'name="epsilon" value="0.8"' in form and 'name="delta" value="1e-06"' in form
     assert '<input type="hidden" name="purpose" value="ml">' in form  # the purpose survives a refused POST
+    assert '<option value="city" selected>city</option>' in form.split('name="param_target"')[1].split("</select>")[0]
+    workload = form.split('name="param_workload"')[1].split("</select>")[0]
+    assert '<option value="target" selected>target</option>' in workload  # the assumed workload, pre-set
+
+
+def test_model_training_without_aim_recommends_dpmerf_labelled(world):
+    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
+        "purpose": "ml", "target": "city", "epsilon": "0.8", "delta": "1e-6", "mechanism": "dpmerf"}).content.decode()
+    form = page.split('id="release-form"')[1]
     assert '<option value="city" selected>city</option>' in form.split('name="param_target"')[1].split("</select>")[0]
 
 
