@@ -546,7 +546,10 @@ def predict_aim(s: Setting, params: dict) -> Errors:
     else:  # SmartNoise's: always the paper's 16 d
         rounds = AIM_ROUNDS_PER_COLUMN * s.d
     sigma = f * math.sqrt(rounds / (2 * 0.9 * rho))
-    return _gaussian_errors(s, sigma, (AIM_GAIN_1WAY, AIM_GAIN), AIM_PENALTY,
+    # the 1-way start takes d of the T rounds' budget; only the other rounds can re-measure and so let
+    # the joint estimate reduce the 1-way noise: with T = d (small n for the budget) there is no gain
+    gain_1way = AIM_GAIN_1WAY + (1 - AIM_GAIN_1WAY) * min(1.0, s.d / rounds)
+    return _gaussian_errors(s, sigma, (gain_1way, AIM_GAIN), AIM_PENALTY,
                             f"Gaussian noise sigma = {sigma:.3g} per measured marginal cell ({rounds} rounds)",
                             [f"unexplained structure {AIM_PENALTY} (gains and penalty fitted on dpportal's AIM "
                              "in the grid run, docs/recommend.md)"])
