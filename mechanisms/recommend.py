@@ -621,6 +621,10 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
     if purpose.larger_than_memory and not cls.streaming:
         pred.status, pred.reason = "unavailable", "reads the whole table into memory; the table is larger than memory"
         return pred
+    refusal = _plan_refusal(cls, setting, params)
+    if refusal:  # e.g. AIM's model-size limit, MST's pair cells: the release itself would be refused
+        pred.status, pred.reason = "unavailable", refusal
+        return pred
     errors = PREDICTORS.get(name, _predict_unknown)(setting, params)
     failure = FAILURE_RULES.get(name, lambda s: None)(setting)
     if errors is not None:
@@ -638,6 +642,26 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
         pred.reason = ("synthesises every column independently, so a model trained on it learns nothing about "
                        f"{purpose.target} (measured TSTR 0.45-0.54 ROC AUC, chance level, on the shared tables)")
     return pred
+
+
+def _plan_refusal(cls, setting: Setting, params: dict) -> str | None:
+    """The message with which the release itself would be refused before any budget (the mechanism's
+    own ``check_plan``: public inputs only), or None."""
+    from .base import Mechanism
+
+    if cls.check_plan is Mechanism.check_plan:
+        return None  # nothing beyond parameter validation to check
+    try:
+        mech = cls(setting.schema, epsilon=setting.epsilon if setting.epsilon > 0 else 1.0,
+                   delta=setting.delta if cls.needs_delta or gaussian_mode(params) else 0.0,
+                   **{k: v for k, v in params.items() if any(p.name == k for p in cls.params)})
+    except (ValueError, TypeError):
+        return None  # parameter validation is the release form's business, not a plan refusal
+    try:
+        mech.check_plan(setting.n)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def variants(name: str, setting: Setting) -> list[dict]:

@@ -251,3 +251,17 @@ def test_mst_and_aim_predictions_follow_their_small_signal_rules():
     paper = rec.PREDICTORS["aim"](small, {"max_rounds": 16 * len(german.kept)})
     assert "(21 rounds)" in aim.modelled and "(336 rounds)" in paper.modelled
     assert sum(aim.one_way) < sum(paper.one_way)
+
+
+def test_a_plan_the_mechanism_would_refuse_is_predicted_unavailable_with_its_message():
+    """AIM's model-size and candidate limits (its check_plan, public inputs) are part of the prediction."""
+    cats = tuple(f"v{i}" for i in range(100))
+    wide = Schema(columns=tuple(Column(f"col{i}", "categorical", categories=cats) for i in range(40)))
+    setting = rec.Setting(wide, 10_000, 1.0, 1e-5)
+    refused = rec.predict("aim", setting, rec.Purpose(), {"workload": "all-3way"})
+    assert refused.status == "unavailable" and "above the limits" in refused.reason and "col0" in refused.reason
+    assert rec.predict("aim", setting, rec.Purpose()).status in ("ok", "would-fail")  # all-2way fits
+    many = tuple(f"v{i}" for i in range(10_000))
+    huge = Schema(columns=tuple(Column(f"col{i}", "categorical", categories=many) for i in range(20)))
+    tiny = rec.predict("aim", rec.Setting(huge, 10_000, 1.0, 1e-5), rec.Purpose(), {"max_model_size": 1})
+    assert tiny.status == "unavailable" and "max_model_size=1" in tiny.reason
