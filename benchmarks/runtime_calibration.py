@@ -40,8 +40,8 @@ PLAN = [
                     ("adult", None))],
     *[("density-lp", ds, n, {}) for ds, n in (("german_credit", None), ("bank_marketing", None),
                                               ("adult", 10000), ("adult", None))],
-    *[("pmse", "california_housing_numeric", n, {"iterations": str(it), "burn_in": str(it // 2)})
-      for n, it in ((2000, 40), (5000, 40), (5000, 100))],
+    *[("pmse", "california_housing_numeric", n, {"iterations": str(it), "burn_in": str(burn)})
+      for n, it, burn in ((2000, 100, 100), (5000, 100, 100), (5000, 200, 100))],  # the chain's floors: 100
     *[("dpmerf", ds, n, {"epochs": str(e)}) for ds, n, e in (("german_credit", None, 300), ("bank_marketing", None, 300),
                                                              ("adult", None, 200), ("adult", None, 500),
                                                              ("california_housing", None, 300))],

@@ -11,7 +11,7 @@ limit.
 Work measures (n rows, d kept columns, p numeric columns):
 
 * baseline, kdtree-grid, kdtree-adaptive, privhp: one pass over the table per column: ``n d``.
-* mst: measured 11-24 s from 1,000 to 32,561 rows (mostly Private-PGM's compiled estimation): ``n d``
+* mst: measured 5-8 s from 1,000 to 32,561 rows (mostly Private-PGM's compiled estimation): ``n d``
   with a large intercept.
 * density-lp: the LP dominates; its size is the number of nonzeros, m reference points times the
   number of marginal tables (both public: the mechanism's own plan from the schema and parameters):
@@ -21,7 +21,7 @@ Work measures (n rows, d kept columns, p numeric columns):
 * dpmerf: the embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of
   ``batch`` generated rows through the D features: ``epochs batch D + n D``.
 * aim: compiling one program per model structure dominates (docs/mechanisms/aim.md): the
-  candidates' cells times sqrt(largest column) times rho^0.35 (:func:`aim_work`).
+  candidates' cells times sqrt(largest column) times rho^0.4 (:func:`aim_work`).
 * anything else (mechanisms added later, not calibrated yet): ``n d`` with a generous line whose
   60 s floor keeps them on the synthesis queue.
 """
@@ -33,18 +33,19 @@ from dataclasses import dataclass
 
 from .schema import Schema
 
-# (a seconds, b seconds per unit of work): `python -m benchmarks.runtime_calibration` (November 2026, the
-# shared 2-core machine at load average 5-8; table in docs/operations.md). Unknown mechanisms: FALLBACK.
+# (a seconds, b seconds per unit of work): `python -m benchmarks.runtime_calibration` (23 November 2026, the
+# 2-core machine with nothing else running; pmse re-run with `--only pmse` beside two benchmark jobs; AIM
+# by `--from-grid`; table in docs/operations.md). Unknown mechanisms: FALLBACK.
 COEFFICIENTS: dict[str, tuple[float, float]] = {
-    "baseline": (0.827, 4.28e-07),
-    "kdtree-grid": (0.805, 6.73e-07),
-    "kdtree-adaptive": (0.929, 1.97e-06),
-    "privhp": (1.46, 4.43e-06),
-    "density-lp": (0.0, 1.51e-05),
-    "pmse": (0.0, 0.00218),
-    "dpmerf": (10.3, 2.35e-08),
-    "mst": (12.9, 9.99e-06),  # mostly compiling and estimating (11-24 s for 1,000-32,561 rows): ``n d``
-    "aim": (0.0, 0.0073),  # the grid run's AIM releases, one thread each (--from-grid)
+    "baseline": (0.649, 4.67e-07),
+    "kdtree-grid": (0.694, 7.34e-07),
+    "kdtree-adaptive": (0.711, 7.21e-07),
+    "privhp": (0.744, 1.52e-06),
+    "density-lp": (13.4, 0.0),  # 10-18 s for every LP size measured: the slope fitted to 0
+    "pmse": (0.0, 0.00066),
+    "dpmerf": (2.17, 1.09e-08),
+    "mst": (6.4, 1.41e-06),  # mostly compiling and estimating (5-8 s for 1,000-32,561 rows): ``n d``
+    "aim": (1.26, 0.0088),  # the grid run's AIM releases, one thread each (--from-grid)
 }
 # Not calibrated yet (anything new): a floor of 60 s keeps them off the fast queue, where a
 # fit that runs for minutes would hold up draws; the estimate says it is not calibrated.
@@ -101,14 +102,14 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
     return float(n * d)
 
 
-AIM_RHO_POWER = 0.35  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
+AIM_RHO_POWER = 0.4  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
 
 
 def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: float | None) -> float:
     """AIM's time is mostly compiling one program per model structure (docs/mechanisms/aim.md, "Speed"),
     which grows with the candidates' cells (the workload's marginals of two columns or more, C), with
     the largest column (its cliques dominate the model, k_max) and with the budget (more rounds before
-    it runs out, larger models): ``C sqrt(k_max) rho^0.35``, rho from (epsilon, delta), epsilon 1 and
+    it runs out, larger models): ``C sqrt(k_max) rho^0.4``, rho from (epsilon, delta), epsilon 1 and
     delta 1e-5 when not given."""
     from .accounting import zcdp_rho
     from .aim import candidate_weights, workload_cliques

@@ -48,3 +48,25 @@ def test_seconds_read_as_rounded_text(seconds, text):
 
 def test_draws_are_estimated_from_rows_alone():
     assert runtime.estimate_draw(1000, 3).seconds < runtime.estimate_draw(1_000_000, 3).seconds
+
+
+def test_aim_estimate_grows_with_the_budget_the_candidates_and_the_largest_column():
+    """AIM is compile-bound: work = candidate cells x sqrt(largest column) x rho^0.4 (docs/operations.md)."""
+    import math
+
+    from mechanisms.accounting import zcdp_rho
+
+    cols = tuple(Column(f"c{i}", "categorical", categories=tuple("abcd")) for i in range(6))
+    six = Schema(columns=cols)
+    w = lambda eps, schema=six, **p: runtime.work("aim", n=1000, schema=schema, params=p, epsilon=eps, delta=1e-5)  # noqa: E731
+    pairs = 15 * 16  # all-2way: 15 pairs of 4 x 4 cells
+    assert w(1.0) == pytest.approx(pairs * 2 * zcdp_rho(1.0, 1e-5) ** runtime.AIM_RHO_POWER)
+    assert w(10.0) / w(1.0) == pytest.approx((zcdp_rho(10, 1e-5) / zcdp_rho(1, 1e-5)) ** 0.4)
+    assert w(1.0, workload="all-3way") > 4 * w(1.0)  # the triples' cells join the candidates
+    assert w(1.0, workload="target", target="c0") > w(1.0)
+    wide = Schema(columns=cols + (Column("big", "categorical", categories=tuple(f"v{i}" for i in range(64))),))
+    assert w(1.0, schema=wide) > w(1.0) * math.sqrt(64 / 4)  # more cells and a larger largest column
+    est = runtime.estimate("aim", n=1000, schema=six, epsilon=1.0, delta=1e-5)
+    assert est.calibrated and est.seconds == pytest.approx(runtime.COEFFICIENTS["aim"][0]
+                                                           + runtime.COEFFICIENTS["aim"][1] * w(1.0))
+    assert runtime.estimate("aim", n=1000, schema=six).seconds == est.seconds  # epsilon 1, delta 1e-5 assumed
