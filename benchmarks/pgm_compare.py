@@ -67,7 +67,8 @@ GRID = [(ds, eps, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "a
                    [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")],
                    [("dpportal", "baseline", {"noise_type": "gaussian"}, "baseline gaussian"),
                     ("smartnoise", "aim-r1", {}, "aim-r1") if eps < 1 else ("smartnoise", "mst-r1", {}, "mst-r1")]]
-        + ([[("dpportal", "baseline", {}, "baseline laplace")]] if eps < 1 else [])  # the Gaussian mode's goal
+        + ([[("dpportal", "baseline", {}, "baseline laplace"),  # the Gaussian mode's goal
+              ("dpportal", "density-lp", {"noise_type": "gaussian"}, "density-lp gaussian")]] if eps < 1 else [])
         + ([[("dpportal", "aim", AIM_TARGET, "aim target")]] if eps < 10 else []))  # what ml purposes get
         for eps, ds in sorted(((e, d) for e in GRID_EPSILONS for d in GRID_ORDER),
                               key=lambda p: (p[0] >= 1 and p[1] in WIDE, p[0], GRID_ORDER.index(p[1])))]

@@ -57,7 +57,7 @@ CONCENTRATION = 0.5
 # 2-way TVD between a pair's joint distribution and the product of its margins (the error of any
 # mechanism that samples columns independently, whatever the epsilon). Measured as the baseline's
 # 2-way TVD at epsilon 10 on the six shared tables: 0.048-0.084 (fitted: 0.07).
-INDEPENDENCE_PENALTY = 0.07
+INDEPENDENCE_PENALTY = 0.06
 # Fallback for a mechanism with no predictor.
 UNKNOWN_NOTE = "no accuracy model for this mechanism yet: run it on a small budget and check the dashboard"
 
