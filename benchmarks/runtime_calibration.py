@@ -104,15 +104,14 @@ def _work(row: dict) -> float:
 
 
 GRID = ROOT / "docs" / "data" / "benchmarks-grid.jsonl"
-# training rows of each table in the grid run (80% splits; adult.csv whole), as benchmarks.recommend_calibration
-TRAIN_ROWS = {"german_credit": 800, "california_housing_numeric": 16_512, "california_housing": 16_512,
-              "credit_default_taiwan": 24_000, "bank_marketing": 3_616, "adult": 32_561}
 
 
 def grid_rows(mechanisms=("aim",)) -> list[dict]:
     """dpportal's releases in the side-by-side grid run (`python -m benchmarks.pgm_compare --plan grid`):
     one thread each, epsilon 0.1 / 1 / 10, so AIM's budget dependence is in the data. Wall seconds of
     the release (its process), as the calibration's own runs."""
+    from benchmarks.recommend_calibration import ROWS as TRAIN_ROWS  # training rows of each table in the grid run
+
     out = []
     for line in GRID.read_text().splitlines():
         r = json.loads(line) if line.strip() else None
