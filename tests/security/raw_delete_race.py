@@ -43,6 +43,14 @@ def main() -> None:
     owner = make_user("raw-racer", "pw-racer-123", role="steward")
     errors, outcomes, inconsistent = [], {"planned": 0, "plan_refused": 0, "deleted": 0, "delete_refused": 0}, []
     lock = threading.Lock()
+
+    def record(key: str) -> None:
+        """Count an expected outcome; anything else is an error the test reports."""
+        with lock:
+            if key in outcomes:
+                outcomes[key] += 1
+            else:
+                errors.append(key)
     for _ in range(args.rounds):
         dataset = ready_dataset(owner, epsilon_cap="100")
         barrier = threading.Barrier(args.threads + 1)
@@ -58,11 +66,7 @@ def main() -> None:
                 key = f"error: {type(exc).__name__}: {exc}"
             finally:
                 connections.close_all()
-            with lock:
-                if key in outcomes:
-                    outcomes[key] += 1
-                else:
-                    errors.append(key)
+            record(key)
 
         def deleter() -> None:
             try:
@@ -75,11 +79,7 @@ def main() -> None:
                 key = f"error: {type(exc).__name__}: {exc}"
             finally:
                 connections.close_all()
-            with lock:
-                if key in outcomes:
-                    outcomes[key] += 1
-                else:
-                    errors.append(key)
+            record(key)
 
         threads = [threading.Thread(target=planner) for _ in range(args.threads)] + [threading.Thread(target=deleter)]
         for t in threads:
