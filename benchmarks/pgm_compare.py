@@ -4,6 +4,8 @@
     python -m benchmarks.pgm_compare --only adult:1       # one table and epsilon
     python -m benchmarks.pgm_compare --resume             # continue an interrupted run
     python -m benchmarks.pgm_compare --plan grid --name grid   # the goal grid: 6 tables x epsilon 0.1/1/10
+    python -m benchmarks.pgm_compare --plan grid --name grid --resume --only adult:10 --family dpportal
+    python -m benchmarks.pgm_compare --plan grid --name grid --resume --only german_credit:1 --redo aim "aim target"
 
 Each comparison is a GROUP of runs started together, one process per run, each limited to one thread
 (two at a time on a 2-core machine): dpportal's release and the SmartNoise peer it is compared with
@@ -86,6 +88,11 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=2400, help="seconds per peer run")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--family", choices=("dpportal", "smartnoise"),
+                    help="run only this family's runs (e.g. dpportal's where SmartNoise needs more than the timeout)")
+    ap.add_argument("--redo", nargs="*", default=[],
+                    help="with --resume: run these labels again (dpportal's only, e.g. after a change to its "
+                         "defaults); the new rows replace the old ones in the report")
     ap.add_argument("--plan", choices=sorted(PLANS), default="issue",
                     help="issue: the first measurements, ordered by the goals; grid: 6 tables x epsilon 0.1/1/10")
     a = ap.parse_args(argv)
@@ -122,7 +129,10 @@ def main(argv=None) -> int:
                                 "train": str(tr), "test": str(te), "target": target, "rows": n,
                                 "out": str(work / f"{ds}-{label.replace(' ', '_')}-{family}-{eps}.csv"),
                                 "params": params, "timeout": a.timeout, "label": label}
-                        if _key(task) not in done:
+                        if a.family and family != a.family:
+                            continue
+                        redo = family == "dpportal" and label in a.redo
+                        if _key(task) not in done or redo:
                             tasks.append(task)
                     started = time.strftime("%H:%M:%S")
                     for task, fut in [(t, pool.submit(run_task, t)) for t in tasks]:

@@ -92,16 +92,18 @@ def recorded_rows() -> list[dict]:
     baseline are not in the full run; SmartNoise's grid rows are left out: the full run has its own),
     plus the first pgm run's dpportal rows for tables and epsilons the grid run did not measure."""
     rows = list(json.loads(RECORDED.read_text())["results"])
-    grid = []
+    grid: list[dict] = []
     for path in (GRID_RUN, FIRST_PGM_RUN):
         if not path.exists():
             continue
         cells = {(r["dataset"], float(r["epsilon"])) for r in grid}
+        latest: dict[tuple, dict] = {}  # a run redone (pgm_compare --redo) replaces the earlier row
         for line in path.read_text().splitlines():
             r = json.loads(line) if line.strip() else None
             if (r and r.get("family") == "dpportal" and r.get("label") in GRID_LABELS
                     and (path == GRID_RUN or (r["dataset"], float(r["epsilon"])) not in cells)):
-                grid.append({**r, "mechanism": GRID_LABELS[r["label"]]})
+                latest[(r["dataset"], float(r["epsilon"]), r["label"])] = {**r, "mechanism": GRID_LABELS[r["label"]]}
+        grid += latest.values()
     return rows + grid
 
 
@@ -187,7 +189,8 @@ FITS: dict[str, dict[str, list[float]]] = {
     # dpportal's own MST and AIM (the grid run, one repetition per cell)
     "mst": {"MST_GAIN_1WAY": [0.3, 0.4, 0.5, 0.6, 0.8], "MST_GAIN": [0.1, 0.2, 0.3, 0.5],
             "MST_TREE_PENALTY": [0.0, 0.01, 0.02, 0.04], "MST_SAMPLING": [0.1, 0.25, 0.5, 1.0]},
-    "aim": {"AIM_GAIN_1WAY": [0.1, 0.15, 0.2, 0.3, 0.4], "AIM_GAIN": [0.1, 0.15, 0.2, 0.3],
+    "aim": {"AIM_GAIN_1WAY": [0.1, 0.15, 0.2, 0.3, 0.4], "AIM_GAIN_1WAY_START": [0.5, 0.7, 1.0],
+            "AIM_GAIN": [0.1, 0.15, 0.2, 0.3],
             "AIM_PENALTY": [0.0, 0.0025, 0.005, 0.01], "AIM_SAMPLING": [0.1, 0.25, 0.5, 1.0]},
 }
 TINY = 0.005  # measured errors below this are left out of the fit (their ratios are noise)

@@ -112,13 +112,16 @@ def grid_rows(mechanisms=("aim",)) -> list[dict]:
     the release (its process), as the calibration's own runs."""
     from benchmarks.recommend_calibration import ROWS as TRAIN_ROWS  # training rows of each table in the grid run
 
-    out = []
+    out = {}  # a run redone (pgm_compare --redo) replaces the earlier row
     for line in GRID.read_text().splitlines():
         r = json.loads(line) if line.strip() else None
-        if r and r.get("family") == "dpportal" and r.get("label") in mechanisms and r.get("status") == "ok":
-            out.append({"mechanism": r["label"], "dataset": r["dataset"], "n": TRAIN_ROWS[r["dataset"]], "params": {},
-                        "epsilon": float(r["epsilon"]), "delta": DELTA, "seconds": r["seconds"]})
-    return out
+        if r and r.get("family") == "dpportal" and r.get("label") in mechanisms:
+            key = (r["label"], r["dataset"], float(r["epsilon"]))
+            out.pop(key, None)
+            if r.get("status") == "ok":
+                out[key] = {"mechanism": r["label"], "dataset": r["dataset"], "n": TRAIN_ROWS[r["dataset"]],
+                            "params": {}, "epsilon": float(r["epsilon"]), "delta": DELTA, "seconds": r["seconds"]}
+    return list(out.values())
 
 
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:

@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from . import registry
+from . import accounting, registry
 from .schema import Schema
 
 # -- priors (not knowable from public information; values from the shared tables' benchmark) -----------
@@ -307,13 +307,14 @@ SAMPLING_PRIOR = (f"sampling error of n synthetic rows: {CONCENTRATION} x sqrt(c
                   "(columns less spread than uniform)")
 
 
-def _independent_columns(s: Setting, one_way: list[float]) -> Callable[[int, int], float]:
+def _independent_columns(s: Setting, one_way: list[float], sampling: float = 1.0) -> Callable[[int, int], float]:
     """2-way TVD of a mechanism that samples columns independently: noise of both margins, the
-    sampling error over the pair's cells and the independence penalty (a prior)."""
+    sampling error over the pair's cells (x ``sampling``, the share its sampler leaves) and the
+    independence penalty (a prior)."""
     sizes = s.sizes
 
     def two_way(i: int, j: int) -> float:
-        raw = rss(one_way[i] + one_way[j], INDEPENDENCE_PENALTY, sampling_tvd(sizes[i] * sizes[j], s.n))
+        raw = rss(one_way[i] + one_way[j], INDEPENDENCE_PENALTY, sampling * sampling_tvd(sizes[i] * sizes[j], s.n))
         return soft_cap(raw, SATURATION_2WAY)
     return two_way
 
@@ -357,11 +358,11 @@ def predict_baseline(s: Setting, params: dict) -> Errors:
 # density-lp: the LP fits all 1- and 2-way tables jointly, so its error per cell is a fraction of the
 # noise per cell (consistency across the T tables removes part of it). Fitted on the shared tables'
 # benchmark (docs/recommend.md): error = LP_GAIN x noise TVD ^ LP_POWER + LP_FLOOR.
-LP_GAIN = 0.14  # 1-way
-LP_GAIN_2WAY = 0.08  # 2-way cells: the LP's consistency across overlapping tables removes more noise there
-LP_POWER = 0.6
-LP_FLOOR_1WAY = 0.004
-LP_FLOOR_2WAY = 0.04
+LP_GAIN = 0.12  # 1-way
+LP_GAIN_2WAY = 0.1  # 2-way cells: the LP's consistency across overlapping tables removes more noise there
+LP_POWER = 0.5
+LP_FLOOR_1WAY = 0.002
+LP_FLOOR_2WAY = 0.03
 
 
 def predict_density_lp(s: Setting, params: dict) -> Errors:
@@ -379,14 +380,35 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
     def link(raw: float, gain: float, floor: float, sat: float) -> float:
         return soft_cap(gain * raw ** LP_POWER + floor, sat)
 
-    one = [link(noise_tvd(k, b, s.n), LP_GAIN, LP_FLOOR_1WAY, SATURATION_1WAY) for k in sizes]
+    # the LP reweights points drawn from the reference measure: with a product reference (the d noisy
+    # 1-way marginals, split of the budget; what 'auto' picks beyond HISTOGRAM_MAX_CELLS joint cells), once
+    # the LP's own noise swamps a table (noise TVD >= 1: more noise than records) its error there is that
+    # reference's or worse (measured: german_credit at 0.1, Gaussian mode, 2-way 0.55); the floor is
+    # phased in with the noise TVD, so where the LP's tables are informative it corrects the reference
+    from .density_lp import HISTOGRAM_MAX_CELLS  # the mechanism's own rule (imported here: scipy)
+
+    product = split > 0 and (params.get("reference") == "product" or (
+        params.get("reference", "auto") == "auto" and math.prod(sizes) > HISTOGRAM_MAX_CELLS))
+    if product:
+        b_ref, _ = _count_noise(s, params, tables=d, epsilon=split * s.epsilon, rho_share=split)
+        ref = [soft_cap(rss(noise_tvd(k, b_ref, s.n), sampling_tvd(k, s.n)), SATURATION_1WAY) for k in sizes]
+        ref_two = _independent_columns(s, ref)
+
+    def floored(raw: float, lp: float, ref: float) -> float:
+        return lp + min(raw, 1.0) * max(ref - lp, 0.0) if product else lp
+
+    one = [floored(noise_tvd(k, b, s.n), link(noise_tvd(k, b, s.n), LP_GAIN, LP_FLOOR_1WAY, SATURATION_1WAY),
+                   ref[i] if product else 0.0) for i, k in enumerate(sizes)]
 
     def two_way(i: int, j: int) -> float:
         if degree < 2:
             return _independent_columns(s, one)(i, j)
-        return link(noise_tvd(sizes[i] * sizes[j], b, s.n), LP_GAIN_2WAY, LP_FLOOR_2WAY, SATURATION_2WAY)
+        raw = noise_tvd(sizes[i] * sizes[j], b, s.n)
+        lp = link(raw, LP_GAIN_2WAY, LP_FLOOR_2WAY, SATURATION_2WAY)
+        return floored(raw, lp, ref_two(i, j) if product else 0.0)
     return Errors(one, two_way,
-                  modelled=f"{note} on every marginal cell (T = {T} tables)",
+                  modelled=f"{note} on every marginal cell (T = {T} tables)"
+                           + (f"; floored by its product reference ({split:g} of the budget) where that noise swamps" if product else ""),
                   priors=[f"LP consistency gain: error = {LP_GAIN} (1-way) / {LP_GAIN_2WAY} (2-way) x (noise "
                           f"TVD)^{LP_POWER} + floor {LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)",
                           SAT_PRIOR])
@@ -488,29 +510,33 @@ REPLACE_ONE_L2 = math.sqrt(2)
 MST_GAIN_1WAY = 0.5
 MST_GAIN = 0.3
 MST_TREE_PENALTY = 0.02  # pairs off the spanning tree are implied by conditional independence (finding 3)
-AIM_GAIN_1WAY = 0.2
+AIM_GAIN_1WAY = 0.3
 AIM_GAIN = 0.15
-AIM_PENALTY = 0.0  # what AIM's selected marginals leave unexplained
+AIM_GAIN_1WAY_START = 0.7  # 1-way gain when the rounds only measure the 1-way start (T = d; fitted)
+AIM_PENALTY = 0.005  # what AIM's selected marginals leave unexplained
 AIM_ROUNDS_PER_COLUMN = 16  # AIM's default number of rounds T = 16 d
 MST_SAMPLING = 0.5  # share of i.i.d. sampling error left by dpportal's model sampler (randomised rounding)
-AIM_SAMPLING = 0.5
+AIM_SAMPLING = 0.25
 
 
 def _gaussian_errors(s: Setting, sigma: float, gains: tuple[float, float], penalty: float, note: str,
-                     priors: list[str], sampling: float = 1.0) -> Errors:
+                     priors: list[str], sampling: float = 1.0, measured_share: float = 1.0) -> Errors:
     """``sampling``: the share of i.i.d. sampling error left by the mechanism's sampler (dpportal samples
-    the model with randomised rounding and stratified uniforms: far below i.i.d. draws)."""
+    the model with randomised rounding and stratified uniforms: far below i.i.d. draws).
+    ``measured_share``: the share of the pairs the mechanism has the rounds to measure; the others are
+    predicted as independent columns."""
     mean_abs = sigma * math.sqrt(2 / math.pi)
     gain_1way, gain_2way = gains
     one = [soft_cap(rss(gain_1way * noise_tvd(k, mean_abs, s.n), sampling * sampling_tvd(k, s.n)), SATURATION_1WAY)
            for k in s.sizes]
-    independent = _independent_columns(s, one)
+    independent = _independent_columns(s, one, sampling)  # the same sampler
 
     def two_way(i: int, j: int) -> float:
         cells = s.sizes[i] * s.sizes[j]
         measured = soft_cap(rss(gain_2way * noise_tvd(cells, mean_abs, s.n), penalty,
                                 sampling * sampling_tvd(cells, s.n)), SATURATION_2WAY)
-        return min(measured, independent(i, j))
+        alone = independent(i, j)
+        return measured_share * min(measured, alone) + (1 - measured_share) * alone
     return Errors(one, two_way, modelled=note, priors=priors + [
         f"Private-PGM gain {gain_1way:.3g} (1-way) / {gain_2way} (2-way) on the measurement noise, never worse "
         f"than independent columns; sampling error x {sampling}", SAMPLING_PRIOR, SAT_PRIOR])
@@ -546,19 +572,25 @@ def predict_aim(s: Setting, params: dict) -> Errors:
     rho = zcdp_rho(s.epsilon, s.delta)
     if params.get("max_rounds"):
         rounds = int(params["max_rounds"])
-    elif f == REPLACE_ONE_L2:  # dpportal's AIM: fewer rounds when n is small for the budget
-        rounds = default_rounds(s.n, rho, list(s.sizes))
+    elif f == REPLACE_ONE_L2:  # dpportal's AIM: fewer rounds when n is small for the budget, from the
+        # rho its own accountant finds (tighter than this module's conversion): the T the release will use
+        rounds = default_rounds(s.n, accounting.zcdp_rho(s.epsilon, s.delta), list(s.sizes))
     else:  # SmartNoise's: always the paper's 16 d
         rounds = AIM_ROUNDS_PER_COLUMN * s.d
     sigma = f * math.sqrt(rounds / (2 * 0.9 * rho))
     # the 1-way start takes d of the T rounds' budget; only the other rounds can re-measure and so let
-    # the joint estimate reduce the 1-way noise: with T = d (small n for the budget) there is no gain
-    gain_1way = AIM_GAIN_1WAY + (1 - AIM_GAIN_1WAY) * min(1.0, s.d / rounds)
+    # the joint estimate reduce the 1-way noise: with T = d (small n for the budget) the gain is only
+    # that of Private-PGM's projection of one measurement per column (AIM_GAIN_1WAY_START)
+    gain_1way = AIM_GAIN_1WAY + (AIM_GAIN_1WAY_START - AIM_GAIN_1WAY) * min(1.0, s.d / rounds)
+    # each round after the 1-way start measures one marginal: with T - d rounds for P candidate pairs,
+    # at most (T - d) / P of them are measured (T = d: 1-way marginals and the last round only)
+    pairs = max(s.d * (s.d - 1) // 2, 1)
+    share = min(1.0, max(rounds - s.d, 1) / pairs)
     return _gaussian_errors(s, sigma, (gain_1way, AIM_GAIN), AIM_PENALTY,
                             f"Gaussian noise sigma = {sigma:.3g} per measured marginal cell ({rounds} rounds)",
                             [f"unexplained structure {AIM_PENALTY} (gains and penalty fitted on dpportal's AIM "
                              "in the grid run, docs/recommend.md)"],
-                            sampling=AIM_SAMPLING if f == REPLACE_ONE_L2 else 1.0)
+                            sampling=AIM_SAMPLING if f == REPLACE_ONE_L2 else 1.0, measured_share=share)
 
 
 Predictor = Callable[[Setting, dict], "Errors | None"]

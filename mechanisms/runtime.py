@@ -103,16 +103,18 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
 
 
 AIM_RHO_POWER = 0.4  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
+AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.aim.default_rounds)
 
 
 def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: float | None) -> float:
     """AIM's time is mostly compiling one program per model structure (docs/mechanisms/aim.md, "Speed"),
     which grows with the candidates' cells (the workload's marginals of two columns or more, C), with
     the largest column (its cliques dominate the model, k_max) and with the budget (more rounds before
-    it runs out, larger models): ``C sqrt(k_max) rho^0.4``, rho from (epsilon, delta), epsilon 1 and
-    delta 1e-5 when not given."""
+    it runs out, larger models) and with the rounds T (fewer when n is small for the budget):
+    ``C sqrt(k_max) rho^0.4 (T / 16 d)^0.6``, rho from (epsilon, delta), epsilon 1 and delta 1e-5 when
+    not given."""
     from .accounting import zcdp_rho
-    from .aim import candidate_weights, workload_cliques
+    from .aim import ROUNDS_PER_COLUMN, candidate_weights, default_rounds, workload_cliques
 
     names = schema.names
     sizes = dict(zip(names, schema.cell_sizes))
@@ -123,7 +125,10 @@ def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, del
     cliques = candidate_weights(names, workload_cliques(names, workload, target))
     cells = sum(math.prod(sizes[a] for a in c) for c in cliques if len(c) >= 2) or sum(sizes.values())
     rho = zcdp_rho(float(epsilon or 1.0), float(delta or 1e-5))
-    return float(cells * math.sqrt(max(sizes.values(), default=1)) * rho ** AIM_RHO_POWER)
+    paper = ROUNDS_PER_COLUMN * len(names)
+    rounds = int(_param(params, "max_rounds", 0) or 0) or default_rounds(n, rho, list(sizes.values()))
+    share = min(rounds, paper) / max(paper, 1)
+    return float(cells * math.sqrt(max(sizes.values(), default=1)) * rho ** AIM_RHO_POWER * share ** AIM_ROUNDS_POWER)
 
 
 def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = None,

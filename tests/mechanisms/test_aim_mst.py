@@ -214,9 +214,9 @@ def test_aim_rounds_follow_the_paper_unless_the_rows_are_few_for_the_budget():
     rho = accounting.zcdp_rho(0.1, 1e-5)
     assert default_rounds(1_000_000, rho, sizes) == 16 * 20  # the paper's T = 16 d
     assert default_rounds(500, rho, sizes) == 20  # never below d
-    mid = default_rounds(4000, rho, sizes)
+    mid = default_rounds(12_000, rho, sizes)
     assert 20 < mid < 320
-    assert mid == math.floor(0.9 * rho * (4000 / (2 * 5)) ** 2)  # sigma_0 = n / (2 k)
+    assert mid == math.floor(0.9 * rho * (12_000 / (6 * 5)) ** 2)  # sigma_0 = n / (6 k)
     # a fit at small n uses the lowered T: with T = d the 1-way start takes 90% of the budget
     noise = RecordingNoise()
     mech = build("aim", SCHEMA, epsilon=0.1, delta=1e-5, params={"iters": 50, "final_iters": 50}, noise=noise, n=300)

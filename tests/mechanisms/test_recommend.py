@@ -267,3 +267,49 @@ def test_a_plan_the_mechanism_would_refuse_is_predicted_unavailable_with_its_mes
     huge = Schema(columns=tuple(Column(f"col{i}", "categorical", categories=many) for i in range(20)))
     tiny = rec.predict("aim", rec.Setting(huge, 10_000, 1.0, 1e-5), rec.Purpose(), {"max_model_size": 1})
     assert tiny.status == "unavailable" and "max_model_size=1" in tiny.reason
+
+
+def _mean_two_way(errors: "rec.Errors", d: int) -> float:
+    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+    return sum(errors.two_way(i, j) for i, j in pairs) / len(pairs)
+
+
+def test_density_lp_is_floored_by_its_product_reference_only_where_its_noise_swamps_the_tables():
+    """density-lp reweights points drawn from its reference measure (the product of noisy 1-way marginals
+    on wide tables): at german_credit's n and epsilon 0.1 the LP's noise is many times the records, and the
+    prediction is the reference's (measured 2-way 0.55 in the Gaussian mode); at epsilon 10 on adult the
+    LP's tables are informative and it is predicted to correct the reference (measured 0.059 vs the
+    baseline's 0.074). A floor applied everywhere (the broken variant) loses the second."""
+    german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
+    swamped = rec.Setting(german, 800, 0.1, 1e-5)
+    lp = rec.predict_density_lp(swamped, {"noise_type": "gaussian"})
+    assert "floored by its product reference" in lp.modelled
+    assert _mean_two_way(lp, len(german.kept)) > 0.45  # the reference's level, not the LP link's 0.3
+    rich = rec.Setting(ADULT, ADULT_N, 10.0, 0.0)
+    d = len(ADULT.kept)
+    assert _mean_two_way(rec.predict_density_lp(rich, {}), d) < _mean_two_way(rec.predict_baseline(rich, {}), d)
+    assert rec.recommend(ADULT, n=ADULT_N, epsilon=10.0).recommended == "density-lp"
+    # the broken variant: its reference (the product of 1-way marginals at half the budget) is above the
+    # LP's prediction there, so a floor applied everywhere would have lifted density-lp to it
+    reference = rec.predict_baseline(rec.Setting(ADULT, ADULT_N, 5.0, 0.0), {})
+    assert _mean_two_way(reference, d) > _mean_two_way(rec.predict_density_lp(rich, {}), d) + 0.005
+    # uniform reference: nothing to floor by
+    assert "floored" not in rec.predict_density_lp(swamped, {"reference": "uniform"}).modelled
+
+
+def test_aim_with_rounds_for_the_1way_start_only_is_predicted_as_independent_columns():
+    """T = d (n small for the budget): AIM measures its 1-way marginals and one last marginal, so its
+    pairs are predicted as independent columns (with its sampler), not as measured ones; with the
+    paper's 16 d rounds every pair can be measured."""
+    german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
+    d = len(german.kept)
+    s = rec.Setting(german, 800, 1.0, 1e-5)
+    start_only = rec.predict_aim(s, {"max_rounds": d})
+    one = start_only.one_way
+    independent = rec._independent_columns(s, one, rec.AIM_SAMPLING)
+    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+    assert max(abs(start_only.two_way(i, j) - independent(i, j)) for i, j in pairs) < 0.002
+    paper = rec.predict_aim(rec.Setting(german, 800, 10.0, 1e-5), {"max_rounds": 16 * d})
+    alone = rec._independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, rec.AIM_SAMPLING)
+    assert all(paper.two_way(i, j) <= alone(i, j) for i, j in pairs)
+    assert _mean_two_way(paper, d) < 0.7 * sum(alone(i, j) for i, j in pairs) / len(pairs)
