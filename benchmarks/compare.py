@@ -96,7 +96,7 @@ def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
 
 
 def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int, out: Path, params: dict,
-                 target: str | None = None) -> dict:
+                 target: str | None = None, timeout: int = 1800) -> dict:
     cls = registry.get(mech)
     params = dict(params)
     if target is not None:
@@ -108,7 +108,7 @@ def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int
         cmd += ["--delta", str(DELTA)]
     for k, v in params.items():
         cmd += ["--param", f"{k}={v}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["failed"])[-1])
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -150,7 +150,8 @@ def run_task(task: dict) -> dict:
             if missing:
                 row["status"] = "n/a: " + ", ".join(sorted(missing)) + " columns unsupported"
                 return row
-            info = run_dpportal(name, tr, Path(task["schema"]), eps, task["rows"], out, task["params"], target)
+            info = run_dpportal(name, tr, Path(task["schema"]), eps, task["rows"], out, task["params"], target,
+                                timeout=task.get("dpportal_timeout", 1800))
         else:
             info = run_peer(name, schema, tr, eps, task["rows"], out, task["timeout"])
         if ds not in _TABLES:

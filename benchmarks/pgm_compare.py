@@ -5,6 +5,7 @@
     python -m benchmarks.pgm_compare --resume             # continue an interrupted run
     python -m benchmarks.pgm_compare --plan grid --name grid   # the goal grid: 6 tables x epsilon 0.1/1/10
     python -m benchmarks.pgm_compare --plan grid --name grid --resume --only adult:10 --family dpportal
+    python -m benchmarks.pgm_compare --plan grid --name grid --resume --only credit_default_taiwan:10 --labels mst
     python -m benchmarks.pgm_compare --plan grid --name grid --resume --only german_credit:1 --redo aim "aim target"
 
 Each comparison is a GROUP of runs started together, one process per run, each limited to one thread
@@ -86,10 +87,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="DATASET:EPSILON pairs to run (default: the whole plan)")
     ap.add_argument("--name", default="pgm")
     ap.add_argument("--timeout", type=int, default=2400, help="seconds per peer run")
+    ap.add_argument("--dpportal-timeout", type=int, default=1800, help="seconds per dpportal run")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--family", choices=("dpportal", "smartnoise"),
                     help="run only this family's runs (e.g. dpportal's where SmartNoise needs more than the timeout)")
+    ap.add_argument("--labels", nargs="*", help="run only these labels (e.g. mst \"baseline gaussian\")")
     ap.add_argument("--redo", nargs="*", default=[],
                     help="with --resume: run these labels again (dpportal's only, e.g. after a change to its "
                          "defaults); the new rows replace the old ones in the report")
@@ -128,8 +131,9 @@ def main(argv=None) -> int:
                                 "phase": "pgm", "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"),
                                 "train": str(tr), "test": str(te), "target": target, "rows": n,
                                 "out": str(work / f"{ds}-{label.replace(' ', '_')}-{family}-{eps}.csv"),
-                                "params": params, "timeout": a.timeout, "label": label}
-                        if a.family and family != a.family:
+                                "params": params, "timeout": a.timeout, "label": label,
+                                "dpportal_timeout": a.dpportal_timeout}
+                        if (a.family and family != a.family) or (a.labels and label not in a.labels):
                             continue
                         redo = family == "dpportal" and label in a.redo
                         if _key(task) not in done or redo:
@@ -165,7 +169,14 @@ def write_report(name: str, rows: list[dict], command: str) -> None:
                      f"{f('peak_rss_mib', 0)} | "
                      f"{r.get('started', '')} |")
     lines += grid_summary(rows)
-    (ROOT / "docs" / f"benchmarks-{name}.md").write_text("\n".join(lines) + "\n")
+    doc = ROOT / "docs" / f"benchmarks-{name}.md"
+    if doc.exists() and NOTES_END in doc.read_text():  # a hand-written account of the run stays on top
+        notes = doc.read_text().split(NOTES_END)[0]
+        lines = [notes + NOTES_END, ""] + lines[4:]  # the notes replace the title and the generic paragraph
+    doc.write_text("\n".join(lines) + "\n")
+
+
+NOTES_END = "<!-- end of notes: the rest is written by benchmarks/pgm_compare.py -->"
 
 
 def _timeout_seconds(row: dict) -> float | None:

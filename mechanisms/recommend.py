@@ -515,7 +515,7 @@ AIM_GAIN = 0.15
 AIM_GAIN_1WAY_START = 0.7  # 1-way gain when the rounds only measure the 1-way start (T = d; fitted)
 AIM_PENALTY = 0.005  # what AIM's selected marginals leave unexplained
 AIM_ROUNDS_PER_COLUMN = 16  # AIM's default number of rounds T = 16 d
-MST_SAMPLING = 0.5  # share of i.i.d. sampling error left by dpportal's model sampler (randomised rounding)
+MST_SAMPLING = 1.0  # share of i.i.d. sampling error left by dpportal's model sampler (randomised rounding)
 AIM_SAMPLING = 0.25
 
 
