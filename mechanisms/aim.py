@@ -48,7 +48,7 @@ import pandas as pd
 from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from .base import Mechanism, ParamSpec
 from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, Measurement, Measurements, ModelTables,
-                  candidate_marginals, estimate, load_mbi, measure, model_size_mb, rho_of_measurement,
+                  candidate_marginals, estimate, load_mbi, measure, model_size_mb, release_programs, rho_of_measurement,
                   sigma_for_rho)
 from .schema import Schema, TableSource
 
@@ -218,6 +218,7 @@ class AIM(Mechanism):
         self.progress(0.995, "final estimate")
         model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
         self.model = ModelTables.from_model(mbi, model, names, sizes)
+        release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
 
     @staticmethod

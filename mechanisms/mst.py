@@ -42,7 +42,7 @@ import pandas as pd
 from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from .base import Mechanism, ParamSpec
 from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
-                  estimate, load_mbi, measure, rho_of_measurement, sigma_for_rho)
+                  estimate, load_mbi, measure, release_programs, rho_of_measurement, sigma_for_rho)
 from .schema import TableSource
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged
@@ -158,6 +158,7 @@ class MST(Mechanism):
         self.progress(0.55, "estimating the graphical model (Private-PGM)")
         model = estimate(mbi, comp.sizes, names, log, total=n, iters=self.params["iters"])
         self.model = ModelTables.from_model(mbi, model, names, comp.sizes)
+        release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
 
     def _compressed_size(self, j: int) -> int:

@@ -224,3 +224,17 @@ def test_aim_rounds_follow_the_paper_unless_the_rows_are_few_for_the_budget():
     assert default_rounds(300, accounting.zcdp_rho(0.1, 1e-5), SCHEMA.cell_sizes) == 4
     assert len(mech.selected) <= 2  # the initialisation + at most the last round
     assert math.fsum(noise.costs) == pytest.approx(accounting.zcdp_rho(0.1, 1e-5), rel=1e-3)
+
+
+def test_a_fit_leaves_no_compiled_program_behind():
+    """A worker runs many jobs: after AIM's or MST's fit the estimation programs (one per model structure,
+    never reused by another job) are dropped and the freed heap is given back (pgm.release_programs)."""
+    from mechanisms import pgm
+
+    for name in ("aim", "mst"):
+        mech = build(name, SCHEMA, epsilon=1.0, delta=1e-5, params={"iters": 50, "final_iters": 50} if name == "aim"
+                     else {"iters": 100}, noise=RecordingNoise(), n=300)
+        mech.fit(TableSource.from_frame(SCHEMA, _raw(300)))
+        assert "structure" not in pgm._COMPILED
+        assert pgm._COMPILED["run"]._cache_size() == 0
+    pgm.release_freed_memory()  # callable again at any time (a no-op where the C library has no malloc_trim)

@@ -40,13 +40,13 @@ def test_the_fit_notices_a_broken_prior(means):
 
 def test_the_goal_table_compares_the_recommendation_with_the_best_measured(means):
     rows = cal.goal_rows(means, cal.ROWS)
-    # 6 tables x 3 epsilons explore + 5 labelled tables x 3 epsilons ml = 33, less the 4 where the recommended
-    # mechanism (AIM) was not measured: adult and credit_default_taiwan at epsilon 10, both purposes
-    assert len(rows) == 29
+    # 6 tables x 3 epsilons explore + 5 labelled tables x 3 epsilons ml = 33, less the 2 where the recommended
+    # mechanism (AIM) was not measured: credit_default_taiwan at epsilon 10, both purposes (more than 30 min)
+    assert len(rows) == 31
     assert not any(r["near_uniform_recommended"] for r in rows)
-    # the goal is 90%; measured 25 of 29 (86%: docs/recommend.md lists the four misses). A guard
-    # against regressions of the recommendation, not a claim that the goal is met.
-    assert sum(r["ok_all"] for r in rows) >= 25
+    # the goal is 90%: measured 28 of 31 (docs/recommend.md lists the three misses: a near tie sent to
+    # the faster MST on adult at 0.1, and two german_credit ml cells where every TSTR is near chance)
+    assert sum(r["ok_all"] for r in rows) >= 28
 
 
 def test_near_uniform_output_in_the_recorded_run_was_predicted(means):
