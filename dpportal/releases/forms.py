@@ -91,8 +91,12 @@ class ReleaseForm(forms.Form):
             takes_delta = cls is not None and (cls.needs_delta or "gaussian" in assumed.values())
             if takes_delta and guide["delta"] > 0 and guide.get("delta_given"):  # else the form's own suggestion
                 self.fields["delta"].initial = f"{guide['delta']:g}"
-            elif takes_delta and not cls.needs_delta and self.n_rows:  # a Gaussian mode was assumed
-                self.fields["delta"].initial = suggested_delta(self.n_rows)
+            elif takes_delta and self.n_rows:  # the suggestion, never above the delta the guide planned with
+                # (by default the dataset's remaining delta: a suggestion above it would be refused on submit)
+                suggested = suggested_delta(self.n_rows)
+                planned = float(guide["delta"])
+                self.fields["delta"].initial = (suggested if planned <= 0 or float(suggested) <= planned
+                                                else f"{planned:g}")
         for key, value in assumed.items():
             if PARAM_PREFIX + key in self.fields:
                 self.fields[PARAM_PREFIX + key].initial = value

@@ -112,3 +112,24 @@ def test_a_numeric_target_is_refused_by_the_param_spec():
     spec = next(s for s in DPMERF.params if s.name == "target")
     with pytest.raises(ValueError, match="target must be a categorical column, got target='age' of kind 'integer'"):
         spec.coerce("age", Schema.from_dict(SMALL_SCHEMA))
+
+
+def test_the_prefilled_delta_never_exceeds_the_delta_the_guide_planned_with():
+    """A tiny table (n = 6) suggests delta 1e-2 (< 1/(10 n)), but a budget with 1e-5 of delta left would
+    refuse it on submit: the form pre-fills the smaller of the two (the browser walk caught it when the
+    recommendation became density-lp's Gaussian mode on a 6-row table)."""
+    from dpportal.releases.forms import ReleaseForm
+    from mechanisms.schema import Schema
+
+    schema = Schema.from_dict(SMALL_SCHEMA)
+    guide = {"epsilon": 1.0, "delta": 1e-5, "delta_given": False, "purpose": "explore",
+             "mechanisms": [{"mechanism": "baseline", "params": {"noise_type": "gaussian"}, "status": "recommended"}]}
+    form = ReleaseForm(mechanism_cls=registry.get("baseline"), schema=schema, n_rows=6)
+    form.apply_guide(guide)
+    assert form.fields["delta"].initial == "1e-05"
+    big = ReleaseForm(mechanism_cls=registry.get("baseline"), schema=schema, n_rows=1_000_000)
+    big.apply_guide(guide)
+    assert big.fields["delta"].initial == "1e-7"  # the suggestion, below what the guide planned with
+    given = ReleaseForm(mechanism_cls=registry.get("baseline"), schema=schema, n_rows=6)
+    given.apply_guide({**guide, "delta_given": True})
+    assert given.fields["delta"].initial == "1e-05"  # typed by the steward in the purpose step
