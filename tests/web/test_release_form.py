@@ -87,8 +87,15 @@ def test_a_parameter_out_of_range_is_named(world):
 def test_dpmerf_prefills_a_usable_delta_and_offers_only_categorical_targets(world):
     page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/",
                                          {"mechanism": "dpmerf"}).content.decode()
-    n = world.dataset.n_rows  # 6 rows: 1/(10 n) = 1/60 -> 1e-2
-    assert n == 6 and 'name="delta" value="1e-2"' in page
+    import re
+
+    n = world.dataset.n_rows  # 6 rows: 1/(10 n) = 1/60 -> 1e-2, unless the budget has less delta left
+    prefilled = float(re.search(r'name="delta" value="([^"]+)"', page).group(1))
+    from dpportal.ledger.services import remaining
+
+    left = remaining(world.dataset)["delta"]["remaining"]
+    assert n == 6 and 0 < prefilled <= 1e-2
+    assert prefilled <= float(left)  # a pre-filled delta the ledger would refuse is no help
     target = page[page.index('name="param_target"'):page.index("</select>", page.index('name="param_target"'))]
     assert '<option value="city">' in target
     assert '"age"' not in target and '"income"' not in target  # numeric columns are no labels
