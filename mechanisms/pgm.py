@@ -225,7 +225,7 @@ def release_freed_memory() -> None:
     elsewhere). XLA's compiler allocates and frees a few hundred MiB per program; glibc keeps the freed
     pages, so without this a job's resident memory ratchets up with every model structure and a worker
     keeps it after the job. Measured on credit_default_taiwan at epsilon 0.1 (AIM, one thread): peak
-    RSS 667 -> 539 MiB; after the fit, 596 -> 399 MiB (docs/mechanisms/aim.md, "Memory")."""
+    RSS 667 -> 525-592 MiB, resident after the fit 596 -> about 490 MiB (docs/mechanisms/aim.md, "Memory")."""
     if not _LIBC:
         try:
             import ctypes

@@ -397,8 +397,9 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
     def floored(raw: float, lp: float, ref: float) -> float:
         return lp + min(raw, 1.0) * max(ref - lp, 0.0) if product else lp
 
-    one = [floored(noise_tvd(k, b, s.n), link(noise_tvd(k, b, s.n), LP_GAIN, LP_FLOOR_1WAY, SATURATION_1WAY),
-                   ref[i] if product else 0.0) for i, k in enumerate(sizes)]
+    raw_one = [noise_tvd(k, b, s.n) for k in sizes]
+    one = [floored(raw, link(raw, LP_GAIN, LP_FLOOR_1WAY, SATURATION_1WAY), ref[i] if product else 0.0)
+           for i, raw in enumerate(raw_one)]
 
     def two_way(i: int, j: int) -> float:
         if degree < 2:
