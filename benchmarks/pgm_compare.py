@@ -82,6 +82,18 @@ def _key(row: dict) -> tuple:
     return row["dataset"], float(row["epsilon"]), row["label"], row["family"]
 
 
+def latest_rows(path: Path) -> list[dict]:
+    """A run log's rows, the latest per (dataset, epsilon, label, family): a run redone (``--redo``, or a
+    timed-out run tried again) replaces the earlier row. Used by this report and by the calibrations that
+    read the grid (benchmarks/recommend_calibration.py, benchmarks/runtime_calibration.py)."""
+    latest = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            latest[_key(row)] = row
+    return list(latest.values())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", help="DATASET:EPSILON pairs to run (default: the whole plan)")
@@ -103,7 +115,7 @@ def main(argv=None) -> int:
     log = OUT / f"pgm-{a.name}.jsonl"
     done = {}
     if (a.resume or a.report_only) and log.exists():
-        done = {_key(r): r for r in map(json.loads, log.read_text().splitlines()) if r}
+        done = {_key(r): r for r in latest_rows(log)}
     elif log.exists():
         log.unlink()
     if not a.report_only:
@@ -170,8 +182,9 @@ def write_report(name: str, rows: list[dict], command: str) -> None:
                      f"{r.get('started', '')} |")
     lines += grid_summary(rows)
     doc = ROOT / "docs" / f"benchmarks-{name}.md"
-    if doc.exists() and NOTES_END in doc.read_text():  # a hand-written account of the run stays on top
-        notes = doc.read_text().split(NOTES_END)[0]
+    old = doc.read_text() if doc.exists() else ""
+    if NOTES_END in old:  # a hand-written account of the run stays on top
+        notes = old.split(NOTES_END)[0]
         lines = [notes + NOTES_END, ""] + lines[4:]  # the notes replace the title and the generic paragraph
     doc.write_text("\n".join(lines) + "\n")
 

@@ -112,16 +112,12 @@ def grid_rows(mechanisms=("aim",)) -> list[dict]:
     the release (its process), as the calibration's own runs."""
     from benchmarks.recommend_calibration import ROWS as TRAIN_ROWS  # training rows of each table in the grid run
 
-    out = {}  # a run redone (pgm_compare --redo) replaces the earlier row
-    for line in GRID.read_text().splitlines():
-        r = json.loads(line) if line.strip() else None
-        if r and r.get("family") == "dpportal" and r.get("label") in mechanisms:
-            key = (r["label"], r["dataset"], float(r["epsilon"]))
-            out.pop(key, None)
-            if r.get("status") == "ok":
-                out[key] = {"mechanism": r["label"], "dataset": r["dataset"], "n": TRAIN_ROWS[r["dataset"]],
-                            "params": {}, "epsilon": float(r["epsilon"]), "delta": DELTA, "seconds": r["seconds"]}
-    return list(out.values())
+    from benchmarks.pgm_compare import latest_rows  # a run redone replaces the earlier row
+
+    return [{"mechanism": r["label"], "dataset": r["dataset"], "n": TRAIN_ROWS[r["dataset"]], "params": {},
+             "epsilon": float(r["epsilon"]), "delta": DELTA, "seconds": r["seconds"]}
+            for r in latest_rows(GRID)
+            if r.get("family") == "dpportal" and r.get("label") in mechanisms and r.get("status") == "ok"]
 
 
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
