@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-pgm bench-pgm-grid bench-venv bench-scale venv clean audit
+.PHONY: run test test-fast bench bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -53,10 +53,15 @@ bench-pgm: venv bench-venv
 bench-pgm-grid: venv bench-venv
 	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
 
+# the grid's closest AIM comparisons, 5 repetitions each (about 20 min) -> docs/benchmarks-repeat.md
+bench-pgm-repeat: venv bench-venv
+	$(PY) -m benchmarks.pgm_repeat
+
 bench: venv bench-venv
 	$(PY) -m benchmarks.compare --jobs 2
 	$(PY) -m benchmarks.pgm_compare
 	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
+	$(PY) -m benchmarks.pgm_repeat
 	$(PY) -m benchmarks.kdtree_perf
 	$(PY) -m benchmarks.kdtree_figures
 	$(PY) -m benchmarks.kdtree_classification

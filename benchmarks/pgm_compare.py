@@ -7,6 +7,7 @@
     python -m benchmarks.pgm_compare --plan grid --name grid --resume --only adult:10 --family dpportal
     python -m benchmarks.pgm_compare --plan grid --name grid --resume --only credit_default_taiwan:10 --labels mst
     python -m benchmarks.pgm_compare --plan grid --name grid --resume --only german_credit:1 --redo aim "aim target"
+    python -m benchmarks.pgm_compare --plan grid --name grid --resume --only adult:0.1 --labels aim --redo aim --redo-peers
 
 Each comparison is a GROUP of runs started together, one process per run, each limited to one thread
 (two at a time on a 2-core machine): dpportal's release and the SmartNoise peer it is compared with
@@ -108,6 +109,9 @@ def main(argv=None) -> int:
     ap.add_argument("--redo", nargs="*", default=[],
                     help="with --resume: run these labels again (dpportal's only, e.g. after a change to its "
                          "defaults); the new rows replace the old ones in the report")
+    ap.add_argument("--redo-peers", action="store_true",
+                    help="with --redo: run the SmartNoise runs of the same groups again too, so that the redone "
+                         "comparison is again side by side (same load, same moment)")
     ap.add_argument("--plan", choices=sorted(PLANS), default="issue",
                     help="issue: the first measurements, ordered by the goals; grid: 6 tables x epsilon 0.1/1/10")
     a = ap.parse_args(argv)
@@ -147,7 +151,7 @@ def main(argv=None) -> int:
                                 "dpportal_timeout": a.dpportal_timeout}
                         if (a.family and family != a.family) or (a.labels and label not in a.labels):
                             continue
-                        redo = family == "dpportal" and label in a.redo
+                        redo = label in a.redo and (family == "dpportal" or a.redo_peers)
                         if _key(task) not in done or redo:
                             tasks.append(task)
                     started = time.strftime("%H:%M:%S")

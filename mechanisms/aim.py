@@ -128,8 +128,10 @@ class AIM(Mechanism):
         ParamSpec("iters", "int", 250, "Mirror-descent iterations of each round's model estimate, warm-started "
                   "from the previous round (no privacy cost): more fits the noisy marginals more closely and "
                   "takes longer", 50, 100_000),
-        ParamSpec("final_iters", "int", 1000, "Mirror-descent iterations of the final estimate that the synthetic "
-                  "rows are drawn from (no privacy cost)", 50, 100_000),
+        ParamSpec("final_iters", "int", 500, "Mirror-descent iterations of the final estimate that the synthetic "
+                  "rows are drawn from, warm-started from the last round's (no privacy cost). 500 instead of the "
+                  "reference's 1000: at epsilon 10 on california_housing 1000 took 116 s of a 400 s release for "
+                  "0.9% lower 2-way TVD (docs/mechanisms/aim.md)", 50, 100_000),
     )
 
     def __init__(self, schema: Schema, **kw):

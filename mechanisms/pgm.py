@@ -163,26 +163,46 @@ _COMPILED = {}
 
 
 def _compiled_estimate(mbi):
-    """Private-PGM's MirrorDescent (its ``_init``, ``_step`` and ``_finalize``, unchanged) compiled as ONE
-    program per model structure. mbi's own ``estimate`` runs the set-up and finishing steps op by op,
-    and JAX compiles every op anew for every new shape: about 60 small compilations per AIM round plus
-    three programs, most of AIM's time. One program per structure is measured in docs/mechanisms/aim.md."""
+    """Private-PGM's MirrorDescent with its Armijo line search (mbi's ``_init``/``_step``/``_finalize``
+    arithmetic, its marginal oracle and loss), compiled as ONE program per model structure, and with
+    the marginals it already has carried from step to step.
+
+    mbi's own ``estimate`` runs the set-up and finishing steps op by op, and JAX compiles every op anew
+    for every new shape: about 60 small compilations per AIM round plus three programs, most of AIM's
+    time (docs/mechanisms/aim.md). And mbi's ``_step`` starts every step by computing the marginals of
+    the current potentials, which the previous step has just computed: the trial point's marginals mu2
+    when its step was accepted (the potentials became theta2), the step's own mu when it was not (the
+    potentials did not move). Carrying them does one message-passing pass per step instead of two
+    (``_finalize``'s pass is the carried marginals too) and gives the same iterates: the loss, the
+    gradient, the sufficient-decrease test and the step sizes are mbi's, on the same marginals
+    (tests/mechanisms/test_pgm.py compares with mbi's ``estimate``)."""
     if "run" not in _COMPILED:
         import jax
         import jax.numpy as jnp
 
-        from mbi.estimation import MirrorDescentState, _extract_potentials
+        from mbi.estimation import _extract_potentials
+
+        def select(cond, a, b):
+            return jax.tree_util.tree_map(lambda x, y: jnp.where(cond, x, y), a, b)
 
         @jax.jit(static_argnames=("estimator", "domain"))
         def run(estimator, domain, loss_fn, known_total, warm, iters):
-            # mbi's _init, less the marginals and loss it evaluates for callbacks: _step recomputes the
-            # marginals from the potentials first and never reads the stored ones, so they are omitted
-            # (the potentials stand in, same structure) and the program holds one message-passing pass fewer
+            oracle = estimator._oracle(loss_fn.cliques, domain)
             potentials = _extract_potentials(warm, domain, loss_fn.cliques)
             alpha = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's initial Armijo step
-            state = MirrorDescentState(potentials, potentials, alpha, jnp.asarray(0.0))
-            state = jax.lax.fori_loop(0, iters, lambda _, s: estimator._step(s, loss_fn, known_total), state)
-            return estimator._finalize(state, known_total)
+
+            def step(_, state):
+                mu, theta, alpha = state
+                loss, grad = jax.value_and_grad(loss_fn)(mu)
+                theta2 = theta - alpha * grad
+                mu2 = oracle(theta2, known_total)
+                accept = loss - loss_fn(mu2) >= 0.5 * alpha * grad.dot(mu - mu2)
+                return (select(accept, mu2, mu), select(accept, theta2, theta),
+                        jax.lax.select(accept, 1.01 * alpha, 0.5 * alpha))
+
+            mu, theta, _ = jax.lax.fori_loop(0, iters, step, (oracle(potentials, known_total), potentials,
+                                                             jnp.asarray(alpha, dtype=jnp.float64)))
+            return mbi.MarkovRandomField(potentials=theta, marginals=mu, total=known_total)
 
         _COMPILED["run"] = run
         _COMPILED["estimator"] = mbi.estimation.MirrorDescent()
