@@ -83,7 +83,8 @@ def main(argv=None) -> int:
                         print(json.dumps(row), flush=True)
         RAW.write_text(log.read_text())
     write_report([r for r in done.values() if (r["dataset"], float(r["epsilon"])) in set(cells)],
-                 " ".join(["python -m benchmarks.pgm_repeat", *(argv if argv is not None else sys.argv[1:])]))
+                 " ".join(["python -m benchmarks.pgm_repeat",
+                           *(x for x in (argv if argv is not None else sys.argv[1:]) if x != "--report-only")]))
     return 0
 
 

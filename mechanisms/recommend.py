@@ -53,7 +53,7 @@ SATURATION_1WAY = 0.5
 SATURATION_2WAY = 0.7
 # Real columns are not spread evenly over their public cells: the sampling error of n synthetic rows
 # over K cells is taken as CONCENTRATION x its value for uniform shares, sqrt(K / (2 pi n)) (fitted).
-CONCENTRATION = 0.5
+CONCENTRATION = 0.6
 # 2-way TVD between a pair's joint distribution and the product of its margins (the error of any
 # mechanism that samples columns independently, whatever the epsilon). Measured as the baseline's
 # 2-way TVD at epsilon 10 on the six shared tables: 0.048-0.084 (fitted: 0.07).
@@ -287,14 +287,22 @@ def rss(*parts: float) -> float:
     return math.sqrt(sum(p * p for p in parts))
 
 
+@functools.lru_cache(maxsize=4096)
 def zcdp_rho(epsilon: float, delta: float) -> float:
-    """rho-zCDP that converts to (epsilon, delta) by eps = rho + 2 sqrt(rho log(1/delta)) (Bun &
-    Steinke 2016, Prop. 1.3). A prediction only: the mechanisms' own accountants may be tighter."""
+    """The rho-zCDP a Gaussian mechanism gets for (epsilon, delta): the mechanisms' own conversion
+    (:func:`mechanisms.accounting.zcdp_rho`, Canonne, Kamath & Steinke 2020), so a prediction's noise is
+    the release's. (Until the fifth session this was Bun & Steinke's eps = rho + 2 sqrt(rho log(1/delta)),
+    which gives half the rho at epsilon 0.1 and delta 1e-5: Gaussian-mode predictions were 1.4x the noise
+    the release adds.)"""
     if delta <= 0:
         raise ValueError("a Gaussian mechanism needs delta > 0")
-    L = math.log(1.0 / delta)
-    x = -math.sqrt(L) + math.sqrt(L + epsilon)
-    return x * x
+    return accounting.zcdp_rho(epsilon, delta)
+
+
+@functools.lru_cache(maxsize=4096)
+def gaussian_rdp_sigma(epsilon: float, delta: float, count: int) -> float:
+    """DP-MERF's noise multiplier: its own RDP calibration (accounting.calibrate_gaussian_rdp)."""
+    return accounting.calibrate_gaussian_rdp(epsilon, delta, count=count)
 
 
 def _mean(xs: Iterable[float]) -> float:
@@ -358,7 +366,7 @@ def predict_baseline(s: Setting, params: dict) -> Errors:
 # density-lp: the LP fits all 1- and 2-way tables jointly, so its error per cell is a fraction of the
 # noise per cell (consistency across the T tables removes part of it). Fitted on the shared tables'
 # benchmark (docs/recommend.md): error = LP_GAIN x noise TVD ^ LP_POWER + LP_FLOOR.
-LP_GAIN = 0.12  # 1-way
+LP_GAIN = 0.14  # 1-way
 LP_GAIN_2WAY = 0.1  # 2-way cells: the LP's consistency across overlapping tables removes more noise there
 LP_POWER = 0.5
 LP_FLOOR_1WAY = 0.002
@@ -420,7 +428,7 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
 # no noise (measured 0.04-0.13 1-way at epsilon 10: model capacity, not privacy), larger when most
 # columns are numeric (random Fourier features of many numeric columns); 2-way errors are a fixed
 # multiple of 1-way ones (fitted: 2.2).
-MERF_GAIN_1WAY = 0.2
+MERF_GAIN_1WAY = 0.25
 MERF_POWER = 0.8
 MERF_FLOOR_1WAY = 0.0
 MERF_NUMERIC_1WAY = 0.12
@@ -429,10 +437,9 @@ MERF_2WAY_RATIO = 2.2
 
 def predict_dpmerf(s: Setting, params: dict) -> Errors:
     """Gaussian noise of std sigma x Delta on each of D embedding coordinates, Delta = 2 sqrt(2)/n
-    (mixed) or 2/n; sigma from the zCDP budget of two releases (labelled) or one."""
+    (mixed) or 2/n; sigma DP-MERF's own RDP calibration for two releases (labelled) or one."""
     labelled = params.get("target") is not None
-    rho = zcdp_rho(s.epsilon, s.delta)
-    sigma = math.sqrt((2 if labelled else 1) / (2 * rho))
+    sigma = gaussian_rdp_sigma(s.epsilon, s.delta, 2 if labelled else 1)
     kinds = {c.is_numeric for c in s.schema.kept}
     delta_mu = (2 * math.sqrt(2) if len(kinds) == 2 else 2) / s.n
     D = int(params.get("features") or 1000)
@@ -442,7 +449,7 @@ def predict_dpmerf(s: Setting, params: dict) -> Errors:
     one = [soft_cap(raw, SATURATION_1WAY)] * s.d
     two = soft_cap(MERF_2WAY_RATIO * raw, SATURATION_2WAY)
     return Errors(one, lambda i, j: two,
-                  modelled=f"Gaussian noise multiplier {sigma:.3g} (zCDP approximation) on a {D}-feature "
+                  modelled=f"Gaussian noise multiplier {sigma:.3g} (its RDP calibration) on a {D}-feature "
                            f"embedding: noise/signal {x:.3g}",
                   priors=[f"generator error with no noise {MERF_FLOOR_1WAY} + {MERF_NUMERIC_1WAY} x the numeric "
                           f"share of the columns; link {MERF_GAIN_1WAY} x (noise/signal)^{MERF_POWER}; 2-way = "
@@ -508,10 +515,10 @@ REPLACE_ONE_L2 = math.sqrt(2)
 # measurement noise (gain) plus what the model leaves unexplained (penalty), but never worse than the
 # independent model the estimate falls back to when a pair is swamped by noise (measured: at epsilon 0.1
 # the 2-way TVD of MST and AIM is that of the independent Gaussian baseline or better).
-MST_GAIN_1WAY = 0.5
+MST_GAIN_1WAY = 0.6
 MST_GAIN = 0.3
 MST_TREE_PENALTY = 0.02  # pairs off the spanning tree are implied by conditional independence (finding 3)
-AIM_GAIN_1WAY = 0.3
+AIM_GAIN_1WAY = 0.4
 AIM_GAIN = 0.15
 AIM_GAIN_1WAY_START = 0.7  # 1-way gain when the rounds only measure the 1-way start (T = d; fitted)
 AIM_PENALTY = 0.005  # what AIM's selected marginals leave unexplained
@@ -521,9 +528,9 @@ AIM_SAMPLING = 0.25
 # On 1-way marginals the sampler leaves far less: the first column is drawn by randomised rounding (each
 # count within 1 of the model's) and every other column by stratified uniforms within each configuration
 # of its sampled parents (counts within 1 per configuration), so a column's counts follow the model's to
-# rounding, not to i.i.d. sampling error (pgm.ModelTables.sample). Measured on the sampler, not fitted: 0.056-
-# 0.216 of sampling_tvd on four chain models shaped like the shared tables (tests/mechanisms/test_pgm.py)
-PGM_SAMPLING_1WAY = 0.12
+# rounding, not to i.i.d. sampling error (pgm.ModelTables.sample). Measured on the sampler, not fitted: 0.047-
+# 0.18 of sampling_tvd on four chain models shaped like the shared tables (tests/mechanisms/test_pgm.py)
+PGM_SAMPLING_1WAY = 0.1
 
 
 def _gaussian_errors(s: Setting, sigma: float, gains: tuple[float, float], penalty: float, note: str,
@@ -582,9 +589,9 @@ def predict_aim(s: Setting, params: dict) -> Errors:
     rho = zcdp_rho(s.epsilon, s.delta)
     if params.get("max_rounds"):
         rounds = int(params["max_rounds"])
-    elif f == REPLACE_ONE_L2:  # dpportal's AIM: fewer rounds when n is small for the budget, from the
-        # rho its own accountant finds (tighter than this module's conversion): the T the release will use
-        rounds = default_rounds(s.n, accounting.zcdp_rho(s.epsilon, s.delta), list(s.sizes))
+    elif f == REPLACE_ONE_L2:  # dpportal's AIM: fewer rounds when n is small for the budget: the T the
+        # release will use
+        rounds = default_rounds(s.n, rho, list(s.sizes))
     else:  # SmartNoise's: always the paper's 16 d
         rounds = AIM_ROUNDS_PER_COLUMN * s.d
     sigma = f * math.sqrt(rounds / (2 * 0.9 * rho))
