@@ -95,6 +95,16 @@ def latest_rows(path: Path) -> list[dict]:
     return list(latest.values())
 
 
+def pgm_task(ds: str, family: str, mech: str, eps: float, params: dict, *, split: tuple, out: Path,
+             timeout: int, dpportal_timeout: int, rep: int = 0, **extra) -> dict:
+    """One run for ``benchmarks.compare.run_task``: ``split`` = (train CSV, test CSV, target, n)."""
+    tr, te, target, n = split
+    return {"dataset": ds, "family": family, "mechanism": mech, "epsilon": eps, "rep": rep, "phase": "pgm",
+            "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr), "test": str(te),
+            "target": target, "rows": n, "out": str(out), "params": params, "timeout": timeout,
+            "dpportal_timeout": dpportal_timeout, **extra}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", help="DATASET:EPSILON pairs to run (default: the whole plan)")
@@ -143,12 +153,9 @@ def main(argv=None) -> int:
                             if target is None:
                                 continue
                             params["target"] = target
-                        task = {"dataset": ds, "family": family, "mechanism": mech, "epsilon": eps, "rep": 0,
-                                "phase": "pgm", "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"),
-                                "train": str(tr), "test": str(te), "target": target, "rows": n,
-                                "out": str(work / f"{ds}-{label.replace(' ', '_')}-{family}-{eps}.csv"),
-                                "params": params, "timeout": a.timeout, "label": label,
-                                "dpportal_timeout": a.dpportal_timeout}
+                        task = pgm_task(ds, family, mech, eps, params, split=(tr, te, target, n),
+                                        out=work / f"{ds}-{label.replace(' ', '_')}-{family}-{eps}.csv",
+                                        timeout=a.timeout, dpportal_timeout=a.dpportal_timeout, label=label)
                         if (a.family and family != a.family) or (a.labels and label not in a.labels):
                             continue
                         redo = label in a.redo and (family == "dpportal" or a.redo_peers)

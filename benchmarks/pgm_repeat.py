@@ -12,7 +12,8 @@ thread per process, exactly as the grid does (``benchmarks.compare.run_task``: s
 evaluation), and reports mean, standard deviation and every draw, so the comparison is made on means.
 
 Results: benchmarks/out/pgm-repeat.jsonl (appended as they finish), copied to docs/data/benchmarks-repeat.jsonl
-when the run ends; report docs/benchmarks-repeat.md.
+when the run ends; report docs/benchmarks-repeat.md. A run without --resume starts a new log, so a trial with
+--only replaces the committed rows: restore them with git before committing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pandas as pd
 
 from benchmarks.compare import ONE_THREAD, OUT, ROOT, prepare_split, run_task
+from benchmarks.pgm_compare import pgm_task
 
 # The grid's AIM cells where the 2-way TVDs were within 0.01 of each other or the time ratio within
 # 10% of the goal's 1/5 (docs/benchmarks-grid.md, fourth session).
@@ -66,11 +68,9 @@ def main(argv=None) -> int:
                 tr, te, _schema, target = prepare_split(ds, work)
                 n = len(pd.read_csv(tr, usecols=[0]))
                 for rep in range(a.reps):
-                    tasks = [{"dataset": ds, "family": fam, "mechanism": mech, "epsilon": eps, "rep": rep,
-                              "phase": "pgm", "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"),
-                              "train": str(tr), "test": str(te), "target": target, "rows": n,
-                              "out": str(work / f"{ds}-{mech}-{fam}-{eps}-{rep}.csv"), "params": {},
-                              "timeout": a.timeout, "dpportal_timeout": a.timeout}
+                    tasks = [pgm_task(ds, fam, mech, eps, {}, split=(tr, te, target, n), rep=rep,
+                                      out=work / f"{ds}-{mech}-{fam}-{eps}-{rep}.csv", timeout=a.timeout,
+                                      dpportal_timeout=a.timeout)
                              for fam, mech in PAIR]
                     tasks = [t for t in tasks if _key(t) not in done]
                     started = time.strftime("%H:%M:%S")
