@@ -193,21 +193,25 @@ def _compiled_estimate(mbi):
             potentials = _extract_potentials(warm, domain, loss_fn.cliques)
             alpha = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's initial Armijo step
 
+            value_and_grad = jax.value_and_grad(loss_fn)
+
             def step(i, state):
                 # step 0 only computes the starting point's marginals (theta2 = theta, always kept), so the
-                # program holds ONE copy of the oracle (message passing), which is most of its compile time
-                mu, theta, alpha = state
+                # program holds ONE copy of the oracle (message passing), which is most of its compile time;
+                # the loss and its gradient are computed once per step, at the trial point, and carried
+                mu, theta, alpha, loss, grad = state
                 first = i == 0
-                loss, grad = jax.value_and_grad(loss_fn)(mu)
                 theta2 = select(first, theta, theta - alpha * grad)
                 mu2 = oracle(theta2, known_total)
-                accept = first | (loss - loss_fn(mu2) >= 0.5 * alpha * grad.dot(mu - mu2))
+                loss2, grad2 = value_and_grad(mu2)
+                accept = first | (loss - loss2 >= 0.5 * alpha * grad.dot(mu - mu2))
                 return (select(accept, mu2, mu), select(accept, theta2, theta),
-                        jax.lax.select(first, alpha, jax.lax.select(accept, 1.01 * alpha, 0.5 * alpha)))
+                        jax.lax.select(first, alpha, jax.lax.select(accept, 1.01 * alpha, 0.5 * alpha)),
+                        jax.lax.select(accept, loss2, loss), select(accept, grad2, grad))
 
             zero = jax.tree_util.tree_map(jnp.zeros_like, potentials)  # replaced at step 0
-            mu, theta, _ = jax.lax.fori_loop(0, iters + 1, step, (zero, potentials,
-                                                                 jnp.asarray(alpha, dtype=jnp.float64)))
+            mu, theta, *_ = jax.lax.fori_loop(0, iters + 1, step, (
+                zero, potentials, jnp.asarray(alpha, dtype=jnp.float64), jnp.zeros((), jnp.float64), zero))
             return mbi.MarkovRandomField(potentials=theta, marginals=mu, total=known_total)
 
         _COMPILED["run"] = run
