@@ -188,7 +188,7 @@ FITS: dict[str, dict[str, list[float]]] = {
             "MST_TREE_PENALTY": [0.0, 0.01, 0.02, 0.04]},
     "aim": {"AIM_GAIN_1WAY": [0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6], "AIM_GAIN_1WAY_START": [0.5, 0.7, 1.0],
             "AIM_GAIN": [0.1, 0.15, 0.2, 0.3],
-            "AIM_PENALTY": [0.0, 0.0025, 0.005, 0.01], "AIM_COVERED": [0.0, 0.25, 0.5, 0.75, 1.0]},
+            "AIM_PENALTY": [0.0, 0.0025, 0.005, 0.01], "AIM_PARENT_CELLS": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]},
 }
 TINY = 0.005  # measured errors below this are left out of the fit (their ratios are noise)
 
@@ -360,8 +360,8 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            f"  ({rec.CONCENTRATION} x the uniform-share value; on a single column dpportal's Private-PGM sampler leaves",
            f"  {rec.PGM_SAMPLING_1WAY} of it, and on a pair inside one of the model's cliques sqrt(cells / n) of it,",
            "  both measured on the sampler: tests/mechanisms/test_pgm.py; pairs outside the cliques get i.i.d.",
-           "  error, so MST's share is weighted by its d - 1 tree pairs of the d(d-1)/2 and AIM's by a fitted",
-           f"  {rec.AIM_COVERED} of the pairs covered),",
+           "  error, so MST's share is weighted by its d - 1 tree pairs of the d(d-1)/2; AIM's columns are drawn",
+           f"  given larger cliques: sqrt({rec.AIM_PARENT_CELLS:g} x cells / n), the factor fitted),",
            f"  the independence penalty {rec.INDEPENDENCE_PENALTY} (2-way TVD of a pair against the product of its margins),",
            f"  the saturation values {rec.SATURATION_1WAY} / {rec.SATURATION_2WAY}, density-lp's LP consistency gain and",
            "  DP-MERF's no-noise error and link, MST's off-tree and AIM's unexplained structure. kdtree-grid, kdtree-adaptive, privhp and pmse are not modelled",

@@ -331,7 +331,8 @@ def _independent_columns(s: Setting, one_way: list[float],
 
     def two_way(i: int, j: int) -> float:
         cells = sizes[i] * sizes[j]
-        raw = rss(one_way[i] + one_way[j], INDEPENDENCE_PENALTY, sampling_share(sampling, cells, s.n) * sampling_tvd(cells, s.n))
+        raw = rss(one_way[i] + one_way[j], INDEPENDENCE_PENALTY,
+                  sampling_share(sampling, cells, s.n) * sampling_tvd(cells, s.n))
         return soft_cap(raw, SATURATION_2WAY)
     return two_way
 
@@ -532,32 +533,41 @@ AIM_GAIN = 0.15
 AIM_GAIN_1WAY_START = 0.7  # 1-way gain when the rounds only measure the 1-way start (T = d; fitted)
 AIM_PENALTY = 0.005  # what AIM's selected marginals leave unexplained
 AIM_ROUNDS_PER_COLUMN = 16  # AIM's default number of rounds T = 16 d
-AIM_COVERED = 0.75  # share of the pairs inside AIM's cliques (data-dependent: fitted)
 
 
 def stratified_share(cells: int, n: int) -> float:
-    """The share of i.i.d. sampling error dpportal's model sampler leaves on a pair of ``cells`` cells
-    that lies inside one of the model's cliques: within each configuration of a column's sampled
-    parents its draws are stratified, so a configuration's counts are off by rounding (about one row per
-    cell), not by sqrt(count): about cells / (2n) in TVD against i.i.d. sqrt(cells / (2 pi n)), a share
-    of about sqrt(cells / n), capped at 1 once the groups hold a row or less. Measured on the sampler,
-    not fitted (tests/mechanisms/test_pgm.py: chain models shaped like the shared tables, 0.89-1.06 x this).
-    A pair that no clique contains gets no such help: 0.78-1.43 x i.i.d. on the same models."""
+    """The share of i.i.d. sampling error dpportal's model sampler leaves on a pair whose later column
+    is drawn conditionally on a table of ``cells`` cells (its parents' configurations x its own values):
+    within each parent configuration the draws are stratified, so a configuration's counts are off by
+    rounding (about one row per cell), not by sqrt(count): about cells / (2n) in TVD against i.i.d.
+    sqrt(cells / (2 pi n)), a share of about sqrt(cells / n), capped at 1 once the groups hold a row or
+    less. For a pair that is itself a clique (a tree's edge) ``cells`` is the pair's. Measured on the
+    sampler, not fitted (tests/mechanisms/test_pgm.py): 0.89-1.06 x this on chain models shaped like the
+    shared tables, 0.78-0.89 x it on a 3-column clique's pairs given the whole clique's cells. A pair
+    that no clique contains gets no such help: 0.78-1.43 x i.i.d. on the chain models."""
     return min(1.0, math.sqrt(cells / n))
 
 
 @dataclasses.dataclass(frozen=True)
 class covered_sampling:
-    """Sampling share over all pairs when a ``covered`` share of them lie inside the model's cliques
-    (:func:`stratified_share` there, i.i.d. elsewhere)."""
+    """Sampling share over all pairs when a ``covered`` share of them lie inside the model's cliques,
+    their later column drawn given ``parents`` times the pair's cells (:func:`stratified_share`), the
+    other pairs with i.i.d. error."""
 
     covered: float
+    parents: float = 1.0
 
     def __call__(self, cells: int, n: int) -> float:
-        return self.covered * stratified_share(cells, n) + (1.0 - self.covered)
+        return self.covered * stratified_share(round(self.parents * cells), n) + (1.0 - self.covered)
 
     def __str__(self) -> str:
-        return f"sqrt(cells / n) on the {self.covered:.2g} of pairs inside the model's cliques, 1 elsewhere"
+        return (f"sqrt({self.parents:g} x cells / n) on the {self.covered:.2g} of pairs inside the model's cliques, "
+                "1 elsewhere")
+
+
+AIM_PARENT_CELLS = 16.0  # AIM's cliques are larger than pairs: a column's parents beyond the pair (fitted)
+
+
 # On 1-way marginals the sampler leaves far less: the first column is drawn by randomised rounding (each
 # count within 1 of the model's) and every other column by stratified uniforms within each configuration
 # of its sampled parents (counts within 1 per configuration), so a column's counts follow the model's to
@@ -641,7 +651,8 @@ def predict_aim(s: Setting, params: dict) -> Errors:
                             f"Gaussian noise sigma = {sigma:.3g} per measured marginal cell ({rounds} rounds)",
                             [f"unexplained structure {AIM_PENALTY} (gains and penalty fitted on dpportal's AIM "
                              "in the grid run, docs/recommend.md)"],
-                            sampling=covered_sampling(AIM_COVERED) if f == REPLACE_ONE_L2 else 1.0, measured_share=share,
+                            sampling=covered_sampling(1.0, AIM_PARENT_CELLS) if f == REPLACE_ONE_L2 else 1.0,
+                            measured_share=share,
                             sampling_1way=PGM_SAMPLING_1WAY if f == REPLACE_ONE_L2 else 1.0)
 
 

@@ -227,6 +227,53 @@ def test_an_iid_sampler_is_caught_by_the_2way_share_check():
     assert all(not 0.7 <= c <= 1.3 for c in caught), caught
 
 
+def _clique_pair_shares(sizes: list[int], rows: int, seed: int, draw) -> list[float]:
+    """One 3-column clique (skewed joint): for the pairs with the last column, the sampled rows' 2-way
+    TVD against the model's as a share of i.i.d. error, divided by recommend.stratified_share of the
+    table that column is drawn from (all three columns' cells)."""
+    from mechanisms import recommend
+
+    rng = np.random.default_rng(seed)
+    names = [f"c{i}" for i in range(len(sizes))]
+    joint = rng.dirichlet(np.full(int(np.prod(sizes)), 0.5)).reshape(sizes)
+    model = pgm.ModelTables(names, dict(zip(names, sizes)), [tuple(names)], [joint], names)
+    out = []
+    for i in (0, 1):
+        measured, prior = [], []
+        for rep in range(3):
+            cells = draw(model, rows, np.random.default_rng(rep))
+            p = model.marginal((names[i], names[2]))
+            emp = np.bincount(cells[:, i] * sizes[2] + cells[:, 2], minlength=p.size) / rows
+            measured.append(0.5 * np.abs(emp - p.ravel()).sum())
+            prior.append(recommend.sampling_tvd(p.size, rows))
+        out.append(float(np.mean(measured) / np.mean(prior)) / recommend.stratified_share(int(np.prod(sizes)), rows))
+    return out
+
+
+CLIQUE_SHAPES = [([10, 8, 6], 3000), ([4, 10, 5], 800), ([12, 10, 10], 32561)]
+
+
+def test_a_column_drawn_from_a_larger_clique_follows_the_law_with_that_cliques_cells():
+    """stratified_share takes the cells of the table a column is drawn from: in a 3-column clique the
+    pairs with the last column measure 0.78-0.89 x sqrt(all three columns' cells / n) (seeds fixed), so
+    AIM's larger cliques leave more sampling error on a pair than a tree edge does (AIM_PARENT_CELLS)."""
+    for seed, (sizes, rows) in enumerate(CLIQUE_SHAPES):
+        shares = _clique_pair_shares(sizes, rows, seed, pgm.ModelTables.sample)
+        assert all(0.6 <= s <= 1.2 for s in shares), (sizes, rows, shares)
+
+
+def test_an_iid_draw_from_the_clique_is_caught_by_the_same_law():
+    """Mutant: rows drawn i.i.d. from the clique's joint: 3.1-9.1 x the law (measured), outside 0.6-1.2."""
+    def iid(model, rows, rng):
+        flat = model.tables[0].ravel()
+        idx = rng.choice(flat.size, size=rows, p=flat / flat.sum())
+        return np.column_stack(np.unravel_index(idx, model.tables[0].shape)).astype(np.int64)
+
+    for seed, (sizes, rows) in enumerate(CLIQUE_SHAPES):
+        shares = _clique_pair_shares(sizes, rows, seed, iid)
+        assert all(not 0.6 <= s <= 1.2 for s in shares), (sizes, rows, shares)
+
+
 def test_repeated_measurements_are_pooled_by_inverse_variance():
     log = pgm.Measurements()
     log.add(pgm.Measurement(("a",), np.array([10.0, 20.0]), 2.0))

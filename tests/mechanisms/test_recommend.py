@@ -306,10 +306,10 @@ def test_aim_with_rounds_for_the_1way_start_only_is_predicted_as_independent_col
     s = rec.Setting(german, 800, 1.0, 1e-5)
     start_only = rec.predict_aim(s, {"max_rounds": d})
     one = start_only.one_way
-    independent = rec._independent_columns(s, one, rec.covered_sampling(rec.AIM_COVERED))
+    independent = rec._independent_columns(s, one, rec.covered_sampling(1.0, rec.AIM_PARENT_CELLS))
     pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
     assert max(abs(start_only.two_way(i, j) - independent(i, j)) for i, j in pairs) < 0.002
     paper = rec.predict_aim(rec.Setting(german, 800, 10.0, 1e-5), {"max_rounds": 16 * d})
-    alone = rec._independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, rec.covered_sampling(rec.AIM_COVERED))
+    alone = rec._independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, rec.covered_sampling(1.0, rec.AIM_PARENT_CELLS))
     assert all(paper.two_way(i, j) <= alone(i, j) for i, j in pairs)
     assert _mean_two_way(paper, d) < 0.7 * sum(alone(i, j) for i, j in pairs) / len(pairs)
