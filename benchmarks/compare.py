@@ -74,7 +74,7 @@ PEER_TIMEOUT = {"quick": 300, "full": 600}
 SLOW_DATASETS = [d for d in DATASETS if d != "adult"]
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "DPMERF_TORCH_THREADS": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
 
 
 def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:

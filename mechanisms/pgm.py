@@ -65,9 +65,14 @@ def load_mbi():
         pass
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-        # AIM compiles one program per model structure; XLA's optimisation level 0 cut its CPU time by a
-        # third on adult (docs/mechanisms/aim.md) and the programs run in well under their compile time
+        # AIM compiles one program per model structure and the programs run in well under their compile time
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    if "--xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
+        # XLA's CPU fusion emitters off: compiling is faster and takes less memory. With level 0 above (both
+        # took effect only from the sixth session: mechanisms/resources.py), same seed, one thread:
+        # bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
+        # 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md "Speed")
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)

@@ -16,7 +16,9 @@ number of CPUs this process may run on (its affinity mask, so a container's cpus
   calls ``limit_threads`` itself);
 * BLAS / OpenMP pools already loaded: threadpoolctl;
 * libraries not loaded yet: ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and,
-  for JAX, ``XLA_FLAGS`` with ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=n``.
+  for JAX, ``XLA_FLAGS`` with ``--xla_cpu_multi_thread_eigen=false``. (Not the often-quoted
+  ``intra_op_parallelism_threads=n``: it is no XLA flag, and XLA's parser ignores every flag written after
+  that bare token, which silently disabled the flags ``pgm.load_mbi`` appends until the sixth session.)
   XLA reads its flags once, when JAX starts its CPU backend: set them before JAX is imported (the
   Celery app calls :func:`configure_environment` at start-up for that reason).
 
@@ -34,7 +36,7 @@ log = logging.getLogger(__name__)
 THREADS_ENV = "DPPORTAL_THREADS_PER_JOB"
 CONCURRENCY_ENV = "DPPORTAL_WORKER_CONCURRENCY"
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-XLA_THREAD_FLAGS = ("--xla_cpu_multi_thread_eigen", "intra_op_parallelism_threads")
+XLA_THREAD_FLAGS = ("--xla_cpu_multi_thread_eigen", "intra_op_parallelism_threads")  # the second removed, never set
 
 
 def available_cores() -> int:
@@ -69,9 +71,13 @@ def threads_per_job() -> int:
 
 
 def xla_flags(n: int, existing: str = "") -> str:
-    """``existing`` XLA flags with the CPU thread flags replaced by ones for ``n`` threads."""
+    """``existing`` XLA flags with the CPU thread flags replaced: Eigen's thread pool off (XLA's CPU
+    kernels then run on the caller's thread). A bare ``intra_op_parallelism_threads=...`` inherited from
+    the environment is dropped: XLA ignores every flag after it (measured: a compile-time flag written
+    after it had no effect, written before it did)."""
+    _check(n)
     kept = [f for f in existing.split() if not f.startswith(XLA_THREAD_FLAGS)]
-    return " ".join(kept + ["--xla_cpu_multi_thread_eigen=false", f"intra_op_parallelism_threads={n}"])
+    return " ".join(kept + ["--xla_cpu_multi_thread_eigen=false"])
 
 
 def configure_environment(n: int) -> None:

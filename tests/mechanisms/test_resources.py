@@ -53,8 +53,7 @@ def test_a_bad_value_is_refused_naming_the_variable(cores, monkeypatch, var, bad
 
 def test_xla_flags_replace_the_thread_flags_and_keep_the_others():
     flags = resources.xla_flags(3, "--xla_force_host_platform_device_count=2 intra_op_parallelism_threads=8")
-    assert flags.split() == ["--xla_force_host_platform_device_count=2", "--xla_cpu_multi_thread_eigen=false",
-                             "intra_op_parallelism_threads=3"]
+    assert flags.split() == ["--xla_force_host_platform_device_count=2", "--xla_cpu_multi_thread_eigen=false"]
 
 
 LIMIT_SCRIPT = """
@@ -76,7 +75,7 @@ def test_limit_threads_reaches_torch_blas_and_xla():
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["torch"] == 1 and got["pools"] and set(got["pools"]) == {1}, got
     assert got["omp"] == got["openblas"] == "1"
-    assert got["xla"] == "--xla_dump_to=/tmp/x --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    assert got["xla"] == "--xla_dump_to=/tmp/x --xla_cpu_multi_thread_eigen=false"
 
 
 def test_limit_threads_refuses_a_bad_count():
@@ -91,3 +90,25 @@ def test_dpmerf_sizes_torch_through_resources():
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.split() == ["1", "1"]
+
+
+FLAGS_SCRIPT = """
+import os, sys
+from mechanisms.resources import limit_threads
+limit_threads(1)
+os.environ["XLA_FLAGS"] += " --xla_dump_to=" + sys.argv[1]  # appended after the thread flags, as load_mbi does
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 2 + 1)(jnp.ones(3)).block_until_ready()
+"""
+
+
+def test_flags_appended_after_the_thread_flags_reach_xla(tmp_path):
+    """pgm.load_mbi appends its XLA flags after limit_threads' thread flags. Until the sixth session those
+    ended with the bare token ``intra_op_parallelism_threads=1``, after which XLA's parser ignores every
+    flag: the optimisation-level and fusion flags never applied. A flag appended last must take effect
+    (here --xla_dump_to, which writes the compiled program's HLO); with the old token it writes nothing."""
+    dump = tmp_path / "dump"
+    subprocess.run([sys.executable, "-c", FLAGS_SCRIPT, str(dump)], cwd=REPO,
+                   env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
+                   timeout=120, check=True)
+    assert dump.is_dir() and any(dump.iterdir()), "XLA ignored a flag written after the thread flags"
