@@ -55,6 +55,14 @@ def sigma_for_rho(rho: float) -> float:
 # JAX / mbi, imported lazily
 # ------------------------------------------------------------------------------------------------
 
+# XLA flags for AIM's and MST's programs. AIM compiles one program per model structure and the programs run
+# in well under their compile time: optimisation level 0 and the CPU fusion emitters off compile faster in
+# less memory. Both took effect only from the sixth session (mechanisms/resources.py); same seed, one thread:
+# bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
+# 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed").
+XLA_DEFAULT_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+
+
 def load_mbi():
     """Import JAX and Private-PGM for this job: threads limited first (XLA reads its flags at import),
     float64 on (mbi stalls in float32 on large n). Returns the ``mbi`` module."""
@@ -64,15 +72,9 @@ def load_mbi():
     except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
         pass
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-        # AIM compiles one program per model structure and the programs run in well under their compile time
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
-    if "--xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
-        # XLA's CPU fusion emitters off: compiling is faster and takes less memory. With level 0 above (both
-        # took effect only from the sixth session: mechanisms/resources.py), same seed, one thread:
-        # bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
-        # 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md "Speed")
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false").strip()
+    for flag in XLA_DEFAULT_FLAGS:  # the job's own XLA_FLAGS win
+        if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)
