@@ -78,6 +78,12 @@ def load_mbi():
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    try:
+        from . import resources
+
+        resources.start_jax_cpu_backend(resources.threads_per_job())  # XLA's own pool: n threads
+    except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
+        pass
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import mbi

@@ -4,6 +4,7 @@ overrides with clear refusals, and limit_threads reaching torch, BLAS and XLA's 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,32 @@ def test_flags_appended_after_the_thread_flags_reach_xla(tmp_path):
                    env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
                    timeout=120, check=True)
     assert dump.is_dir() and any(dump.iterdir()), "XLA ignored a flag written after the thread flags"
+
+
+POOL_SCRIPT = """
+import json, os
+from mechanisms.pgm import load_mbi
+load_mbi()
+import jax.numpy as jnp
+(jnp.ones((256, 256)) * 2).sum().block_until_ready()
+tids = os.listdir("/proc/self/task")
+names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in tids]
+print(json.dumps({"pool": sum("XLAEigen" in n for n in names), "cpus": len(os.sched_getaffinity(0)),
+                  "masks": sorted({len(os.sched_getaffinity(int(t))) for t in tids})}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs an affinity mask of two or more CPUs")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_xla_intra_op_pool_has_the_jobs_threads_and_every_thread_all_cpus(threads):
+    """XLA runs large loops on its own pool, one thread per CPU unless the backend starts under a smaller
+    mask (AIM used 1.4 cores as a one-thread job before this). ``load_mbi`` starts it with the job's
+    threads, then gives every thread the whole mask back. Mutants run: no ``start_jax_cpu_backend`` call
+    (pool of 2 for one thread: fails), the mask not restored (the pool thread keeps 1 CPU: fails)."""
+    env = {"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu", "DPPORTAL_THREADS_PER_JOB": str(threads)}
+    out = subprocess.run([sys.executable, "-c", POOL_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["pool"] == threads
+    assert got["masks"] == [got["cpus"]], "a thread kept the narrowed affinity mask"
