@@ -21,6 +21,9 @@ number of CPUs this process may run on (its affinity mask, so a container's cpus
   that bare token, which silently disabled the flags ``pgm.load_mbi`` appends until the sixth session.)
   XLA reads its flags once, when JAX starts its CPU backend: set them before JAX is imported (the
   Celery app calls :func:`configure_environment` at start-up for that reason).
+* XLA's own intra-op pool (it runs large loops on it whatever the Eigen flag says): sized from the CPUs
+  the starting thread may use, so :func:`start_jax_cpu_backend` (called by ``pgm.load_mbi``) starts the
+  backend under a mask of ``n`` CPUs and then gives every thread the whole mask back.
 
 No Django here: the worker, the CLI and the benchmarks share it.
 """
