@@ -45,7 +45,7 @@ import numpy as np
 # spent epsilon at or below the requested one.
 _SCALE_MARGIN = 1.0 + 1e-12
 
-_OPENDP_READY = False
+_OPENDP = None  # OpenDP's constructors, once imported (see _opendp)
 
 PRIVATE_STREAM_TAG = 0x9E1F_17  # mixed into a seeded private_rng's seed: never the stream of Noise.rng
 
@@ -55,22 +55,22 @@ def _opendp():
     "contrib" feature enabled. Imported module by module rather than through ``opendp.prelude``:
     the prelude also imports ``opendp.extras`` and with it scikit-learn, 1.2 s of every release's
     wall time (measured: a 4 s AIM release on california_housing_numeric) for nothing used here."""
-    global _OPENDP_READY
-    from types import SimpleNamespace
+    global _OPENDP
+    if _OPENDP is None:
+        from types import SimpleNamespace
 
-    import opendp.domains
-    import opendp.measurements
-    import opendp.measures
-    import opendp.metrics
-    import opendp.mod
+        import opendp.domains
+        import opendp.measurements
+        import opendp.measures
+        import opendp.metrics
+        import opendp.mod
 
-    if not _OPENDP_READY:
         opendp.mod.enable_features("contrib")
-        _OPENDP_READY = True
-    return SimpleNamespace(m=opendp.measurements, vector_domain=opendp.domains.vector_domain,
-                           atom_domain=opendp.domains.atom_domain, l1_distance=opendp.metrics.l1_distance,
-                           l2_distance=opendp.metrics.l2_distance, linf_distance=opendp.metrics.linf_distance,
-                           zero_concentrated_divergence=opendp.measures.zero_concentrated_divergence)
+        _OPENDP = SimpleNamespace(m=opendp.measurements, vector_domain=opendp.domains.vector_domain,
+                                  atom_domain=opendp.domains.atom_domain, l1_distance=opendp.metrics.l1_distance,
+                                  l2_distance=opendp.metrics.l2_distance, linf_distance=opendp.metrics.linf_distance,
+                                  zero_concentrated_divergence=opendp.measures.zero_concentrated_divergence)
+    return _OPENDP
 
 
 def laplace_scale(*, sensitivity: float, epsilon: float) -> float:
