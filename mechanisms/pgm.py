@@ -65,12 +65,12 @@ XLA_DEFAULT_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion
 
 def load_mbi():
     """Import JAX and Private-PGM for this job: threads limited first (XLA reads its flags at import),
-    float64 on (mbi stalls in float32 on large n). Returns the ``mbi`` module."""
-    try:
-        from . import resources  # per-job thread sizing, where the platform provides it
-        resources.limit_threads(resources.threads_per_job())
-    except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
-        pass
+    float64 on (mbi stalls in float32 on large n), XLA's intra-op pool started with the job's threads.
+    Returns the ``mbi`` module."""
+    from . import resources
+
+    threads = resources.threads_per_job()
+    resources.limit_threads(threads)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     for flag in XLA_DEFAULT_FLAGS:  # the job's own XLA_FLAGS win
         if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
@@ -78,12 +78,7 @@ def load_mbi():
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    try:
-        from . import resources
-
-        resources.start_jax_cpu_backend(resources.threads_per_job())  # XLA's own pool: n threads
-    except ImportError:  # pragma: no cover - older checkout without mechanisms/resources.py
-        pass
+    resources.start_jax_cpu_backend(threads)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import mbi
