@@ -47,9 +47,9 @@ import pandas as pd
 
 from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from .base import Mechanism, ParamSpec
-from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, Measurement, Measurements, ModelTables,
-                  candidate_marginals, estimate, load_mbi, measure, model_size_mb, release_programs, rho_of_measurement,
-                  sigma_for_rho)
+from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, JunctionTreeSize, Measurement, Measurements,
+                  ModelTables, candidate_marginals, estimate, load_mbi, measure, release_programs,
+                  rho_of_measurement, sigma_for_rho)
 from .schema import Schema, TableSource
 
 WORKLOADS = ("all-2way", "all-3way", "target")
@@ -194,7 +194,7 @@ class AIM(Mechanism):
                 sigma = sigma_for_rho(MEASURE_SHARE * remaining)
                 rho_select = (1 - MEASURE_SHARE) * remaining
             size_limit = limit * (used + rho_of_measurement(sigma) + rho_select) / rho
-            candidates = self._filter(mbi, model, names, sizes, weights, size_limit)
+            candidates = self._filter(model, names, sizes, weights, size_limit)
             fitted = candidate_marginals(mbi, model, candidates, n)
             bias = math.sqrt(2 / math.pi) * sigma
             scores = [weights[c] * (float(np.abs(table.counts(c) - fitted[c]).sum()) - bias * fitted[c].size)
@@ -224,16 +224,14 @@ class AIM(Mechanism):
         self.progress(1.0, "model estimated")
 
     @staticmethod
-    def _filter(mbi, model, names, sizes, weights, size_limit: float) -> list[Clique]:
+    def _filter(model, names, sizes, weights, size_limit: float) -> list[Clique]:
         """Candidates already inside the model's cliques (free), or whose addition keeps the model
         within ``size_limit`` MiB (public facts: domain sizes and the cliques measured so far)."""
         model_cliques = [tuple(c) for c in model.cliques]
         inside = [set(c) for c in model_cliques]
-        out = []
-        for c in weights:
-            if any(set(c) <= s for s in inside) or model_size_mb(mbi, sizes, names, model_cliques + [c]) <= size_limit:
-                out.append(c)
-        return out
+        tree = JunctionTreeSize(names, [sizes[a] for a in names])
+        base = tree.neighbourhoods(tree.masks(model_cliques))
+        return [c for c in weights if any(set(c) <= s for s in inside) or tree.size_mb_plus(base, c) <= size_limit]
 
     # -- post-processing -------------------------------------------------------------------------
     def sample(self, n: int) -> pd.DataFrame:
