@@ -2,8 +2,8 @@
 
     python -m benchmarks.aim_profile [--rounds 8] [--dataset adult] [--epsilon 1]
 
-Prints, per round, wall and CPU seconds of this process and how many XLA programs were compiled so
-far (and their compile seconds). Reads the shared datasets (DPPORTAL_DATASETS_DIR or ../shared/datasets).
+Prints, per round, wall and CPU seconds of this process, how many XLA programs were compiled so
+far (and their compile seconds) and the junction tree's size in MiB (the model-size limit's measure). Reads the shared datasets (DPPORTAL_DATASETS_DIR or ../shared/datasets).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 
 from benchmarks.compare import DATA, ROOT
 from mechanisms.noise import Noise
+from mechanisms.pgm import JunctionTreeSize
 from mechanisms.runner import build, run
 from mechanisms.schema import Schema, TableSource
 
@@ -45,9 +46,13 @@ def main() -> None:
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{a.dataset}.json").read_text())
     t0 = time.time()
 
+    tree = JunctionTreeSize(schema.names, schema.cell_sizes)
+
     def progress(fraction: float, stage: str) -> None:
+        chosen = [tuple(c) for c, _ in getattr(mech, "selected", [])]
+        size = tree.size_mb([(a,) for a in schema.names] + chosen)
         print(f"{time.time() - t0:7.1f} s wall {time.process_time():7.1f} s cpu  compiles {stats['n']:4d} "
-              f"({stats['s']:.1f} s)  {stage}", flush=True)
+              f"({stats['s']:.1f} s)  model {size:5.1f} MiB  {stage}", flush=True)
         if stage.startswith(f"round {a.rounds}:"):
             raise _Stop
 

@@ -377,6 +377,20 @@ class JunctionTreeSize:
         return seen == (1 << self.d) - 1
 
 
+def _jtree_marginals(mbi, potentials, nodes: tuple[Clique, ...]) -> list:
+    """Marginals (total 1) of the junction tree's cliques ``nodes`` of the model with ``potentials``:
+    Private-PGM's ``message_passing_stable`` on the potentials expanded to those cliques, compiled as
+    ONE program. Run op by op, the expansion alone compiled about 150 small programs (credit_default_taiwan
+    at 1: 22 s of a 274 s release; california_housing at 1: 1.8 s of 17 s)."""
+    import jax
+
+    def program(p):
+        marginals = mbi.marginal_oracles.message_passing_stable(p.expand(list(nodes)), 1.0)
+        return [marginals.project(cl).datavector(flatten=False) for cl in nodes]
+
+    return jax.jit(program)(potentials)
+
+
 @dataclass
 class ModelTables:
     """A fitted graphical model as the marginals (probabilities) of its junction tree's cliques, and
@@ -393,12 +407,9 @@ class ModelTables:
         domain = mbi.Domain(list(names), [sizes[a] for a in names])
         jtree, elimination = mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in model.cliques])
         nodes = [tuple(c) for c in jtree.nodes]
-        potentials = model.potentials.expand(nodes)
-        marginals = mbi.marginal_oracles.message_passing_stable(potentials, 1.0)
         tables = []
-        for cl in nodes:
-            f = marginals.project(cl)
-            t = np.clip(np.asarray(f.datavector(flatten=False), dtype=np.float64), 0.0, None)
+        for t in _jtree_marginals(mbi, model.potentials, tuple(nodes)):
+            t = np.clip(np.asarray(t, dtype=np.float64), 0.0, None)
             tables.append(t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size))
         return cls(list(names), dict(sizes), nodes, tables, list(elimination)[::-1])
 

@@ -339,3 +339,34 @@ def test_the_junction_tree_size_equals_private_pgms_on_random_models():
             base = tree.neighbourhoods(tree.masks(cliques[:-1]))
             assert tree.size_mb_plus(base, cliques[-1]) == expected
             assert tree.neighbourhoods(tree.masks(cliques[:-1])) == base  # size_mb_plus leaves base as it was
+
+
+def test_the_stored_tables_are_the_models_junction_tree_marginals():
+    """ModelTables.from_model (one compiled program): each junction-tree clique's table sums to 1, and
+    projected onto every measured clique it is the estimated marginal / n; on a cycle a-b-c-d-a the
+    triangulation adds a chord, so the stored cliques are 3-way tables no measurement has. A table
+    taken from the wrong clique (a shifted list) is caught by the same comparison."""
+    mbi = pgm.load_mbi()
+    names, sizes = ["a", "b", "c", "d", "e"], {"a": 3, "b": 4, "c": 2, "d": 5, "e": 2}
+    rng = np.random.default_rng(3)
+    log = pgm.Measurements()
+    for a in names:
+        log.add(pgm.Measurement((a,), rng.random(sizes[a]) * 300, 5.0))
+    for cl in [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")]:
+        log.add(pgm.Measurement(cl, rng.random(sizes[cl[0]] * sizes[cl[1]]) * 100, 5.0))
+    model = pgm.estimate(mbi, sizes, names, log, total=1000, iters=200)
+    tables = pgm.ModelTables.from_model(mbi, model, names, sizes)
+    assert any(len(cl) == 3 for cl in tables.cliques) and ("e",) in tables.cliques
+
+    def check(t: pgm.ModelTables) -> None:
+        for cl, table in zip(t.cliques, t.tables):
+            assert table.shape == tuple(sizes[a] for a in cl) and abs(table.sum() - 1) < 1e-9
+        for cl in model.marginals.cliques:
+            expected = np.asarray(model.marginals[cl].datavector(flatten=False)) / 1000
+            assert np.allclose(t.marginal(tuple(cl)), expected, atol=1e-6), cl
+
+    check(tables)
+    shifted = pgm.ModelTables(tables.names, tables.sizes, tables.cliques, tables.tables[1:] + tables.tables[:1],
+                              tables.order)
+    with pytest.raises(AssertionError):
+        check(shifted)
