@@ -1,6 +1,6 @@
 """CPU time and JAX compilations of AIM's first rounds on adult (the speed figures in docs/mechanisms/aim.md).
 
-    python -m benchmarks.aim_profile [--rounds 8] [--dataset adult] [--epsilon 1]
+    python -m benchmarks.aim_profile [--rounds 8] [--dataset adult] [--epsilon 1] [--seed S] [--param k=v]
 
 Prints, per round, wall and CPU seconds of this process, how many XLA programs were compiled so
 far (and their compile seconds) and the junction tree's size in MiB (the model-size limit's measure). Reads the shared datasets (DPPORTAL_DATASETS_DIR or ../shared/datasets).
@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchmarks.compare import DATA, ROOT
+from benchmarks.compare import DATA, FILES, ROOT
 from mechanisms.noise import Noise
+from mechanisms import pgm
 from mechanisms.pgm import JunctionTreeSize
 from mechanisms.runner import build, run
 from mechanisms.schema import Schema, TableSource
@@ -28,6 +29,8 @@ def main() -> None:
     ap.add_argument("--dataset", default="adult")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--param", action="append", default=[])
+    ap.add_argument("--level0", action="store_true", help="every estimate at XLA level 0 (before the eighth session)")
+    ap.add_argument("--seed", type=int, help="seeded noise (the same path run to run): for comparing settings")
     a = ap.parse_args()
     import jax._src.compiler as compiler  # count compilations (private hook; profiling only)
 
@@ -43,6 +46,8 @@ def main() -> None:
             stats["s"] += time.process_time() - t
 
     compiler.backend_compile_and_load = counted
+    if a.level0:
+        pgm.OPTIMISE_MIB_ITERS = float("inf")
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{a.dataset}.json").read_text())
     t0 = time.time()
 
@@ -57,9 +62,10 @@ def main() -> None:
             raise _Stop
 
     mech = build("aim", schema, epsilon=a.epsilon, delta=1e-5, params=dict(p.split("=", 1) for p in a.param),
-                 noise=Noise.secure_backend(), progress=progress)
+                 noise=Noise.secure_backend() if a.seed is None else Noise.seeded(a.seed),
+                 progress=progress)
     try:
-        run(mech, TableSource(schema, path=DATA / f"{a.dataset}.csv"), 100)
+        run(mech, TableSource(schema, path=DATA / f"{FILES.get(a.dataset, a.dataset)}.csv"), 100)
     except _Stop:
         pass
 

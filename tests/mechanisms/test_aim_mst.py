@@ -236,5 +236,5 @@ def test_a_fit_leaves_no_compiled_program_behind():
                      else {"iters": 100}, noise=RecordingNoise(), n=300)
         mech.fit(TableSource.from_frame(SCHEMA, _raw(300)))
         assert "structure" not in pgm._COMPILED
-        assert pgm._COMPILED["run"]._cache_size() == 0
+        assert all(run._cache_size() == 0 for run in pgm._COMPILED["run"].values())
     pgm.release_freed_memory()  # callable again at any time (a no-op where the C library has no malloc_trim)

@@ -370,3 +370,28 @@ def test_the_stored_tables_are_the_models_junction_tree_marginals():
                               tables.order)
     with pytest.raises(AssertionError):
         check(shifted)
+
+
+def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkeypatch):
+    """pgm.estimate picks XLA's optimisation level by the model's MiB x iterations (level 2 runs the
+    iterations 2-3x faster and compiles 3-5 s longer: benchmarks/estimate_speed.py); both programs
+    give the same estimate."""
+    mbi = pgm.load_mbi()
+    names, sizes = ["a", "b", "c"], {"a": 3, "b": 4, "c": 2}
+    rng = np.random.default_rng(1)
+    log = pgm.Measurements()
+    for a in names:
+        log.add(pgm.Measurement((a,), rng.random(sizes[a]) * 300, 5.0))
+    log.add(pgm.Measurement(("a", "b"), rng.random(12) * 100, 5.0))
+    runs = pgm._compiled_estimate(mbi)[0]
+    assert pgm.optimisation_level(4.0, 250) == 2 and pgm.optimisation_level(3.9, 250) == 0
+    assert pgm.optimisation_level(2.0, 500) == 2
+    models = {}
+    for level, threshold in ((0, float("inf")), (2, 0.0)):
+        monkeypatch.setattr(pgm, "OPTIMISE_MIB_ITERS", threshold)
+        pgm.release_programs()
+        models[level] = pgm.estimate(mbi, sizes, names, log, total=1000, iters=100)
+        assert runs[level]._cache_size() == 1 and runs[2 - level]._cache_size() == 0
+    for cl in models[0].marginals.cliques:
+        assert np.allclose(np.asarray(models[0].marginals[cl].datavector()),
+                           np.asarray(models[2].marginals[cl].datavector()), rtol=1e-7, atol=1e-7)
