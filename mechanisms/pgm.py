@@ -59,7 +59,8 @@ def sigma_for_rho(rho: float) -> float:
 # in well under their compile time: optimisation level 0 and the CPU fusion emitters off compile faster in
 # less memory. Both took effect only from the sixth session (mechanisms/resources.py); same seed, one thread:
 # bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
-# 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed").
+# 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed"). Estimates whose
+# iterations outweigh the compile are compiled at level 2 instead (``optimisation_level``, eighth session).
 XLA_DEFAULT_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
