@@ -1,9 +1,11 @@
 """CPU time and JAX compilations of AIM's first rounds on adult (the speed figures in docs/mechanisms/aim.md).
 
-    python -m benchmarks.aim_profile [--rounds 8] [--dataset adult] [--epsilon 1] [--seed S] [--param k=v]
+    python -m benchmarks.aim_profile [--rounds 8] [--dataset adult] [--epsilon 1] [--seed S] [--level0]
+        [--param k=v]
 
 Prints, per round, wall and CPU seconds of this process, how many XLA programs were compiled so
-far (and their compile seconds) and the junction tree's size in MiB (the model-size limit's measure). Reads the shared datasets (DPPORTAL_DATASETS_DIR or ../shared/datasets).
+far (and their compile seconds) and the junction tree's size in MiB (the model-size limit's measure).
+Reads the shared datasets (DPPORTAL_DATASETS_DIR or ../shared/datasets).
 """
 
 from __future__ import annotations

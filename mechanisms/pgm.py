@@ -59,8 +59,8 @@ def sigma_for_rho(rho: float) -> float:
 # in well under their compile time: optimisation level 0 and the CPU fusion emitters off compile faster in
 # less memory. Both took effect only from the sixth session (mechanisms/resources.py); same seed, one thread:
 # bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
-# 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed"). Estimates whose
-# iterations outweigh the compile are compiled at level 2 instead (``optimisation_level``, eighth session).
+# 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed").
+# Estimates whose iterations outweigh the compile are compiled at level 2 (``optimisation_level``, eighth session).
 XLA_DEFAULT_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
@@ -302,7 +302,7 @@ def release_freed_memory() -> None:
 
 class JunctionTreeSize:
     """Private-PGM's ``hypothetical_model_size`` (the cells of the junction tree's maximal cliques x 8
-    bytes), exactly, in about 1/40 of its time: AIM asks it of every candidate every round
+    bytes), exactly, in about 1/20 of its time: AIM asks it of every candidate every round
     (credit_default_taiwan at 1: 10,524 junction trees at 6 ms, 63 s of a 447 s release).
 
     mbi builds the graph whose edges join the attributes of each clique; if it is a tree it eliminates
