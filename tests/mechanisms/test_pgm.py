@@ -1,6 +1,6 @@
 """Select-measure-generate plumbing (mechanisms/pgm.py): zCDP accounting cross-checked with OpenDP,
-the per-measurement cost and its mutant, numpy variable elimination against Private-PGM's, the
-sampler, and measurement pooling."""
+the per-measurement cost and its mutant, numpy variable elimination and junction-tree propagation
+against Private-PGM's, the sampler, and measurement pooling."""
 
 from __future__ import annotations
 
@@ -395,3 +395,63 @@ def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkey
     for cl in models[0].marginals.cliques:
         assert np.allclose(np.asarray(models[0].marginals[cl].datavector()),
                            np.asarray(models[2].marginals[cl].datavector()), rtol=1e-7, atol=1e-7)
+
+
+def _loopy_model(mbi):
+    """A model with a loop a-b-c-d-a (the triangulation adds a chord), a branch d-f-g, a clique
+    (b, c, h) and a separate component (e, i): out-of-model pairs cross 1-3 separators."""
+    names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+    sizes = dict(zip(names, [3, 4, 2, 5, 2, 3, 4, 2, 3]))
+    domain = mbi.Domain(names, [sizes[a] for a in names])
+    cliques = [("a", "b"), ("b", "c", "h"), ("c", "d"), ("a", "d"), ("d", "f"), ("f", "g"), ("e", "i")]
+    potentials = mbi.CliqueVector.random(domain, cliques) * 2.0
+    marginals = mbi.marginal_oracles.message_passing_stable(potentials, 500.0)
+    return names, sizes, mbi.MarkovRandomField(potentials=potentials, marginals=marginals, total=500.0)
+
+
+def test_candidate_marginals_by_propagation_equal_variable_elimination(monkeypatch):
+    """candidate_marginals on a large model (junction-tree marginals, pairs propagated along the tree,
+    triples by elimination) gives Private-PGM's variable_elimination for every pair and some triples,
+    including pairs in different trees of the forest and pairs whose partner is in a separator."""
+    import itertools
+
+    mbi = pgm.load_mbi()
+    names, sizes, model = _loopy_model(mbi)
+    candidates = list(itertools.combinations(names, 2)) + [("a", "c", "g"), ("e", "g", "h"), ("b", "c", "h")]
+    monkeypatch.setattr(pgm, "PROPAGATE_MIN_MIB", 0.0)
+    got = pgm.candidate_marginals(mbi, model, candidates, 500)
+    for cand in candidates:
+        ref = np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, cand, 500.0)
+                         .datavector(flatten=False)).ravel()
+        assert np.allclose(got[cand], ref, rtol=1e-9, atol=1e-9), cand
+    jtree, _ = mbi.junction_tree.make_junction_tree(model.potentials.domain, [tuple(c) for c in model.cliques])
+    far = [c for c in candidates if len(c) == 2 and not any(set(c) <= set(n) for n in jtree.nodes)]
+    assert len(far) > 10  # most pairs were propagated, not projected
+    monkeypatch.setattr(pgm, "PROPAGATE_MIN_MIB", float("inf"))  # small models: elimination only, the same
+    by_elimination = pgm.candidate_marginals(mbi, model, candidates, 500)
+    assert all(np.allclose(got[c], by_elimination[c], rtol=1e-9, atol=1e-9) for c in candidates)
+
+
+def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch):
+    """The same comparison with Private-PGM catches a propagation that multiplies by P(S, X) without
+    dividing by P(S) (each message weighted twice by its separator), and treating a and b as independent."""
+    mbi = pgm.load_mbi()
+    names, sizes, model = _loopy_model(mbi)
+    pairs = [("a", "g"), ("h", "f"), ("b", "g"), ("a", "c")]
+    refs = {c: np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, c, 500.0)
+                          .datavector(flatten=False)) / 500 for c in pairs}
+    jtree, _ = mbi.junction_tree.make_junction_tree(model.potentials.domain, [tuple(c) for c in model.cliques])
+    nodes = tuple(tuple(n) for n in jtree.nodes)
+    probs = {n: np.asarray(t, dtype=np.float64) for n, t in zip(nodes, pgm._jtree_marginals(mbi, model.potentials,
+                                                                                            nodes))}
+    edges = [tuple(e) for e in jtree.edges]
+
+    def agrees(got) -> bool:
+        return all(np.allclose(got[c], refs[c], atol=1e-9) for c in pairs)
+
+    assert agrees(pgm.pair_marginals(probs, edges, pairs))
+    independent = {c: np.multiply.outer(refs[c].sum(1), refs[c].sum(0)) for c in pairs}
+    assert not agrees(independent)
+    monkeypatch.setattr(pgm, "_separator_conditional", lambda table, clique, sep, extra:
+                        pgm._marginal(table, clique, sep + extra))
+    assert not agrees(pgm.pair_marginals(probs, edges, pairs))
