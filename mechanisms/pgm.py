@@ -228,7 +228,7 @@ def _compiled_estimate(mbi):
                                        compiler_options={"xla_backend_optimization_level": 2})}
         # level 0 (small, compile-bound programs): mbi's CPU default, Hugin message passing, the cheaper to
         # compile; level 2 (large, execution-bound): mbi's message_passing_implicit, which never holds the
-        # super-cliques' tables and runs 2-3x faster here (OPTIMISE_MIB_ITERS)
+        # super-cliques' tables and ran 2.3x faster on credit_default_taiwan (IMPLICIT_MAX_CLIQUES_PER_NODE)
         _COMPILED["estimator"] = {
             0: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_hugin),
             2: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_implicit)}
@@ -239,6 +239,14 @@ def _compiled_estimate(mbi):
 # about 2.7 s more compiling, iterations twice as fast. Measured (benchmarks/estimate_speed.py, one thread):
 # a 21.6 MiB model of credit_default_taiwan, 250 iterations: level 0 3.4 s compile + 29.2 s, level 2 6.1 s + 13.6 s.
 OPTIMISE_MIB_ITERS = 1000.0
+
+
+# Level-2 programs run mbi's message_passing_implicit (potentials kept in their cliques) when the measured cliques
+# number at most this many per junction-tree clique, else Hugin: implicit recomputes each measured clique's
+# marginal from all of its super-clique's inputs. Same seed and path, one thread: credit_default_taiwan at 1
+# (24 columns, 2.7 measured cliques per tree clique at round 42) Hugin 595 s, implicit 471 s; california_housing
+# at 10 (10 columns, a few large tree cliques holding most of its measured marginals) Hugin 272 s, implicit 320 s.
+IMPLICIT_MAX_CLIQUES_PER_NODE = 3
 
 
 def optimisation_level(model_mib: float, iters: int) -> int:
@@ -264,7 +272,12 @@ def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Mea
     _COMPILED["structure"] = structure
     mib = JunctionTreeSize(list(names), [sizes[a] for a in names]).size_mb(loss_fn.cliques)
     level = optimisation_level(mib, iters)
-    model = runs[level](estimators[level], domain, loss_fn, float(total), warm,
+    estimator = estimators[level]
+    if level == 2:  # the implicit oracle only where each junction-tree clique holds few measured cliques
+        nodes = len(mbi.junction_tree.make_junction_tree(domain, loss_fn.cliques)[0].nodes)
+        if len(loss_fn.cliques) > IMPLICIT_MAX_CLIQUES_PER_NODE * nodes:
+            estimator = estimators[0]
+    model = runs[level](estimator, domain, loss_fn, float(total), warm,
                         jnp.asarray(int(iters)))  # iters traced: one program
     release_freed_memory()
     return model

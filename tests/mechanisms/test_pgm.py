@@ -397,6 +397,15 @@ def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkey
     for cl in models[0].marginals.cliques:
         assert np.allclose(np.asarray(models[0].marginals[cl].datavector()),
                            np.asarray(models[2].marginals[cl].datavector()), rtol=1e-7, atol=1e-7)
+    # a level-2 program over tree cliques holding many measured cliques each runs Hugin, not implicit
+    oracles = []
+    real = runs[2]
+    monkeypatch.setitem(pgm._COMPILED["run"], 2, lambda estimator, *a: oracles.append(estimator.marginal_oracle)
+                        or real(estimator, *a))
+    for limit in (3, 1):  # 4 measured cliques on 2 tree cliques: 2 per tree clique
+        monkeypatch.setattr(pgm, "IMPLICIT_MAX_CLIQUES_PER_NODE", limit)
+        pgm.estimate(mbi, sizes, names, log, total=1000, iters=10)
+    assert oracles == [mbi.marginal_oracles.message_passing_implicit, mbi.marginal_oracles.message_passing_hugin]
 
 
 def _loopy_model(mbi):
