@@ -17,8 +17,10 @@ The algorithm as implemented:
    fresh measurement); **measure** it with Gaussian noise sigma_t; **re-estimate** the model (warm
    start). **Anneal**: when the model's answer on the new marginal moved less than the expected
    noise, sigma_t halves and the selection epsilon doubles (each round then costs 4x as much).
-   When less than two rounds' budget is left, the last round spends all that remains.
-4. **Generate**: a final estimate, then synthetic rows sampled from the model.
+   When less than two rounds' budget is left, the last round spends all that remains (and is not
+   re-estimated: that estimate would only decide annealing, which ends there).
+4. **Generate**: a final estimate on every measurement (warm start from the last round's), then
+   synthetic rows sampled from the model.
 
 Privacy (replace-one neighbours, n public), zCDP inside the release, converted to the steward's
 (epsilon, delta) by :func:`~mechanisms.accounting.zcdp_rho`:
@@ -204,13 +206,13 @@ class AIM(Mechanism):
             spent += [rho_select, rho_of_measurement(sigma)]
             log.add(Measurement(chosen, y, sigma))
             self.selected.append((list(chosen), sigma))
+            self.progress(min(math.fsum(spent) / rho, 0.99), f"round {len(self.selected)}: budget "
+                          f"{100 * math.fsum(spent) / rho:.0f}% used")
+            if last:  # no round estimate: it would only decide annealing; the final estimate fits this measurement
+                break
             before = fitted[chosen]
             model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], warm_start=model)
             after = candidate_marginals(mbi, model, [chosen], n)[chosen]
-            self.progress(min(math.fsum(spent) / rho, 0.99), f"round {len(self.selected)}: budget "
-                          f"{100 * math.fsum(spent) / rho:.0f}% used")
-            if last:
-                break
             if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * sigma * before.size:
                 sigma /= 2  # anneal: the model already knew this marginal to within the noise
                 rho_select *= 4

@@ -238,3 +238,24 @@ def test_a_fit_leaves_no_compiled_program_behind():
         assert "structure" not in pgm._COMPILED
         assert all(run._cache_size() == 0 for run in pgm._COMPILED["run"].values())
     pgm.release_freed_memory()  # callable again at any time (a no-op where the C library has no malloc_trim)
+
+
+def test_aim_estimates_after_every_round_but_the_last_and_its_final_estimate_fits_every_measurement(monkeypatch):
+    """The last round's estimate would only decide annealing, which ends with it: the fit goes from the last
+    measurement to the final estimate (one estimate fewer; on credit_default_taiwan a level-2 compile and
+    250 iterations of the largest model). The old order (estimate, then final estimate) makes one call more."""
+    from mechanisms import aim
+
+    calls = []
+    real = aim.estimate
+
+    def spy(mbi, sizes, names, log, **kw):
+        calls.append((set(log.cliques), kw["iters"]))
+        return real(mbi, sizes, names, log, **kw)
+
+    monkeypatch.setattr(aim, "estimate", spy)
+    mech = _fit("aim", RecordingNoise(), max_rounds=10, iters=60, final_iters=70)
+    rounds = len(mech.selected)
+    assert rounds >= 2
+    assert [iters for _, iters in calls] == [60] * rounds + [70]  # the 1-way start, rounds 1..T-1, the final
+    assert {tuple(c) for c, _ in mech.selected} <= calls[-1][0]
