@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from benchmarks.compare import DATA, FILES, ROOT
+from mechanisms.evaluation import tvd
 from mechanisms.noise import Noise
 from mechanisms import pgm
 from mechanisms.pgm import JunctionTreeSize
@@ -91,9 +92,8 @@ def model_tvd_2way(schema: Schema, source: TableSource, model) -> float:
     tvds = []
     for i, j in itertools.combinations(range(len(sizes)), 2):
         k = sizes[i] * sizes[j]
-        p = np.bincount(real[:, i] * sizes[j] + real[:, j], minlength=k) / len(real)
-        q = np.bincount(syn[:, i] * sizes[j] + syn[:, j], minlength=k) / len(syn)
-        tvds.append(0.5 * np.abs(p - q).sum())
+        tvds.append(tvd(np.bincount(real[:, i] * sizes[j] + real[:, j], minlength=k),
+                        np.bincount(syn[:, i] * sizes[j] + syn[:, j], minlength=k)))
     return float(np.mean(tvds))
 
 
