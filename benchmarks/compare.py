@@ -165,6 +165,7 @@ def run_task(task: dict) -> dict:
         row.update(status="ok", seconds=round(info["seconds"], 2), peak_rss_mib=round(info["peak_rss_mib"], 1),
                    cpu_seconds=round(info["cpu_seconds"], 1) if "cpu_seconds" in info else None,
                    rss=info.get("rss", "maxrss"),
+                   peak_anon_mib=round(info["peak_anon_mib"], 1) if info.get("peak_anon_mib") else None,
                    tvd_1way=s["tvd_1way_mean"], tvd_2way=s["tvd_2way_mean"], assoc_diff=s["association_diff_mean"],
                    pmse_cart=s["pmse_cart"], tstr=s["tstr"], trtr=s["trtr"])
     except subprocess.TimeoutExpired as exc:

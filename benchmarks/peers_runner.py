@@ -20,7 +20,7 @@ import time
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # runs as a script in the bench venv
-from memory import peak_rss_mib  # noqa: E402
+from memory import AnonPeak, peak_rss_mib  # noqa: E402
 
 # Named non-default settings. MWEM's default builds ONE histogram over all columns (10^15 cells and more
 # on these tables: it fails to allocate); its docstring's example split_factor=3 groups the columns in
@@ -87,6 +87,7 @@ def main() -> None:
     p.add_argument("--cardinalities", help="comma-separated public domain size of each column (cells 0..k-1); "
                    "without it SmartNoise learns each column's category set from the data")
     a = p.parse_args()
+    anon = AnonPeak()
     from snsynth import Synthesizer
 
     df = pd.read_csv(a.cells)
@@ -103,7 +104,8 @@ def main() -> None:
     out = synth.sample(a.rows)
     out.to_csv(a.out, index=False)
     print(json.dumps({"cpu_seconds": time.process_time(), "seconds": time.perf_counter() - t0, "epsilon_passed": epsilon,
-                      "peak_rss_mib": peak_rss_mib(), "rss": "hwm"}))
+                      "peak_rss_mib": peak_rss_mib(), "rss": "hwm",
+                      "peak_anon_mib": anon.mib()}))
 
 
 if __name__ == "__main__":

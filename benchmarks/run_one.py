@@ -10,7 +10,7 @@ import argparse
 import json
 import time
 
-from benchmarks.memory import peak_rss_mib
+from benchmarks.memory import AnonPeak, peak_rss_mib
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
@@ -28,6 +28,7 @@ def main() -> None:
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--out", required=True)
     a = p.parse_args()
+    anon = AnonPeak()
     schema = Schema.from_json(open(a.schema).read())
     params = dict(kv.split("=", 1) for kv in a.param)
     mech = build(a.mechanism, schema, epsilon=a.epsilon, delta=a.delta, params=params,
@@ -37,7 +38,8 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     write_synthetic_csv(release.synthetic, a.out)
     print(json.dumps({"cpu_seconds": time.process_time(), "seconds": seconds, "fit_seconds": release.seconds_fit,
-                      "peak_rss_mib": peak_rss_mib(), "rss": "hwm"}))
+                      "peak_rss_mib": peak_rss_mib(), "rss": "hwm",
+                      "peak_anon_mib": anon.mib()}))
 
 
 if __name__ == "__main__":
