@@ -60,3 +60,28 @@ def test_near_uniform_output_in_the_recorded_run_was_predicted(means):
         elif near_uniform:
             # too little budget for this n (german_credit, 800 rows, at 0.1): predicted too
             assert r["pred_1way"] > 0.3, r
+
+
+def _outside_goal(means) -> list[tuple]:
+    """Issue 18's goal 2 on the recorded run: each marginal-based prediction within a factor 1.5 of the
+    measured error, or within 0.01 absolute (ratios of TVDs below 0.01 say little)."""
+    out = []
+    for r in cal.compare_rows(means, cal.ROWS):
+        if cal.split_label(r["mechanism"])[0] not in cal.MARGINAL_BASED or r["status"] != "ok":
+            continue
+        for p, m in ((r["pred_1way"], r["meas_1way"]), (r["pred_2way"], r["meas_2way"])):
+            f = cal.factor(p, m)
+            if f is not None and f > cal.FACTOR and abs(p - m) > cal.ABSOLUTE:
+                out.append((r["dataset"], r["mechanism"], r["epsilon"], p, m))
+    return out
+
+
+def test_marginal_predictions_are_within_the_goal_and_a_width_blind_density_lp_is_not(means):
+    assert _outside_goal(means) == []
+    saved = rec.LP_WIDTH_POWER
+    try:
+        rec.LP_WIDTH_POWER = 0.0  # mutant: the tenth session's density-lp, blind to the table's width
+        missed = _outside_goal(means)
+    finally:
+        rec.LP_WIDTH_POWER = saved
+    assert ("credit_default_taiwan", "density-lp", 1.0) in {m[:3] for m in missed}
