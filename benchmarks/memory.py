@@ -10,6 +10,7 @@ high-water mark of the address space that exec created: the process's own peak.
 from __future__ import annotations
 
 import resource
+import time
 
 
 def peak_rss_mib() -> float:
@@ -39,9 +40,7 @@ class AnonPeak:
 
         self.peak_kib = 0
         self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._loop, daemon=True).start()  # ends with the process
 
     def _sample(self) -> None:
         try:
@@ -54,9 +53,9 @@ class AnonPeak:
             pass
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while True:
             self._sample()
-            self._stop.wait(self._interval)
+            time.sleep(self._interval)
 
     def mib(self) -> float | None:
         """The peak so far (sampled once more now); None where /proc is not available."""
