@@ -64,6 +64,18 @@ def sigma_for_rho(rho: float) -> float:
 XLA_DEFAULT_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
+def xla_default_flags(threads: int) -> tuple[str, ...]:
+    """XLA_DEFAULT_FLAGS plus LLVM's code generation split into as many parts as the job has threads.
+    XLA splits every program's LLVM module into up to 32 parts compiled on a pool of its own, one thread per
+    CPU: a one-thread job then compiled on both cores, and the parts cost more CPU in all than one module.
+    Same seed, same path, one job thread, run one after the other (twelfth session; ``python -m
+    benchmarks.aim_profile --rounds 100000 --seed 7 --tvd``, the flag set in XLA_FLAGS): adult at 1 compile
+    21.9 -> 16.1 CPU s, release 42.7 -> 39.3 s wall, 50.1 -> 43.6 CPU s; credit_default_taiwan at 1 compile
+    82.6 -> 64.1 CPU s, 278.7 -> 277.2 s wall, 308 -> 287 CPU s (the parallel parts had hidden on the idle
+    core: a busy worker has none); same models (2-way TVD 0.02266 and 0.01505 both ways)."""
+    return (*XLA_DEFAULT_FLAGS, f"--xla_cpu_parallel_codegen_split_count={max(int(threads), 1)}")
+
+
 def load_mbi():
     """Import JAX and Private-PGM for this job: threads limited first (XLA reads its flags at import),
     float64 on (mbi stalls in float32 on large n), XLA's intra-op pool started with the job's threads.
@@ -73,7 +85,7 @@ def load_mbi():
     threads = resources.threads_per_job()
     resources.limit_threads(threads)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    for flag in XLA_DEFAULT_FLAGS:  # the job's own XLA_FLAGS win
+    for flag in xla_default_flags(threads):  # the job's own XLA_FLAGS win
         if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
             os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
     import jax

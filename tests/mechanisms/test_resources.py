@@ -124,7 +124,7 @@ import jax.numpy as jnp
 tids = os.listdir("/proc/self/task")
 names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in tids]
 print(json.dumps({"pool": sum("XLAEigen" in n for n in names), "cpus": len(os.sched_getaffinity(0)),
-                  "masks": sorted({len(os.sched_getaffinity(int(t))) for t in tids})}))
+                  "masks": sorted({len(os.sched_getaffinity(int(t))) for t in tids}), "xla": os.environ["XLA_FLAGS"]}))
 """
 
 
@@ -135,10 +135,13 @@ def test_xla_intra_op_pool_has_the_jobs_threads_and_every_thread_all_cpus(thread
     """XLA runs large loops on its own pool, one thread per CPU unless the backend starts under a smaller
     mask (AIM used 1.4 cores as a one-thread job before this). ``load_mbi`` starts it with the job's
     threads, then gives every thread the whole mask back. Mutants run: no ``start_jax_cpu_backend`` call
-    (pool of 2 for one thread: fails), the mask not restored (the pool thread keeps 1 CPU: fails)."""
+    (pool of 2 for one thread: fails), the mask not restored (the pool thread keeps 1 CPU: fails). LLVM's code
+    generation is split into as many parts as the job has threads (XLA's default, 32 parts on a pool of
+    one thread per CPU, compiled a one-thread job's programs on both cores)."""
     env = {"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu", "DPPORTAL_THREADS_PER_JOB": str(threads)}
     out = subprocess.run([sys.executable, "-c", POOL_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout
     got = json.loads(out.strip().splitlines()[-1])
     assert got["pool"] == threads
     assert got["masks"] == [got["cpus"]], "a thread kept the narrowed affinity mask"
+    assert f"--xla_cpu_parallel_codegen_split_count={threads}" in got["xla"].split()
