@@ -20,8 +20,9 @@ Work measures (n rows, d kept columns, p numeric columns):
   grows with n at these sizes (2,000 -> 5,000 rows: +10 %): ``(iterations + burn_in) m d``.
 * dpmerf: the embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of
   ``batch`` generated rows through the D features: ``epochs batch D + n D``.
-* aim: compiling one program per model structure dominates (docs/mechanisms/aim.md): the
-  candidates' cells times sqrt(largest column) times rho^0.4 (:func:`aim_work`).
+* aim: compiling one program per model structure, and mirror descent at large budgets (docs/mechanisms/aim.md):
+  the candidates' cells times sqrt(largest column) times the columns times rho^0.2 times the share of the
+  paper's 16 d rounds that it runs (:func:`aim_work`).
 * anything else (mechanisms added later, not calibrated yet): ``n d`` with a generous line whose
   60 s floor keeps them on the synthesis queue.
 """
@@ -45,7 +46,8 @@ COEFFICIENTS: dict[str, tuple[float, float]] = {
     "pmse": (0.0, 0.00066),
     "dpmerf": (2.17, 1.09e-08),
     "mst": (6.4, 1.41e-06),  # mostly compiling and estimating (5-8 s for 1,000-32,561 rows): ``n d``
-    "aim": (3.87, 0.00596),  # the grid run's AIM releases, one thread each (--from-grid; 12 of 15 re-run, seventh session)
+    "aim": (0.0, 0.000262),  # 17 AIM releases run alone, one thread each, worst factor minimised (twelfth session:
+    # --from-grid --log docs/data/benchmarks-aim-alone.jsonl; docs/operations.md)
 }
 # Not calibrated yet (anything new): a floor of 60 s keeps them off the fast queue, where a
 # fit that runs for minutes would hold up draws; the estimate says it is not calibrated.
@@ -102,17 +104,20 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
     return float(n * d)
 
 
-AIM_RHO_POWER = 0.4  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
+AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
 AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.aim.default_rounds)
 
 
 def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: float | None) -> float:
-    """AIM's time is mostly compiling one program per model structure (docs/mechanisms/aim.md, "Speed"),
-    which grows with the candidates' cells (the workload's marginals of two columns or more, C), with
-    the largest column (its cliques dominate the model, k_max) and with the budget (more rounds before
-    it runs out, larger models) and with the rounds T (fewer when n is small for the budget):
-    ``C sqrt(k_max) rho^0.4 (T / 16 d)^0.6``, rho from (epsilon, delta), epsilon 1 and delta 1e-5 when
-    not given."""
+    """AIM's time is compiling one program per model structure at small budgets and mirror descent on
+    larger models at large ones (docs/mechanisms/aim.md, "Speed"). It grows with the candidates' cells
+    (the workload's marginals of two columns or more, C), with the largest column (its cliques dominate
+    the model, k_max), with the columns d (16 d rounds in the paper, each a program over a model of more
+    cliques), with the budget (larger models before it runs out) and with the share of those rounds that
+    AIM runs (fewer when n is small for the budget): ``C sqrt(k_max) d rho^0.2 (T / 16 d)^0.8``, rho from
+    (epsilon, delta), epsilon 1 and delta 1e-5 when not given. Until the twelfth session without d and
+    with rho^0.4: fitted on 17 releases run alone with the current code, that form was off by up to 4.8x
+    (credit_default_taiwan, 24 columns, at 1); this one by up to 3.1x (docs/operations.md)."""
     from .accounting import zcdp_rho
     from .aim import ROUNDS_PER_COLUMN, candidate_weights, default_rounds, workload_cliques
 
@@ -128,7 +133,8 @@ def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, del
     paper = ROUNDS_PER_COLUMN * len(names)
     rounds = int(_param(params, "max_rounds", 0) or 0) or default_rounds(n, rho, list(sizes.values()))
     share = min(rounds, paper) / max(paper, 1)
-    return float(cells * math.sqrt(max(sizes.values(), default=1)) * rho ** AIM_RHO_POWER * share ** AIM_ROUNDS_POWER)
+    return float(cells * math.sqrt(max(sizes.values(), default=1)) * len(names) * rho ** AIM_RHO_POWER
+                 * share ** AIM_ROUNDS_POWER)
 
 
 def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = None,
