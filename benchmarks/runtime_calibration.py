@@ -7,7 +7,7 @@ paste into mechanisms/runtime.py.
     python -m benchmarks.runtime_calibration --report   # table from the last log, with the module's
                                                         # current coefficients (no runs)
     python -m benchmarks.runtime_calibration --from-grid  # AIM: fit on its releases in the grid run
-    python -m benchmarks.runtime_calibration --from-grid --log benchmarks/out/pgm-aim-alone.jsonl
+    python -m benchmarks.runtime_calibration --from-grid --log docs/data/benchmarks-aim-alone.jsonl
                                                         # AIM: fit on releases run alone (docs/operations.md)
 
 Every run is its own process (benchmarks/run_one.py) limited to one thread, like a worker job with
@@ -135,8 +135,8 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def fit_worst(rows: list[dict]) -> dict[str, tuple[float, float]]:
-    """Per mechanism, a >= 0 and b > 0 minimising the WORST factor between predicted and measured (a grid
-    over a, b log-spaced): for AIM, whose releases spread 2-3x with the path its selection takes, the
+    """Per mechanism, a >= 0 and b > 0 minimising the WORST factor between predicted and measured (a grid:
+    a linear from 0 to twice the shortest release, b log-spaced): for AIM, whose releases spread 2-3x with the path its selection takes, the
     squared relative error lets one wide table's outlier set the line; the worst factor is the estimate's
     stated goal (within 2x, mechanisms/runtime.py)."""
     coeffs = {}
