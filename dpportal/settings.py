@@ -161,6 +161,7 @@ if _broker:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 600}
 else:
     CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT = "dpportal.broker:Transport"  # kombu's, with messages written atomically
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
