@@ -78,6 +78,6 @@ def test_kombus_own_channel_shows_an_empty_message_while_it_writes(tmp_path, mon
 def test_an_empty_or_torn_file_is_what_kills_kombus_consumer(tmp_path, bad):
     """Why the partial file matters: kombu's consumer decodes whatever it moved away, and raises."""
     conn, folder = _connection(tmp_path, broker.Transport)
-    (folder / f"1_x.jobs.msg").write_text(bad)
+    (folder / "1_x.jobs.msg").write_text(bad)
     with conn, pytest.raises(ValueError):
         conn.default_channel._get("jobs")
