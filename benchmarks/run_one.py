@@ -36,7 +36,7 @@ def main() -> None:
     t0 = time.perf_counter()
     release = run(mech, TableSource(schema, path=a.data), a.rows)
     seconds = time.perf_counter() - t0
-    write_synthetic_csv(release.synthetic, a.out)
+    write_synthetic_csv(release.synthetic, a.out, schema)
     print(json.dumps({"cpu_seconds": time.process_time(), "seconds": seconds, "fit_seconds": release.seconds_fit,
                       "peak_rss_mib": peak_rss_mib(), "rss": "hwm",
                       "peak_anon_mib": anon.mib()}))

@@ -100,7 +100,7 @@ def cmd_synthesize(args) -> int:
     mech.check_plan(source.n)  # n is public: refuse plan errors before any private value is read
     t0 = time.perf_counter()
     release = run(mech, source, args.rows or source.n)
-    write_synthetic_csv(release.synthetic, args.out)
+    write_synthetic_csv(release.synthetic, args.out, schema)
     out = release.report()
     out.update(rows=len(release.synthetic), seconds=round(time.perf_counter() - t0, 3), out=args.out)
     print(json.dumps(out, default=str))

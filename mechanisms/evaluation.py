@@ -232,23 +232,6 @@ def _sample_note(used: int, total: int) -> dict:
     return {"rows_used": int(used), "rows_total": int(total), "fraction": round(used / total, 6) if total else 1.0}
 
 
-def _cell_labels(c: Column) -> list[str]:
-    if c.kind == "categorical":
-        return list(c.categories)
-    edges = c.bin_edges()
-    if c.kind == "integer" and c._one_bin_per_value():
-        return [str(int(round(e + 0.5))) for e in edges[:-1]]
-    return [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-1], edges[1:])]
-
-
-def _fmt(x: float) -> str:
-    """Short bin-edge labels: 15000 -> 15k, 2500000 -> 2.5M, 0.125 -> 0.125."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.4g}{suffix}"
-    return f"{x:.4g}"
-
-
 # =================================================================================================
 # Metric sections
 # =================================================================================================
@@ -262,7 +245,7 @@ def _columns_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame,
         hs = np.bincount(sc[:, j], minlength=k)
         item: dict[str, Any] = {
             "name": c.name, "kind": c.kind, "tvd": tvd(hr, hs),
-            "cells": {"labels": _cell_labels(c), "real": (hr / hr.sum()).tolist(), "synthetic": (hs / hs.sum()).tolist()},
+            "cells": {"labels": c.cell_labels(), "real": (hr / hr.sum()).tolist(), "synthetic": (hs / hs.sum()).tolist()},
         }
         if c.is_numeric:
             xr = real[c.name].to_numpy(dtype=float)
@@ -507,7 +490,7 @@ def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.
 
     summary = {k: {"synthetic": mean_of("synthetic", k), "real": mean_of("real", k)}
                for k in (("roc_auc", "prc_auc", "accuracy", "macro_f1") if binary else ("accuracy", "macro_f1"))}
-    labels = _cell_labels(col)
+    labels = col.cell_labels()
     shares = np.bincount(yte, minlength=n_classes) / max(len(yte), 1)
     return {"target": target, "task": "binary" if binary else f"multiclass ({n_classes} classes)",
             "chance": chance_level(metric, shares.tolist()),
@@ -802,7 +785,8 @@ def to_jsonable(obj: Any) -> Any:
 # =================================================================================================
 
 def undo_formula_guard(schema: Schema, raw: pd.DataFrame) -> pd.DataFrame:
-    """Strip the quote :func:`mechanisms.io.neutralize_formulas` put before risky categorical cells."""
+    """Strip the quote :func:`mechanisms.io.spreadsheet_safe` put before risky categorical cells (a
+    cell that is itself a declared category is left alone), so either download can be evaluated."""
     from .io import FORMULA_PREFIXES
 
     out = raw.copy()
@@ -812,7 +796,7 @@ def undo_formula_guard(schema: Schema, raw: pd.DataFrame) -> pd.DataFrame:
     for c in schema.kept:
         if c.kind == "categorical" and c.name in out:
             s = out[c.name]
-            mask = s.str.startswith("'") & s.str[1:].str.startswith(FORMULA_PREFIXES)
+            mask = s.str.startswith("'") & s.str[1:].str.startswith(FORMULA_PREFIXES) & ~s.isin(c.categories)
             if mask.any():
                 out[c.name] = s.where(~mask, s.str[1:])
     return out
@@ -833,9 +817,10 @@ def prepare_table(schema: Schema, raw: pd.DataFrame, *, synthetic: bool) -> pd.D
     raw = raw.astype(str)
     if synthetic:
         raw = undo_formula_guard(schema, raw)
-        for c in schema.kept:  # empty cells stand for the missing-value category (mechanisms.io)
+        marks = {schema.missing_text.strip(), ""}  # the output marker (mechanisms.io); empty cells of older files
+        for c in schema.kept:
             if c.kind == "categorical" and MISSING_CATEGORY in c.categories and c.name in raw:
-                raw[c.name] = raw[c.name].where(raw[c.name].str.strip() != "", MISSING_CATEGORY)
+                raw[c.name] = raw[c.name].where(~raw[c.name].str.strip().isin(marks), MISSING_CATEGORY)
     for c in schema.columns:
         if c.kind == "excluded" and c.name not in raw:
             raw[c.name] = ""

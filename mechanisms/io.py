@@ -1,13 +1,27 @@
-"""Safe output of synthetic tables."""
+"""Output of synthetic tables: the exact analysis file, and a spreadsheet-safe variant of it.
+
+The analysis CSV is verbatim: header and column order as uploaded (excluded columns are not
+synthesized), category labels exactly as confirmed (``- 50000`` stays ``- 50000``), the missing-value
+category written with the schema's output marker (:attr:`Schema.missing_text`, by default the marker
+the upload used), integers as integers, continuous values with the declared number of decimals.
+
+Spreadsheets run cells starting with ``= + - @`` (and tab, CR, NUL) as formulas (OWASP "CSV
+injection"). Rewriting such cells would change the data, so the guard is a separate download:
+:func:`spreadsheet_safe` prefixes a single quote to those text cells and header names; numeric columns
+are left alone (a negative number stays a number).
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .schema import MISSING_CATEGORY
+from .schema import MISSING_CATEGORY, Schema, read_raw_csv
 
 # OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
+SPREADSHEET_NOTE = ("spreadsheet-safe variant: text cells and header names starting with = + - @, tab, CR or NUL "
+                    "are prefixed with a single quote (') so that spreadsheets do not run them as formulas; "
+                    "numeric columns are unchanged. The analysis CSV holds the exact values.")
 
 
 def neutralize_cell(text: str) -> str:
@@ -15,34 +29,43 @@ def neutralize_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text
 
 
-def neutralize_formulas(df: pd.DataFrame) -> pd.DataFrame:
-    """Prefix a single quote to string cells that a spreadsheet would run as a formula, the header
-    row included (a column named ``=HYPERLINK(...)`` is a cell too; the manifest keeps true names).
-
-    Only string (object) columns are touched; numeric columns are left exactly as they are, so a
-    negative number stays a number.
-    """
+def neutralize_formulas(df: pd.DataFrame, text_columns=None) -> pd.DataFrame:
+    """Prefix a single quote to text cells that a spreadsheet would run as a formula, the header row
+    included (a column named ``=HYPERLINK(...)`` is a cell too). Only ``text_columns`` (default: the
+    object columns) are touched; numeric columns are left exactly as they are."""
     out = df.copy()
-    out.columns = [neutralize_cell(str(c)) for c in out.columns]
-    for name in out.columns:
-        col = out[name]
-        if col.dtype == object:
-            s = col.astype(str)
-            mask = s.str.startswith(FORMULA_PREFIXES)
-            if mask.any():
-                out[name] = s.where(~mask, "'" + s)
+    names = list(out.columns)
+    text = [c for c in names if out[c].dtype == object] if text_columns is None else list(text_columns)
+    for name in text:
+        s = out[name].astype(str)
+        mask = s.str.startswith(FORMULA_PREFIXES)
+        if mask.any():
+            out[name] = s.where(~mask, "'" + s)
+    out.columns = [neutralize_cell(str(c)) for c in names]
     return out
 
 
-def missing_as_empty(df: pd.DataFrame) -> pd.DataFrame:
-    """The missing-value category (``schema.MISSING_CATEGORY``) written as an empty cell, as missing
-    values are spelled in the uploaded CSV, not as the text "(missing)"."""
+def export_frame(df: pd.DataFrame, schema: Schema | None = None) -> pd.DataFrame:
+    """The synthetic frame as it is written: the missing-value category as the output marker."""
+    marker = schema.missing_text if schema is not None else ""
     out = df.copy()
     for name in out.columns:
         if out[name].dtype == object:
-            out[name] = out[name].where(out[name] != MISSING_CATEGORY, "")
+            out[name] = out[name].where(out[name] != MISSING_CATEGORY, marker)
     return out
 
 
-def write_synthetic_csv(df: pd.DataFrame, path_or_buf) -> None:
-    neutralize_formulas(missing_as_empty(df)).to_csv(path_or_buf, index=False)
+def write_synthetic_csv(df: pd.DataFrame, path_or_buf, schema: Schema | None = None) -> None:
+    """The exact analysis CSV (see the module docstring)."""
+    export_frame(df, schema).to_csv(path_or_buf, index=False)
+
+
+def spreadsheet_safe(raw: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """The spreadsheet-safe variant of an exported table read back as strings: categorical columns and
+    the header guarded, numeric columns untouched."""
+    text = [c.name for c in schema.kept if c.kind == "categorical" and c.name in raw]
+    return neutralize_formulas(raw, text_columns=text)
+
+
+def write_spreadsheet_csv(exact_path, path_or_buf, schema: Schema) -> None:
+    spreadsheet_safe(read_raw_csv(exact_path, skipinitialspace=False), schema).to_csv(path_or_buf, index=False)

@@ -16,8 +16,12 @@ Encodings shared by all mechanisms:
 * :meth:`Schema.to_unit` / :meth:`Schema.from_unit`: numeric columns scaled to [0, 1] on the public
   bounds, categorical columns as integer codes 0..K-1.
 * :meth:`Schema.to_cells` / :meth:`Schema.from_cells`: every kept column as a discrete index: the
-  category code, or the public bin of a numeric column (``bins`` equal-width bins on the bounds;
-  integer columns with a small range get one bin per value). Decoding draws uniformly inside a bin.
+  category code, or the public cell of a numeric column. A numeric column's cells are its ``bins``
+  bins on the bounds (equal-width, or log-spaced with ``scale="log"`` for skewed money and count
+  columns; integer columns whose range fits in ``bins`` get one cell per value) followed by one cell
+  per declared **special value** (0, a top-code, a sentinel), which is written back exactly. Decoding
+  draws inside a bin from a stated public shape: uniform on the column's scale (log-uniform for log
+  bins), integers uniform over the bin's integers that are not special values.
 
 :func:`draft_schema` SUGGESTS a schema from data. Its output is marked ``draft`` and
 ``suggested_from_data``; it must be confirmed by the steward before any mechanism may use it.
@@ -39,11 +43,19 @@ from . import safejson
 from .accounting import short_repr
 
 KINDS = ("continuous", "integer", "categorical", "excluded")
+SCALES = ("linear", "log")
 NUMERIC_KINDS = ("continuous", "integer")
 DEFAULT_MISSING_MARKERS = ("", "?", "NA")
 MAX_ABS_BOUND = 1e15  # numeric bounds: beyond this, float arithmetic on (upper - lower) loses meaning
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 DEFAULT_BINS = 10
+MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
+DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
+MAX_SPECIAL = 10  # special values per numeric column
+MAX_DECIMALS = 12
+# Log-spaced bins (Column.unit_transform): the smallest cells are about 1/LOG_SPAN_RATIO of the range wide
+# and grow geometrically (public: only the bounds are used).
+LOG_SPAN_RATIO = 1000.0
 # The category a draft gives to missing values of a categorical column. Synthetic tables write it back
 # as an empty cell (mechanisms.io), the usual spelling of "missing" in a CSV.
 MISSING_CATEGORY = "(missing)"
@@ -69,6 +81,14 @@ _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _CONTROL_IN_CELLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+def _fmt(x: float) -> str:
+    """Short numeric labels: 15000 -> 15k, 2500000 -> 2.5M, 0.125 -> 0.125."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g}{suffix}"
+    return f"{x:.4g}"
+
+
 class SchemaMismatch(ValueError):
     """The data does not fit the schema (missing column, undeclared category without 'other', ...)."""
 
@@ -83,6 +103,9 @@ class Column:
     bins: int = DEFAULT_BINS
     fill: float | None = None  # numeric: public value that replaces a missing number
     other: str | None = None  # categorical: declared category for unknown / missing values
+    special: tuple[float, ...] = ()  # numeric: values modelled as cells of their own, written back exactly
+    scale: str = "linear"  # numeric: "linear" (equal-width bins) or "log" (log-spaced bins)
+    decimals: int | None = None  # continuous: digits after the point in the exported file (None: all)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -108,6 +131,9 @@ class Column:
             if self.fill is not None and not (self.lower <= self.fill <= self.upper):
                 raise SchemaError(
                     f"column {self.name!r}: fill must lie within [{self.lower}, {self.upper}], got {self.fill!r}")
+            self._check_numeric_model()
+        elif self.special or self.scale != "linear" or self.decimals is not None:
+            raise SchemaError(f"column {self.name!r}: special values, scale and decimals are for numeric columns")
         if self.kind == "categorical":
             if len(self.categories) == 0:
                 raise SchemaError(f"column {self.name!r}: categorical columns need at least one category")
@@ -121,35 +147,115 @@ class Column:
                 raise SchemaError(
                     f"column {self.name!r}: other={self.other!r} must be one of the declared categories")
 
+    def _check_numeric_model(self) -> None:
+        name = self.name
+        if self.scale not in SCALES:
+            raise SchemaError(f"column {name!r}: scale must be one of {SCALES}, got {self.scale!r}")
+        if self.decimals is not None and (isinstance(self.decimals, bool) or not isinstance(self.decimals, int)
+                                          or not 0 <= self.decimals <= MAX_DECIMALS):
+            raise SchemaError(f"column {name!r}: decimals must be an integer in 0..{MAX_DECIMALS}, got {self.decimals!r}")
+        if self.decimals is not None and self.kind == "integer":
+            raise SchemaError(f"column {name!r}: decimals are for continuous columns (integers have none)")
+        if len(self.special) > MAX_SPECIAL:
+            raise SchemaError(f"column {name!r}: at most {MAX_SPECIAL} special values, got {len(self.special)}")
+        for v in self.special:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise SchemaError(f"column {name!r}: special values must be finite numbers, got {v!r}")
+            if not self.lower <= v <= self.upper:
+                raise SchemaError(f"column {name!r}: special value {v!r} lies outside [{self.lower}, {self.upper}]")
+            if self.kind == "integer" and v != math.floor(v):
+                raise SchemaError(f"column {name!r}: special values of an integer column must be integers, got {v!r}")
+        if len(set(self.special)) != len(self.special):
+            raise SchemaError(f"column {name!r}: special values must be unique, got {list(self.special)}")
+
     @property
     def is_numeric(self) -> bool:
         return self.kind in NUMERIC_KINDS
 
     @property
     def n_cells(self) -> int:
-        """Number of public cells (categories or numeric bins) of this column."""
+        """Number of public cells of this column: categories, or numeric bins plus special values."""
         if self.kind == "categorical":
             return len(self.categories)
-        if self.kind == "integer":
-            span = int(math.floor(self.upper) - math.ceil(self.lower)) + 1
-            if span <= self.bins:
-                return max(span, 1)
-        return self.bins
+        return self.n_bins + len(self.special)
+
+    @property
+    def n_bins(self) -> int:
+        """Number of regular numeric bins (the special values' cells come after them)."""
+        return len(self.bin_edges()) - 1
 
     def bin_edges(self) -> np.ndarray:
-        """Public bin edges of a numeric column (n_cells + 1 values on [lower, upper])."""
+        """Public edges of the regular bins of a numeric column (n_bins + 1 values on [lower, upper])."""
         if self.kind == "integer" and self._one_bin_per_value():
             lo = math.ceil(self.lower)
-            return np.arange(lo, lo + self.n_cells + 1, dtype=float) - 0.5
-        return np.linspace(self.lower, self.upper, self.n_cells + 1)
+            span = int(math.floor(self.upper) - lo) + 1
+            return np.arange(lo, lo + max(span, 1) + 1, dtype=float) - 0.5
+        if self.scale == "log":
+            return self._log_edges()
+        return np.linspace(self.lower, self.upper, self.bins + 1)
+
+    def _log_edges(self) -> np.ndarray:
+        """Edges evenly spaced on the log scale (see :meth:`unit_transform`). For integer columns the edges
+        sit between integers and bins holding no integer are dropped, so every bin decodes to values of
+        its own."""
+        edges = self.unit_inverse(np.linspace(0.0, 1.0, self.bins + 1))
+        edges[0], edges[-1] = self.lower, self.upper
+        if self.kind == "integer":
+            lo, hi = math.ceil(self.lower), math.floor(self.upper)
+            inner = np.ceil(edges[1:-1] - 1e-9)
+            edges = np.unique(np.concatenate([[lo], np.clip(inner, lo, hi + 1), [hi + 1]])) - 0.5
+        return edges
 
     def _one_bin_per_value(self) -> bool:
         return int(math.floor(self.upper) - math.ceil(self.lower)) + 1 <= self.bins
+
+    def unit_transform(self, v: np.ndarray) -> np.ndarray:
+        """Numeric values to [0, 1] on the public bounds. ``scale="log"`` goes through the signed log
+        T(x) = sign(x - p) log1p(|x - p| / c), with the pivot p = 0 when the bounds straddle 0 (else the
+        lower bound) and c = (upper - lower) / LOG_SPAN_RATIO: cells grow geometrically away from p."""
+        if self.scale != "log":
+            return (v - self.lower) / (self.upper - self.lower)
+        t_lo, t_hi = self._signed_log(np.float64(self.lower)), self._signed_log(np.float64(self.upper))
+        return (self._signed_log(np.asarray(v, dtype=float)) - t_lo) / (t_hi - t_lo)
+
+    def unit_inverse(self, u: np.ndarray) -> np.ndarray:
+        u = np.clip(np.asarray(u, dtype=float), 0.0, 1.0)
+        if self.scale != "log":
+            return self.lower + u * (self.upper - self.lower)
+        p, c = self._log_pivot()
+        t_lo, t_hi = self._signed_log(np.float64(self.lower)), self._signed_log(np.float64(self.upper))
+        t = t_lo + u * (t_hi - t_lo)
+        return np.clip(p + np.sign(t) * c * np.expm1(np.abs(t)), self.lower, self.upper)
+
+    def _log_pivot(self) -> tuple[float, float]:
+        p = 0.0 if self.lower < 0 < self.upper else self.lower
+        return p, (self.upper - self.lower) / LOG_SPAN_RATIO
+
+    def _signed_log(self, v: np.ndarray) -> np.ndarray:
+        p, c = self._log_pivot()
+        return np.sign(v - p) * np.log1p(np.abs(v - p) / c)
+
+    def cell_labels(self) -> list[str]:
+        """A short label per cell (for charts and reports)."""
+        if self.kind == "categorical":
+            return list(self.categories)
+        edges = self.bin_edges()
+        if self.kind == "integer" and self._one_bin_per_value():
+            labels = [str(int(round(e + 0.5))) for e in edges[:-1]]
+        else:
+            labels = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-1], edges[1:])]
+        return labels + [f"={_fmt(v)}" for v in self.special]
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind}
         if self.is_numeric:
             d.update(lower=self.lower, upper=self.upper, bins=self.bins, fill=self.fill)
+            if self.special:  # written only when used, so the fingerprints of existing schemas stay put
+                d["special"] = list(self.special)
+            if self.scale != "linear":
+                d["scale"] = self.scale
+            if self.decimals is not None:
+                d["decimals"] = self.decimals
         if self.kind == "categorical":
             d.update(categories=list(self.categories), other=self.other)
         return d
@@ -158,7 +264,8 @@ class Column:
     def from_dict(cls, d: dict) -> "Column":
         if not isinstance(d, dict):
             raise SchemaError(f"each column must be an object, got {type(d).__name__}")
-        unknown = set(d) - {"name", "kind", "lower", "upper", "categories", "bins", "fill", "other"}
+        unknown = set(d) - {"name", "kind", "lower", "upper", "categories", "bins", "fill", "other", "special",
+                            "scale", "decimals"}
         if unknown:
             raise SchemaError(f"column {d.get('name')!r}: unknown fields {sorted(unknown)}")
         kw = dict(d)
@@ -166,6 +273,10 @@ class Column:
             if not isinstance(kw["categories"], (list, tuple)):
                 raise SchemaError(f"column {d.get('name')!r}: categories must be a list")
             kw["categories"] = tuple(kw["categories"])
+        if "special" in kw:
+            if not isinstance(kw["special"], (list, tuple)):
+                raise SchemaError(f"column {d.get('name')!r}: special must be a list of numbers")
+            kw["special"] = tuple(kw["special"])
         for key in ("lower", "upper", "fill"):
             if isinstance(kw.get(key), str):
                 raise SchemaError(f"column {d.get('name')!r}: {key} must be a number, got {kw[key]!r}")
@@ -180,6 +291,9 @@ class Schema:
     columns: tuple[Column, ...]
     missing_markers: tuple[str, ...] = DEFAULT_MISSING_MARKERS
     draft: bool = False
+    # How the missing-value category is written in the exported file (None: the first declared marker,
+    # usually the empty cell). Drafts suggest the marker the upload used most.
+    missing_output: str | None = None
 
     def __post_init__(self):
         names = [c.name for c in self.columns]
@@ -188,6 +302,17 @@ class Schema:
             raise SchemaError(f"duplicate column names: {dup}")
         if not self.kept:
             raise SchemaError("the schema keeps no column (all are excluded)")
+        if self.missing_output is not None:
+            if not isinstance(self.missing_output, str):
+                raise SchemaError(f"missing_output must be a string, got {self.missing_output!r}")
+            check_text(self.missing_output, "missing-value output marker")
+
+    @property
+    def missing_text(self) -> str:
+        """What the exported file writes for a missing category."""
+        if self.missing_output is not None:
+            return self.missing_output
+        return self.missing_markers[0] if self.missing_markers else ""
 
     # -- views -----------------------------------------------------------------------------------
     @property
@@ -214,12 +339,15 @@ class Schema:
 
     # -- (de)serialisation -----------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {
+        d = {
             "version": 1,
             "draft": self.draft,
             "missing_markers": list(self.missing_markers),
             "columns": [c.to_dict() for c in self.columns],
         }
+        if self.missing_output is not None:
+            d["missing_output"] = self.missing_output
+        return d
 
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), **kw)
@@ -237,7 +365,7 @@ class Schema:
         for m in markers:
             check_text(m, "missing-value marker")
         return cls(columns=tuple(Column.from_dict(c) for c in cols), missing_markers=tuple(markers),
-                   draft=bool(d.get("draft", False)))
+                   draft=bool(d.get("draft", False)), missing_output=d.get("missing_output"))
 
     @classmethod
     def from_json(cls, text: str) -> "Schema":
@@ -247,7 +375,8 @@ class Schema:
             raise SchemaError(f"schema is {'' if str(exc).startswith('not ') else 'refused: '}{exc}") from None
 
     def confirmed(self) -> "Schema":
-        return Schema(columns=self.columns, missing_markers=self.missing_markers, draft=False)
+        return Schema(columns=self.columns, missing_markers=self.missing_markers, draft=False,
+                      missing_output=self.missing_output)
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of the confirmed schema (for manifests)."""
@@ -312,7 +441,7 @@ class Schema:
         for c in self.kept:
             v = prepared[c.name]
             if c.is_numeric:
-                cols.append((v.to_numpy(dtype=float) - c.lower) / (c.upper - c.lower))
+                cols.append(c.unit_transform(v.to_numpy(dtype=float)))
             else:
                 cols.append(self.category_codes(c, v).astype(float))
         return np.column_stack(cols) if cols else np.empty((len(prepared), 0))
@@ -323,8 +452,7 @@ class Schema:
         out = {}
         for j, c in enumerate(self.kept):
             if c.is_numeric:
-                v = c.lower + np.clip(X[:, j], 0.0, 1.0) * (c.upper - c.lower)
-                out[c.name] = self._finish_numeric(c, v)
+                out[c.name] = self._finish_numeric(c, c.unit_inverse(X[:, j]))
             else:
                 codes = np.clip(np.rint(X[:, j]), 0, len(c.categories) - 1).astype(int)
                 out[c.name] = np.asarray(c.categories, dtype=object)[codes]
@@ -337,39 +465,25 @@ class Schema:
 
     # -- discrete (cell) encoding ----------------------------------------------------------------------
     def to_cells(self, prepared: pd.DataFrame) -> np.ndarray:
-        """Every kept column as an int64 cell index (category code or public numeric bin)."""
+        """Every kept column as an int64 cell index (category code, public numeric bin or special value)."""
         cols = []
         for c in self.kept:
             v = prepared[c.name]
             if c.is_numeric:
-                edges = c.bin_edges()
-                idx = np.searchsorted(edges, v.to_numpy(dtype=float), side="right") - 1
-                cols.append(np.clip(idx, 0, c.n_cells - 1))
+                cols.append(numeric_cells(c, v.to_numpy(dtype=float)))
             else:
                 cols.append(self.category_codes(c, v))
         return np.column_stack(cols).astype(np.int64)
 
     def from_cells(self, cells: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
-        """Decode cell indices; numeric values drawn uniformly inside their public bin (post-processing)."""
+        """Decode cell indices (post-processing): special values exactly, numeric bins by drawing inside
+        the bin (see the module docstring), categories by their label."""
         cells = np.asarray(cells, dtype=np.int64)
         out = {}
         for j, c in enumerate(self.kept):
             idx = np.clip(cells[:, j], 0, c.n_cells - 1)
-            if c.kind == "integer":
-                # uniform over the integers that to_cells puts in the bin: edges[i] <= k < edges[i+1]
-                # (the last bin also holds the upper bound), so decoding never moves a row to another bin
-                edges = c.bin_edges()
-                first = np.ceil(edges[:-1]).astype(np.int64)
-                last = np.ceil(edges[1:]).astype(np.int64) - 1
-                last[-1] = math.floor(c.upper)
-                first = np.maximum(first, math.ceil(c.lower))
-                lo, hi = first[idx], np.maximum(last[idx], first[idx])
-                out[c.name] = lo + np.floor(rng.random(len(idx)) * (hi - lo + 1)).astype(np.int64)
-            elif c.is_numeric:
-                edges = c.bin_edges()
-                lo, hi = edges[idx], edges[idx + 1]
-                v = np.clip(lo + rng.random(len(idx)) * (hi - lo), c.lower, c.upper)
-                out[c.name] = self._finish_numeric(c, v)
+            if c.is_numeric:
+                out[c.name] = self._finish_numeric(c, decode_numeric_cells(c, idx, rng))
             else:
                 out[c.name] = np.asarray(c.categories, dtype=object)[idx]
         return pd.DataFrame(out)
@@ -378,7 +492,56 @@ class Schema:
     def _finish_numeric(c: Column, v: np.ndarray) -> np.ndarray:
         if c.kind == "integer":
             return np.clip(np.rint(v), math.ceil(c.lower), math.floor(c.upper)).astype(np.int64)
+        if c.decimals == 0:
+            return np.rint(v).astype(np.int64)
+        if c.decimals is not None:
+            return np.round(v, c.decimals)
         return v
+
+
+def numeric_cells(c: Column, v: np.ndarray) -> np.ndarray:
+    """Cell index of each (prepared) value of numeric column ``c``: a special value's own cell, else
+    its bin."""
+    edges = c.bin_edges()
+    idx = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
+    for k, s in enumerate(c.special):
+        idx = np.where(v == s, len(edges) - 1 + k, idx)
+    return idx
+
+
+def decode_numeric_cells(c: Column, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Values for cell indices of numeric column ``c``: special cells give their value; a bin gives a
+    draw inside it, uniform on the column's scale; integers uniform over the integers of the bin
+    (edges[i] <= k < edges[i+1], the last bin also holds the upper bound) that are not special values,
+    so decoding never moves a row to another cell."""
+    edges = c.bin_edges()
+    nb = len(edges) - 1
+    is_bin = idx < nb
+    b = np.minimum(idx, nb - 1)
+    if c.kind == "integer":
+        first = np.maximum(np.ceil(edges[:-1]).astype(np.int64), math.ceil(c.lower))
+        last = np.ceil(edges[1:]).astype(np.int64) - 1
+        last[-1] = math.floor(c.upper)
+        special = np.array(sorted(c.special), dtype=np.int64)
+        inside = np.array([int(((special >= f) & (special <= t)).sum()) for f, t in zip(first, last)], dtype=np.int64)
+        count = np.maximum(last - first + 1 - inside, 1)
+        v = first[b] + np.floor(rng.random(len(idx)) * count[b]).astype(np.int64)
+        for s in special:  # skip the special values: the k-th non-special integer of the bin
+            v = v + ((v >= s) & (first[b] <= s)).astype(np.int64)
+        v = np.minimum(v, np.maximum(last[b], first[b]))
+        values = v.astype(float)
+    else:
+        lo, hi = edges[b], edges[b + 1]
+        u = rng.random(len(idx))
+        if c.scale == "log":
+            ul, uh = c.unit_transform(lo), c.unit_transform(hi)
+            values = c.unit_inverse(ul + u * (uh - ul))
+        else:
+            values = np.clip(lo + u * (hi - lo), c.lower, c.upper)
+    if c.special:
+        spec = np.asarray(c.special, dtype=float)
+        values = np.where(is_bin, values, spec[np.clip(idx - nb, 0, len(spec) - 1)])
+    return values
 
 
 # ------------------------------------------------------------------------------------------------
@@ -387,8 +550,9 @@ class Schema:
 
 def read_raw_csv(path, *, nrows: int | None = None, chunksize: int | None = None, **kw):
     """Read a CSV with every cell as a string (no pandas type guessing, no NA conversion)."""
+    kw.setdefault("skipinitialspace", True)
     return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, nrows=nrows,
-                       chunksize=chunksize, skipinitialspace=True, **kw)
+                       chunksize=chunksize, **kw)
 
 
 class TableSource:
@@ -492,28 +656,45 @@ def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BIN
     return float(lower), float(upper)
 
 
+# Draft heuristics (suggestions only). Their reasons:
+CODE_NAME = re.compile(r"(^|[^a-z])(code|codes|recode|cd|id|zip|fips|naics|sic|icd|soc)([^a-z]|$)", re.IGNORECASE)
+SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% of a wide numeric column is a point mass (0, a top-code)
+MAX_DRAFT_SPECIAL = 3
+LOG_MEDIAN_SHARE = 0.1  # median within 10% of the range from the log pivot (0 or the lower bound): log bins
+MAX_DRAFT_DECIMALS = 6
+
+
 def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_MISSING_MARKERS,
                  max_categories: int = MAX_CATEGORIES) -> Schema:
-    """Suggest a schema from raw string data. The result has ``draft=True``: every bound and
-    category list in it was computed from the data and is NOT public until the steward confirms it.
+    """Suggest a schema from raw string data. The result has ``draft=True``: every bound, category
+    list, special value, scale and number format in it was computed from the data and is NOT public
+    until the steward confirms it.
+
+    Numeric columns are suggested at full resolution: integers with a range of at most
+    ``MAX_VALUE_CELLS`` values get one cell per value; integer columns named like codes (``industry
+    code``, ``zip``) become categorical with the codes seen; other numeric columns get ``DRAFT_BINS``
+    bins, their point masses as special values, log-spaced bins when skewed, and the number of decimals
+    the upload wrote. The missing-value marker written back is the one the upload used most.
     """
     markers = set(missing_markers)
     cols = []
+    seen_markers: dict[str, int] = {}
     for name in raw.columns:
         s = raw[name].astype(str).str.strip()
-        present = s[~s.isin(markers)]
+        is_marker = s.isin(markers)
+        for m, k in s[is_marker].value_counts().items():
+            seen_markers[m] = seen_markers.get(m, 0) + int(k)
+        present = s[~is_marker]
         has_missing = len(present) < len(s)
         num = pd.to_numeric(present, errors="coerce")
         finite = num[np.isfinite(num)]
         if len(present) and num.notna().all() and len(finite) == len(num) and present.nunique() > 2:
             integer = bool(np.all(finite == np.round(finite)))
-            lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
-                                           MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
-            kind = "integer" if integer else "continuous"
-            cols.append(Column(name=str(name), kind=kind, lower=lo, upper=hi,
-                               fill=lo if has_missing else None))
-            continue
-        levels = sorted(present.unique().tolist())
+            if not (integer and CODE_NAME.search(str(name)) and finite.nunique() <= max_categories):
+                cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing))
+                continue
+            present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
+        levels = _levels(present)
         if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
             cols.append(Column(name=str(name), kind="excluded"))
             continue
@@ -524,4 +705,39 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
         cols.append(Column(name=str(name), kind="categorical", categories=tuple(levels), other=other))
     if not any(c.kind != "excluded" for c in cols):
         raise SchemaError("no usable column found: every column was empty or had too many distinct values")
-    return Schema(columns=tuple(cols), missing_markers=tuple(missing_markers), draft=True)
+    output = max(seen_markers, key=seen_markers.get) if seen_markers else None
+    return Schema(columns=tuple(cols), missing_markers=tuple(missing_markers), draft=True,
+                  missing_output=output if output != (missing_markers[0] if missing_markers else "") else None)
+
+
+def _levels(present: pd.Series) -> list[str]:
+    """Distinct values, in numeric order when every one is an integer code, else sorted as text."""
+    levels = present.unique().tolist()
+    if levels and all(re.fullmatch(r"-?\d{1,15}", v) for v in levels):
+        return sorted(levels, key=int)
+    return sorted(levels)
+
+
+def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool) -> Column:
+    lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
+                                   MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
+    kind = "integer" if integer else "continuous"
+    fill = lo if has_missing else None
+    span = int(hi - lo) + 1 if integer else 0
+    if integer and span <= MAX_VALUE_CELLS:
+        return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
+    shares = finite.value_counts(normalize=True)
+    special = tuple(float(v) for v, share in shares.head(MAX_DRAFT_SPECIAL).items()
+                    if share >= SPECIAL_MIN_SHARE and lo <= v <= hi)
+    rest = finite[~finite.isin(special)]
+    pivot = 0.0 if lo < 0 < hi else lo
+    skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE
+    decimals = None
+    if not integer:
+        frac = present.str.extract(r"^[-+]?\d*\.(\d+)$", expand=False).dropna()
+        decimals = min(int(frac.str.len().max()), MAX_DRAFT_DECIMALS) if len(frac) else 0
+        if present.str.contains("[eE]").any():
+            decimals = None  # scientific notation: keep every digit
+    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=DRAFT_BINS, fill=fill,
+                  special=tuple(int(v) if integer else v for v in special), scale="log" if skewed else "linear",
+                  decimals=decimals)

@@ -21,5 +21,7 @@ urlpatterns = [
     path("releases/<int:pk>/draws/", views.release_draws, name="dpportal-api-release-draws"),
     path("releases/<int:pk>/cancel/", views.release_cancel, name="dpportal-api-release-cancel"),
     path("releases/<int:pk>/synthetic.csv", views.release_csv, name="dpportal-api-release-csv"),
+    path("releases/<int:pk>/synthetic-spreadsheet.csv", views.release_csv_spreadsheet,
+         name="dpportal-api-release-csv-spreadsheet"),
     path("releases/<int:pk>/manifest.json", views.release_manifest, name="dpportal-api-release-manifest"),
 ]

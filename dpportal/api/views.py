@@ -296,6 +296,11 @@ def release_csv(request, pk):
 
 
 @api_view("GET")
+def release_csv_spreadsheet(request, pk):
+    return csv_response(release_for_viewer(request.user, pk), spreadsheet=True)
+
+
+@api_view("GET")
 def release_manifest(request, pk):
     r = release_for_viewer(request.user, pk)
     if r.status != Release.DONE:

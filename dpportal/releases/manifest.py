@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from mechanisms.io import SPREADSHEET_NOTE
+from mechanisms.schema import Schema
+
 from .models import Release
 
 
@@ -25,6 +28,9 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
         "privacy_details": report.get("details", {}),
         "noise_backend": report.get("noise_backend"),
         "rows": release.rows,
+        "files": {"synthetic.csv": "exact values: category labels as confirmed, missing values written as "
+                                   f"{Schema.from_dict(release.schema).missing_text!r}, numbers as declared",
+                  "synthetic-spreadsheet.csv": SPREADSHEET_NOTE},
         "drawn_from_release": release.parent_id,
         "software_version": release.software_version,
     }

@@ -292,7 +292,7 @@ def execute(release_id: int) -> None:
         else:
             result = _fit_and_sample(release, progress)
         progress(BAND_WRITE, "writing the synthetic table", force=True)
-        write_synthetic_csv(result.synthetic, tmpdir / "synthetic.csv")
+        write_synthetic_csv(result.synthetic, tmpdir / "synthetic.csv", result.mechanism.schema)
         if not release.is_draw:
             with open(tmpdir / "summary.npz", "wb") as fh:
                 save_summary(result.mechanism.summary(), fh)

