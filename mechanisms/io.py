@@ -52,6 +52,9 @@ def export_frame(df: pd.DataFrame, schema: Schema | None = None) -> pd.DataFrame
     for name in out.columns:
         if out[name].dtype == object:
             out[name] = out[name].where(out[name] != MISSING_CATEGORY, marker)
+    for c in schema.kept if schema is not None else ():
+        if c.is_numeric and c.name in out and out[c.name].dtype.kind == "f":
+            out[c.name] = Schema._finish_numeric(c, out[c.name].to_numpy())  # integers as integers, decimals
     return out
 
 

@@ -710,6 +710,24 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
                   missing_output=output if output != (missing_markers[0] if missing_markers else "") else None)
 
 
+RARE_K = 10  # categories seen in fewer rows than this are flagged before they are published
+
+
+def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[str, list[str]]:
+    """Per categorical column of a draft, the categories seen in fewer than ``k`` rows of ``raw``.
+    Publishing such a label in the schema can reveal that a particular person is in the data (a
+    unique occupation, a small country); the schema page warns before the steward confirms it."""
+    out = {}
+    for c in schema.kept:
+        if c.kind != "categorical" or c.name not in raw:
+            continue
+        counts = raw[c.name].astype(str).str.strip().value_counts()
+        rare = [cat for cat in c.categories if cat != MISSING_CATEGORY and counts.get(cat, 0) < k]
+        if rare:
+            out[c.name] = rare
+    return out
+
+
 def _levels(present: pd.Series) -> list[str]:
     """Distinct values, in numeric order when every one is an integer code, else sorted as text."""
     levels = present.unique().tolist()

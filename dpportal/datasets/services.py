@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from django.utils import timezone
 
-from mechanisms.schema import KINDS, Column, Schema, SchemaError, SchemaMismatch
+from mechanisms.schema import KINDS, MAX_SPECIAL, SCALES, Column, Schema, SchemaError, SchemaMismatch
 
 from .models import Dataset
 
@@ -53,20 +53,48 @@ def _number(value: str, what: str, col: str) -> float | None:
     return v
 
 
+COLUMN_FIELDS = ("kind", "lower", "upper", "bins", "fill", "special", "scale", "decimals", "categories", "other")
+
+
+def special_text(values) -> str:
+    """Special values as the schema page shows them: "0, 99999"."""
+    return ", ".join(str(int(v)) if float(v).is_integer() else repr(float(v)) for v in values or ())
+
+
+def _whole(value: str, what: str, col: str, default: str = "") -> int | None:
+    text = (value or default).strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise SchemaRejected(f"column {col!r}: {what} must be a whole number, got {text[:20]!r}")
+    return int(text)
+
+
+def _specials(value: str, col: str) -> tuple[float, ...]:
+    parts = [p for p in (value or "").replace(";", ",").split(",") if p.strip()]
+    if len(parts) > MAX_SPECIAL:
+        raise SchemaRejected(f"column {col!r}: at most {MAX_SPECIAL} special values, got {len(parts)}")
+    values = [_number(p, "special value", col) for p in parts]
+    return tuple(int(v) if v.is_integer() else v for v in values)
+
+
 def column_from_form(name: str, data) -> Column:
-    """One column from form fields (``kind``, ``lower``, ``upper``, ``bins``, ``fill``, ``categories``
-    one per line, ``other``)."""
+    """One column from form fields (``kind``, ``lower``, ``upper``, ``bins``, ``fill``, ``special``
+    comma-separated, ``scale``, ``decimals``, ``categories`` one per line, ``other``)."""
     kind = (data.get("kind") or "").strip()
     if kind not in KINDS:
         raise SchemaRejected(f"column {name!r}: choose a kind among {list(KINDS)}, got {kind!r}")
     try:
         if kind in ("continuous", "integer"):
-            bins_text = (data.get("bins") or "10").strip()
-            if not (bins_text.isascii() and bins_text.isdigit() and len(bins_text) <= 9):
-                raise SchemaRejected(f"column {name!r}: bins must be a whole number, got {bins_text[:20]!r}")
+            scale = (data.get("scale") or "linear").strip()
+            if scale not in SCALES:
+                raise SchemaRejected(f"column {name!r}: scale must be one of {list(SCALES)}, got {scale[:20]!r}")
+            decimals = _whole(data.get("decimals"), "decimals", name) if kind == "continuous" else None
             return Column(name=name, kind=kind, lower=_number(data.get("lower"), "lower bound", name),
-                          upper=_number(data.get("upper"), "upper bound", name), bins=int(bins_text),
-                          fill=_number(data.get("fill"), "fill value", name))
+                          upper=_number(data.get("upper"), "upper bound", name),
+                          bins=_whole(data.get("bins"), "bins", name, default="10"),
+                          fill=_number(data.get("fill"), "fill value", name),
+                          special=_specials(data.get("special"), name), scale=scale, decimals=decimals)
         if kind == "categorical":
             cats = [c.strip() for c in (data.get("categories") or "").splitlines() if c.strip()]
             other = (data.get("other") or "").strip() or None
@@ -174,11 +202,12 @@ def _names(rows: list[dict], limit: int = 8) -> str:
 def schema_from_post(dataset: Dataset, post, markers: list[str]) -> Schema:
     cols = []
     for i, name in enumerate(dataset.header):
-        fields = {f: post.get(f"col-{i}-{f}", "") for f in ("kind", "lower", "upper", "bins", "fill",
-                                                             "categories", "other")}
+        fields = {f: post.get(f"col-{i}-{f}", "") for f in COLUMN_FIELDS}
         cols.append(column_from_form(name, fields))
+    output = post.get("missing_output", "")
     try:
-        return Schema(columns=tuple(cols), missing_markers=tuple(markers), draft=False)
+        return Schema(columns=tuple(cols), missing_markers=tuple(markers), draft=False,
+                      missing_output=output if output.strip() else None)
     except SchemaError as exc:
         raise SchemaRejected(str(exc)) from None
 

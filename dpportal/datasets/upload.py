@@ -22,7 +22,8 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_text, draft_schema, read_raw_csv
+from mechanisms.schema import (DEFAULT_MISSING_MARKERS, RARE_K, SchemaError, check_text, draft_schema, rare_categories,
+                               read_raw_csv)
 
 from .models import Dataset
 
@@ -223,7 +224,8 @@ def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
     if list(raw.columns) != info.header:
         raise UploadError("the header could not be read consistently (check quoting in the first line)")
     try:
-        return draft_schema(raw, missing_markers=markers).to_dict()
+        draft = draft_schema(raw, missing_markers=markers)
+        return {**draft.to_dict(), "rare_categories": rare_categories(raw, draft), "rare_k": RARE_K}
     except SchemaError as exc:
         raise UploadError(str(exc)) from None
 

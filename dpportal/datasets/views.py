@@ -86,14 +86,25 @@ def _column_rows(dataset, schema, post=None):
     current = {c.name: c.to_dict() for c in schema.columns} if schema else {}
     rows = []
     for i, name in enumerate(dataset.header):
-        cur = current.get(name) or suggested.get(name) or {"name": name, "kind": "excluded"}
+        cur = dict(current.get(name) or suggested.get(name) or {"name": name, "kind": "excluded"})
+        cur["special"] = services.special_text(cur.get("special", ()))
         ok = bool(dataset.schema) or cur.get("kind") == "excluded"
         if post is not None:
-            cur = {f: post.get(f"col-{i}-{f}", "") for f in ("kind", "lower", "upper", "bins", "fill", "other")}
+            cur = {f: post.get(f"col-{i}-{f}", "") for f in services.COLUMN_FIELDS if f != "categories"}
             cur["categories"] = [c for c in post.get(f"col-{i}-categories", "").splitlines() if c.strip()]
             ok = bool(post.get(f"col-{i}-ok")) or cur["kind"] == "excluded"
-        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name), "ok": ok})
+        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name), "ok": ok,
+                     "rare": (draft.get("rare_categories") or {}).get(name, []) if cur.get("kind") == "categorical" else []})
     return rows
+
+
+def _missing_output(dataset, schema, post) -> str:
+    """The missing-value marker the exported file writes: posted, confirmed, or the draft's suggestion."""
+    if post is not None:
+        return post.get("missing_output", "")
+    if schema is not None and schema.missing_output is not None:
+        return schema.missing_output
+    return (dataset.schema_draft or {}).get("missing_output") or ""
 
 
 @login_required
@@ -134,6 +145,8 @@ def dataset_schema(request, pk):
                                                   status__in=(Release.QUEUED, Release.RUNNING)),
         "budget": ledger.remaining(dataset),
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
+        "rare_k": (dataset.schema_draft or {}).get("rare_k"),
+        "missing_output": _missing_output(dataset, schema, request.POST if request.method == "POST" else None),
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)
