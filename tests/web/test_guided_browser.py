@@ -23,11 +23,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def wide_csv(path: Path, rows: int = 5000, columns: int = 40) -> None:
-    """A deterministic 40-column table: 20 integer columns (ages, counts) and 20 categorical ones."""
+    """A deterministic 40-column table: 20 integer columns (amounts 0-999: 20 bins) and 20 categorical ones."""
     rng = np.random.default_rng(18)
     cols = {}
     for j in range(columns // 2):
-        cols[f"num{j:02d}"] = rng.integers(0, 100, rows).astype(str)
+        cols[f"num{j:02d}"] = rng.integers(0, 1000, rows).astype(str)
         cols[f"cat{j:02d}"] = rng.choice(["red", "green", "blue", "grey"], rows, p=[.4, .3, .2, .1])
     names = list(cols)
     lines = [",".join(names)] + [",".join(cols[n][i] for n in names) for i in range(rows)]
@@ -71,10 +71,10 @@ def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced
         page.click("#budget-form button.primary")
         page.wait_for_url(dataset_url)
         page.goto(dataset_url + "releases/new/")
-        # 1. purpose: cross-tabulate two pairs (integers 0-99 at one cell per value); accept 30% error
+        # 1. purpose: cross-tabulate two pairs; accept 15% error
         page.check("input[name=purpose][value=marginals]")
         page.fill("#id_pairs", "num00:cat00, num01:cat01")
-        page.fill("#id_error_pct", "30")
+        page.fill("#id_error_pct", "15")
         shot(page, "3-purpose")
         page.click("#show-recommendation")
         page.wait_for_selector("#recommendation")
@@ -86,7 +86,7 @@ def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced
         assert page.locator("#predictions tbody tr").last.get_attribute("class").startswith(("status-would-fail",
                                                                                               "status-unavailable"))
         shot(page, "4-recommendation")
-        # 2. epsilon by accuracy: take the smallest epsilon predicted to reach 30%
+        # 2. epsilon by accuracy: take the smallest epsilon predicted to reach 15%
         smallest = page.inner_text("#smallest-epsilon strong")
         assert 0 < float(smallest) < 1  # within the remaining budget (the "low" preset: epsilon 1)
         page.click("#use-epsilon")
