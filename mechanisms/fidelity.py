@@ -248,3 +248,49 @@ def worst_column(one_way: dict) -> dict | None:
     name = max(syn, key=lambda n: (syn[n] - flo[n], syn[n]))
     far = syn[name] >= FAR_OFF_FACTOR * flo[name] and syn[name] > FAR_OFF_TVD
     return {"column": name, "tvd": syn[name], "floor": flo[name], "far_off": bool(far)}
+
+
+def quality(rep: dict) -> dict:
+    """The headline quality score of the downloaded file, as SDMetrics' quality report reads it: the mean
+    of "column shapes" (1 - full-resolution 1-way TVD) and "column pair trends" (1 - 2-way TVD with numeric
+    columns in quantile bins), beside the same score for the floor, naming the worst column (``far_off``
+    when it is FAR_OFF_FACTOR x its floor: shown red)."""
+    def score(side: str) -> tuple[float, float, float]:
+        shapes, trends = 1.0 - rep[side]["tvd_1way"], 1.0 - rep[side]["tvd_2way"]
+        return (shapes + trends) / 2, shapes, trends
+
+    s, shapes, trends = score("synthetic")
+    worst = rep.get("worst_column") or {}
+    return {"score": s, "column_shapes": shapes, "column_pair_trends": trends, "floor_score": score("floor")[0],
+            "worst_column": worst.get("column"), "worst_tvd": worst.get("tvd"), "worst_floor": worst.get("floor"),
+            "far_off": bool(worst.get("far_off")), "basis": "the downloaded file at full resolution"}
+
+
+def _times(value: float, floor: float) -> str:
+    return f"{value / floor:.1f}x the sampling floor" if floor > 1e-9 else f"floor {floor:.3f}"
+
+
+def readings(rep: dict, q: dict) -> list[dict]:
+    """Plain-language readings of the file checks, each against the floor (for the dashboard)."""
+    syn, flo = rep["synthetic"], rep["floor"]
+    out = [{"metric": "Quality score", "value": q["score"],
+            "reading": f"Quality {100 * q['score']:.1f}% on the downloaded file (a same-size real sample: "
+                       f"{100 * q['floor_score']:.1f}%); worst column {q['worst_column']}"
+                       f"{' (far off)' if q['far_off'] else ''}."},
+           {"metric": "Full-resolution 1-way TVD", "value": syn["tvd_1way"],
+            "reading": f"Single columns at full resolution within {100 * syn['tvd_1way']:.1f}% on average, "
+                       f"{_times(syn['tvd_1way'], flo['tvd_1way'])}."},
+           {"metric": "Full-resolution 2-way TVD", "value": syn["tvd_2way"],
+            "reading": f"Column pairs within {100 * syn['tvd_2way']:.1f}% on average, "
+                       f"{_times(syn['tvd_2way'], flo['tvd_2way'])}."},
+           {"metric": "Foreign labels", "value": syn["foreign_labels"]["share"],
+            "reading": f"{100 * syn['foreign_labels']['share']:.2f}% of cells hold a label the real data never has."},
+           {"metric": "Never-seen pair rows", "value": syn["unseen_pair_rows"],
+            "reading": f"{100 * syn['unseen_pair_rows']:.1f}% of rows hold two categories never seen together "
+                       f"(a real sample: {100 * flo['unseen_pair_rows']:.1f}%)."}]
+    if syn["mean_error_worst"]:
+        w = syn["mean_error_worst"]
+        out.append({"metric": "Worst mean error", "value": w["value"],
+                    "reading": f"The mean of {w['column']} is off by {w['value']:.2f} on the scale |mean| + sd/10 "
+                               f"(a real sample: {flo['mean_error_worst']['value']:.2f} at worst)."})
+    return out

@@ -68,8 +68,11 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         syn = _synthetic_frame(release, schema, synthetic_frame)
         write(0.05, "evaluating", force=True)
         results = evaluation.evaluate(schema, real, syn, target=target or None, seed=release.pk, fast=FAST,
-                                      progress=lambda f, s: write(0.05 + 0.95 * f, s))
+                                      progress=lambda f, s: write(0.05 + 0.9 * f, s))
         results["real_rows"] = real_note or {"rows_used": len(real), "rows_total": len(real), "fraction": 1.0}
+        write(0.96, "checking the downloaded file", force=True)
+        _add_file_checks(results, release, schema, real_source_frame, synthetic_frame)
+        write(1.0, "done", force=True)
         results["target_source"] = "steward" if configured_target(release.dataset) else (
             "guessed (last categorical column)" if target else "none")
         _finish(ev, Evaluation.DONE, results=results, target=target or "")
@@ -78,6 +81,33 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         _finish(ev, Evaluation.FAILED, error=(str(exc).splitlines() or [type(exc).__name__])[0][:500]
                 or type(exc).__name__)
     return _reload(ev)
+
+
+def _add_file_checks(results: dict, release: Release, schema: Schema, real_raw: pd.DataFrame | None,
+                     synthetic: pd.DataFrame | None) -> None:
+    """The statistician's checks of the file an analyst downloads (mechanisms.fidelity), and the
+    headline quality score from them; the score on the internal cells stays as ``quality_cells``."""
+    from mechanisms import fidelity
+    from mechanisms.io import export_frame
+    from mechanisms.schema import read_raw_csv
+
+    dataset = release.dataset
+    if real_raw is None:
+        real_raw = read_raw_csv(dataset.raw_path(), nrows=EVAL_MAX_REAL_ROWS, encoding=dataset.encoding,
+                                sep=dataset.delimiter)
+    if synthetic is None:
+        synthetic = read_raw_csv(release.output_path(), skipinitialspace=False)
+    else:
+        synthetic = export_frame(synthetic, schema)
+    reference, floor = fidelity.split_reference(real_raw.astype(str), len(synthetic), seed=release.pk)
+    checks = fidelity.report(schema, reference, synthetic.astype(str), floor, real_labels=real_raw.astype(str),
+                             seed=release.pk)
+    results["file_checks"] = checks
+    results["quality_cells"] = results.get("quality")
+    results["quality"] = fidelity.quality(checks)
+    file_readings = fidelity.readings(checks, results["quality"])
+    names = {r["metric"] for r in file_readings}
+    results["readings"] = file_readings + [r for r in results.get("readings", []) if r["metric"] not in names]
 
 
 def target_for(dataset, schema: Schema) -> str | None:

@@ -72,3 +72,23 @@ def test_the_compare_page_marks_the_better_value(world):
     cells = row.split("<td")[1:]
     assert ("better" in cells[0]) == (qa > qb) and ("better" in cells[1]) == (qb > qa)
     assert "✓ marks the better value" in page
+
+
+def test_the_headline_is_scored_on_the_downloaded_file_and_names_the_worst_column(world):
+    results = Evaluation.objects.get(release=world.release).results
+    q = results["quality"]
+    assert q["basis"] == "the downloaded file at full resolution" and "file_checks" in results
+    assert q["score"] == (q["column_shapes"] + q["column_pair_trends"]) / 2 and 0 < q["floor_score"] <= 1
+    assert results["quality_cells"]["score"] is not None  # the internal-cell score is kept beside it
+    page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
+    assert 'id="quality-worst"' in page and q["worst_column"] in page
+
+
+def test_a_column_far_off_turns_the_score_red(world):
+    ev = Evaluation.objects.get(release=world.release)
+    page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
+    assert ("quality far-off" in page) == ev.results["quality"]["far_off"]
+    ev.results["quality"]["far_off"] = True
+    ev.save()
+    page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
+    assert 'class="quality far-off"' in page and "far off, check it before analysts use it" in page
