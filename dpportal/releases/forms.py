@@ -111,6 +111,11 @@ class ReleaseForm(forms.Form):
                                             "box to confirm you want to spend budget on it anyway"})
         return prediction or None
 
+    def effective_values(self) -> dict:
+        """Each field's value as the form would submit it now: the posted value, else its initial value
+        (the guide's presets included), so an estimate shown on load is for the release that would run."""
+        return {name: self[name].value() for name in self.fields}
+
     def main_fields(self) -> list:
         """epsilon, delta, rows and the would-fail confirmation: shown openly."""
         return [self[n] for n in self.fields if n not in self.param_names]

@@ -14,7 +14,7 @@ from dpportal.ledger import services as ledger
 from mechanisms import registry
 
 from . import guidance, services
-from .forms import ReleaseForm
+from .forms import PARAM_PREFIX, ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
 
@@ -39,6 +39,16 @@ def _guide(dataset, schema, values, mechanism):
     return guide, None
 
 
+def _initial(request, estimating: bool) -> dict | None:
+    """The values to show: the posted ones when re-showing for an estimate; on a GET, parameters given
+    in the link (``param_epochs=...``), which then also decide the estimate shown."""
+    if estimating:
+        return request.POST.dict()
+    if request.method == "GET":
+        return {k: v for k, v in request.GET.items() if k.startswith(PARAM_PREFIX)} or None
+    return None
+
+
 @login_required
 def release_new(request, pk):
     dataset = dataset_for_owner(request.user, pk)
@@ -52,7 +62,7 @@ def release_new(request, pk):
     cls = registry.get(name) if name in supported else None
     estimating = request.method == "POST" and "estimate" in request.POST  # re-show the values, no errors yet
     form = ReleaseForm(request.POST if request.method == "POST" and not estimating else None, mechanism_cls=cls,
-                       schema=schema, n_rows=dataset.n_rows, initial=request.POST.dict() if estimating else None)
+                       schema=schema, n_rows=dataset.n_rows, initial=_initial(request, estimating))
     error = None
     prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
     if schema is None:
@@ -75,14 +85,12 @@ def release_new(request, pk):
             messages.success(request, f"Release {release.pk} queued; its cost is reserved on the budget.")
             return redirect("dpportal-release", release.pk)
     mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class
-    estimate = None
+    estimate = runtime_estimate = None
+    values = form.effective_values()  # what "Reserve budget and release" would submit now
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
-        values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
-    runtime_estimate = None
     if cls is not None and schema is not None:
-        values = request.POST if request.method == "POST" else request.GET
-        runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values)
+        runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values, dataset=dataset)
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
            "budget": ledger.remaining(dataset), "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
