@@ -137,11 +137,59 @@ def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_err
     ctx = {"purpose": purpose, "purpose_hidden": hidden, "guide": guide, "guide_error": guide_error,
            "prediction": prediction, "columns": schema.names if schema is not None else [],
            "curve_figure": None}
+    ctx["glossary"] = GLOSSARY
+    ctx["epsilon_words"] = epsilon_in_words(purpose["epsilon"])
     if guide:
         _decorate(guide, hidden, purpose)
+        _add_runtimes(guide, schema)
         if guide.get("curve"):
             ctx["curve_figure"] = curve_figure(guide, budget)
     return ctx
+
+
+GLOSSARY = (
+    ("ε (epsilon)", "the privacy loss charged to the budget: how much the synthetic table can reveal about any one "
+                    "person. Smaller is more private and noisier."),
+    ("δ (delta)", "a tiny probability that the ε guarantee does not hold; approximate-DP mechanisms (aim, mst, "
+                  "dpmerf, Gaussian modes) need one, far below 1 / rows."),
+    ("marginals", "the counts of the table over one column (1-way) or a pair of columns (2-way): its frequency "
+                  "tables and cross-tabulations."),
+    ("TVD", "total variation distance between a synthetic and the real marginal: the share of rows that sit in "
+            "the wrong cell (0% identical, 100% nothing in common). 3% 2-way TVD: about 3 rows in 100 land in "
+            "the wrong cell of a two-column cross-tabulation."),
+    ("rho (ρ)", "the budget in zero-concentrated DP, the accounting aim, mst and the Gaussian modes use inside; "
+                "dpportal converts it from your ε and δ, and the ledger always charges ε and δ."),
+)
+
+
+def epsilon_in_words(value) -> str:
+    """What ε means in plain words, with the factor e^ε for this value ('' when it does not parse)."""
+    try:
+        eps = float(str(value)[:AMOUNT_MAX_CHARS])
+    except ValueError:
+        return ""
+    if not (math.isfinite(eps) and 0 < eps <= MAX_EPSILON):
+        return ""
+    factor = math.exp(eps)
+    times = f"{factor:.3g}" if factor < 1e6 else "more than a million"
+    return (f"ε {eps:g} means: adding or removing any one person's record changes the chance of any result "
+            f"by at most a factor of {times} (e^ε). Smaller ε: more private, more noise.")
+
+
+def _add_runtimes(guide: dict, schema) -> None:
+    """Each row's run-time estimate for the configuration it predicts (its parameters, the ml target)."""
+    from mechanisms import runtime
+
+    target = guide.get("target") if guide.get("purpose") == "ml" else None
+    for m in guide["mechanisms"]:
+        params = {**m["params"], **({"target": target} if target and m["label_conditional"] else {})}
+        try:
+            est = runtime.estimate(m["mechanism"], n=int(guide["rows"]), schema=schema, params=params,
+                                   epsilon=guide["epsilon"], delta=guide["delta"] or None)
+        except (ValueError, TypeError, ArithmeticError):
+            m["runtime_text"] = ""
+            continue
+        m["runtime_text"] = est.to_dict()["text"]
 
 
 def _pct(x: float | None) -> str:
