@@ -45,12 +45,36 @@ def parse_amount(value, name: str, *, default: float, low: float = 0.0, low_open
     return v
 
 
+DELTA_SHARE = 0.5  # a preset delta takes at most this share of the remaining delta (room for later releases)
+APPROXIMATE = "aim, mst, dpmerf and the Gaussian modes"
+
+
 def default_delta(budget: dict, n: int) -> float:
     """delta offered for the recommendation: the power of ten at or below 1/(10 n) (delta much smaller
-    than 1/n, the usual advice; n is public), at most the budget's remaining delta; 0 without one."""
+    than 1/n, the usual advice; n is public), at most half the budget's remaining delta (so that later
+    releases can still use an approximate mechanism); 0 without one."""
     remaining = budget["delta"]["remaining_float"] if budget.get("set") else 0.0
     suggested = 10.0 ** -math.ceil(math.log10(10 * max(int(n), 1)))
-    return min(suggested, remaining) if remaining > 0 else 0.0
+    return min(suggested, float(f"{remaining * DELTA_SHARE:.3g}")) if remaining > 0 else 0.0
+
+
+def delta_note(budget: dict, value) -> dict | None:
+    """What a release with delta ``value`` leaves of the remaining delta, in words; ``exhausts`` when it
+    would leave none (no later release could use an approximate mechanism). None without a delta budget
+    or a positive delta that parses."""
+    try:
+        delta = float(str(value)[:AMOUNT_MAX_CHARS])
+    except ValueError:
+        return None
+    remaining = budget["delta"]["remaining_float"] if budget.get("set") else 0.0
+    if not (math.isfinite(delta) and delta > 0 and remaining > 0):
+        return None
+    left = remaining - delta
+    if left <= remaining * 1e-9:
+        return {"exhausts": True, "text": f"This release would use all the remaining δ ({remaining:g}): afterwards "
+                                          f"{APPROXIMATE} can no longer run on this dataset. Use a smaller δ, e.g. "
+                                          f"{remaining * DELTA_SHARE:.3g}, to keep room for them."}
+    return {"exhausts": False, "text": f"Leaves δ {left:.3g} of the remaining {remaining:g} for later releases."}
 
 
 def purpose_from(query: Mapping, schema) -> rec.Purpose:

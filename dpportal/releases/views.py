@@ -91,8 +91,10 @@ def release_new(request, pk):
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
     if cls is not None and schema is not None:
         runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values, dataset=dataset)
+    budget = ledger.remaining(dataset)
+    takes_delta = cls is not None and not form.fields["delta"].widget.is_hidden
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": ledger.remaining(dataset), "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
+           "budget": budget, "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None, "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
     advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
     return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
