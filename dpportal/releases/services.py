@@ -108,8 +108,10 @@ def validate(dataset, req: ReleaseRequest):
     return mech
 
 
-def plan_release(dataset, user, req: ReleaseRequest) -> Release:
-    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
+def check_request(dataset, req: ReleaseRequest):
+    """Everything plan_release checks before reserving: returns (cleaned request, mechanism object) or
+    raises ReleaseRequestError naming the problem. Callers that ask for confirmations run it first, so
+    a bad value is named before any confirmation is asked for."""
     epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
     for name, value in (("epsilon", epsilon), ("delta", delta)):
         try:
@@ -117,7 +119,13 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
         except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
             raise ReleaseRequestError(f"{name}: {exc}") from None
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
-    mech = validate(dataset, req)
+    return req, validate(dataset, req)
+
+
+def plan_release(dataset, user, req: ReleaseRequest) -> Release:
+    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
+    req, mech = check_request(dataset, req)
+    epsilon, delta = req.epsilon, req.delta
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
     try:
         with transaction.atomic():

@@ -39,6 +39,28 @@ def _guide(dataset, schema, values, mechanism):
     return guide, None
 
 
+def _submit(request, dataset, form, name: str):
+    """Plan the release of a valid form: (release, None), or (None, error) with nothing charged. The values
+    are checked before the high-error confirmation is asked for, so a bad value is named first."""
+    req = services.ReleaseRequest(mechanism=name, epsilon=form.cleaned_data["epsilon"],
+                                  delta=form.cleaned_data.get("delta") or "0", params=form.params(),
+                                  rows=form.cleaned_data["rows"])
+    try:
+        services.check_request(dataset, req)
+        if "confirm_high_error" in form.fields and not form.cleaned_data.get("confirm_high_error"):
+            form.add_error("confirm_high_error", form.fields["confirm_high_error"].error_messages["required"])
+            return None, None
+        return services.plan_release(dataset, request.user, req), None
+    except services.ReleaseRequestError as exc:
+        return None, str(exc)
+
+
+def _high_error(dataset, cls, values: dict, purpose) -> str | None:
+    params = {k[len(PARAM_PREFIX):]: v for k, v in values.items() if k.startswith(PARAM_PREFIX)}
+    return guidance.high_error_reason(dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params,
+                                      query=purpose)
+
+
 def _initial(request, estimating: bool) -> dict | None:
     """The values to show: the posted ones when re-showing for an estimate; on a GET, parameters given
     in the link (``param_epochs=...``), which then also decide the estimate shown."""
@@ -65,6 +87,8 @@ def release_new(request, pk):
                        schema=schema, n_rows=dataset.n_rows, initial=_initial(request, estimating))
     error = None
     prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
+    if cls is not None:
+        form.ask_high_error_confirmation(_high_error(dataset, cls, form.effective_values(), guide_values))
     if schema is None:
         error = "Confirm the schema before planning a release."
     elif cls is None:
@@ -75,13 +99,8 @@ def release_new(request, pk):
             error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
                      f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
     elif request.method == "POST" and not estimating and form.is_valid():
-        try:
-            release = services.plan_release(dataset, request.user, services.ReleaseRequest(
-                mechanism=name, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data.get("delta") or "0",
-                params=form.params(), rows=form.cleaned_data["rows"]))
-        except services.ReleaseRequestError as exc:
-            error = str(exc)
-        else:
+        release, error = _submit(request, dataset, form, name)
+        if release is not None:
             messages.success(request, f"Release {release.pk} queued; its cost is reserved on the budget.")
             return redirect("dpportal-release", release.pk)
     mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class

@@ -19,7 +19,8 @@ def _supported():
 def _defaults(cls) -> dict:
     """What the browser submits for an untouched form."""
     post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20",
-            "confirm_would_fail": "on"}  # ignored unless the mechanism is predicted to fail (then it is required)
+            "confirm_would_fail": "on",  # ignored unless the mechanism is predicted to fail (then it is required)
+            "confirm_high_error": "on"}  # likewise above the predicted-error threshold (6 rows: density-lp at 0.2)
     for spec in cls.params:
         if spec.type == "bool":
             if spec.default:
