@@ -236,6 +236,8 @@ def release_cancel(request, pk):
 
 
 def _cancel_message(release: Release) -> str:
+    if release.is_draw:
+        return f"Draw {release.pk} cancelled{'' if release.status == Release.CANCELLED else ' at its next progress point'}: a draw reserves no budget, so nothing is refunded or spent."
     if release.status == Release.CANCELLED:
         return f"Release {release.pk} cancelled before it started; its reserved budget was refunded."
     return (f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "
