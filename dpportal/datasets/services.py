@@ -154,7 +154,8 @@ def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
            "then confirm the schema."
 
 
-MAX_CODES = 50  # an integer column becomes a categorical one with a category per value up to this many
+MAX_CODES = 200  # an integer column becomes a categorical one with a category per value up to this many
+# (here from the suggested bounds; on the page, static/dpportal/forms.js, from the bounds typed in the row)
 
 
 def _integer_codes(sug: dict) -> list[str]:

@@ -128,6 +128,7 @@ def dataset_schema(request, pk):
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
         "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
+        "max_codes": services.MAX_CODES,
         "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
         "dp_bounds": dp_bounds, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
         "bounds_pending": dataset.releases.filter(mechanism=release_services.BOUNDS_MECHANISM,
