@@ -80,6 +80,17 @@ def column_from_form(name: str, data) -> Column:
 # Wide tables (issue 18): review count and bulk actions on the schema page's working values
 # --------------------------------------------------------------------------------------------------
 
+def markers_meaning(markers) -> str:
+    """What the missing-value settings mean, in words (a blank marker box included)."""
+    others = [m for m in markers if m]
+    empty = "" in markers
+    if not others:
+        return ("No other markers: " + ("only empty cells are missing" if empty else "no cell is read as missing")
+                + "; a cell like ? or NA is read as a value.")
+    listed = ", ".join(f"“{m}”" for m in others)
+    return f"Missing: {'empty cells and ' if empty else ''}cells equal to {listed}."
+
+
 def review_count(rows: list[dict]) -> dict:
     """How many kept columns are not yet ticked as reviewed, and their names."""
     kept = [r for r in rows if r["cur"].get("kind") != "excluded"]

@@ -135,6 +135,7 @@ def dataset_schema(request, pk):
                                                   status__in=(Release.QUEUED, Release.RUNNING)),
         "budget": ledger.remaining(dataset),
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
+        "markers_meaning": services.markers_meaning(markers),
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)
