@@ -416,10 +416,19 @@ def estimate_request(dataset, req: ReleaseRequest) -> dict:
                                             _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
     est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params,
                            epsilon=mech.epsilon, delta=mech.delta)
-    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+    return _with_wait(est)
 
 
-def form_estimate(name: str, schema, n_rows: int, values, *, dataset=None) -> dict:
+def _with_wait(est: runtime.Estimate) -> dict:
+    """The estimate as shown (a range where the time follows the data's path), its queue and the wait
+    there for the jobs ahead."""
+    queue = queue_for(est.seconds)
+    ahead, wait = queue_wait(queue)
+    return {**est.to_dict(), "queue": queue, "jobs_ahead": ahead, "wait_seconds": round(wait, 1),
+            "wait_text": _wait_text(ahead, wait)}
+
+
+def form_estimate(name: str, schema, n_rows: int, values) -> dict:
     """The release form's run-time estimate from its raw values (defaults where empty); reads no data.
     Returns the estimate or {"error": message} while the values are not valid yet."""
     from dpportal.releases.forms import PARAM_PREFIX
@@ -437,10 +446,7 @@ def form_estimate(name: str, schema, n_rows: int, values, *, dataset=None) -> di
         est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params, **budget)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}
-    queue = queue_for(est.seconds)
-    ahead, wait = queue_wait(queue)
-    return {**est.to_dict(), "queue": queue, "jobs_ahead": ahead, "wait_seconds": round(wait, 1),
-            "wait_text": _wait_text(ahead, wait)}
+    return _with_wait(est)
 
 
 def queue_wait(queue: str, before: int | None = None) -> tuple[int, float]:

@@ -109,7 +109,7 @@ def release_new(request, pk):
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
     if cls is not None and schema is not None:
-        runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values, dataset=dataset)
+        runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values)
     budget = ledger.remaining(dataset)
     takes_delta = cls is not None and not form.fields["delta"].widget.is_hidden
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,

@@ -126,3 +126,7 @@ def test_the_queue_wait_adds_the_remaining_estimates_of_the_jobs_ahead(world):
     page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism=baseline")
     est = page.context["runtime_estimate"]
     assert est["jobs_ahead"] == 3 and "3 jobs ahead" in page.content.decode()
+    api = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+                                  json.dumps({"mechanism": "baseline", "epsilon": "0.1"}),
+                                  content_type="application/json", **world.api(world.owner)).json()
+    assert api["jobs_ahead"] == 3 and api["wait_seconds"] == est["wait_seconds"]
