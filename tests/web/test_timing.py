@@ -129,4 +129,4 @@ def test_the_queue_wait_adds_the_remaining_estimates_of_the_jobs_ahead(world):
     api = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
                                   json.dumps({"mechanism": "baseline", "epsilon": "0.1"}),
                                   content_type="application/json", **world.api(world.owner)).json()
-    assert api["jobs_ahead"] == 3 and api["wait_seconds"] == est["wait_seconds"]
+    assert api["jobs_ahead"] == 3 and abs(api["wait_seconds"] - est["wait_seconds"]) < 2  # the running job went on
