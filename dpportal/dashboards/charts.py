@@ -49,7 +49,8 @@ def heatmap(matrix: list[list[float]], names: list[str], title: str, *, divergin
     if diverging:
         peak = max((abs(v) for row in matrix for v in row), default=0.0) or 1.0
         trace.update(zmin=-peak, zmax=peak)
-    return {"data": [trace], "layout": _layout(title, xaxis=CATEGORY_AXIS, yaxis={**CATEGORY_AXIS, "autorange": "reversed"},
+    return {"data": [trace], "layout": _layout(title, xaxis=CATEGORY_AXIS,
+                                               yaxis={**CATEGORY_AXIS, "autorange": "reversed"},
                                                margin={"l": 110, "r": 10, "t": 36, "b": 110})}
 
 
@@ -72,7 +73,8 @@ def tstr_bars(ml: dict) -> dict:
                                   "text": f"chance {chance:.2f}", "showarrow": False, "font": {"size": 11}}]}
     return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
                                             barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]},
-                                            xaxis={**CATEGORY_AXIS, "tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110},
+                                            xaxis={**CATEGORY_AXIS, "tickangle": -30},
+                                            margin={"l": 50, "r": 10, "t": 50, "b": 110},
                                             **extra)}
 
 

@@ -113,7 +113,8 @@ def release_new(request, pk):
     budget = ledger.remaining(dataset)
     takes_delta = cls is not None and not form.fields["delta"].widget.is_hidden
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": budget, "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None, "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
+           "budget": budget, "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None,
+           "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
     advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
     return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
@@ -237,7 +238,8 @@ def release_cancel(request, pk):
 
 def _cancel_message(release: Release) -> str:
     if release.is_draw:
-        return f"Draw {release.pk} cancelled{'' if release.status == Release.CANCELLED else ' at its next progress point'}: a draw reserves no budget, so nothing is refunded or spent."
+        when = "" if release.status == Release.CANCELLED else " at its next progress point"
+        return f"Draw {release.pk} cancelled{when}: a draw reserves no budget, so nothing is refunded or spent."
     if release.status == Release.CANCELLED:
         return f"Release {release.pk} cancelled before it started; its reserved budget was refunded."
     return (f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "
