@@ -49,7 +49,9 @@ def suggested_delta(n_rows: int) -> str:
 
 
 class ReleaseForm(forms.Form):
-    epsilon = forms.CharField(max_length=40, help_text="Privacy loss charged to the dataset's budget, e.g. 1 or 0.5")
+    epsilon = forms.CharField(max_length=40, help_text="Privacy loss charged to the dataset's budget, e.g. 1 or 0.5: "
+                                                       "how much the synthetic table can reveal about any one person "
+                                                       "(smaller: more private, more noise)")
     delta = forms.CharField(max_length=40, required=False, initial="0",
                             help_text="Needed by approximate-DP mechanisms only, e.g. 1e-6")
     rows = forms.IntegerField(min_value=1, help_text="Number of synthetic rows")

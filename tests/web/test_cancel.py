@@ -133,6 +133,8 @@ def test_a_release_cancelled_after_reading_data_says_what_was_spent_and_offers_n
     assert "No downloads: the release cancelled before it finished; its cost, ε 0.25 and δ 0, is spent" in page
     spend = LedgerEntry.objects.get(release_id=release.pk, kind=LedgerEntry.SPEND)
     assert "cancelled by the steward after reading the data: ε 0.25 and δ 0 spent" in spend.note
+    ledger_page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/ledger/").content.decode()
+    assert "cancelled by the steward after reading the data: ε 0.25 and δ 0 spent" in ledger_page
     queued = _plan(world)
     services.cancel(queued)
     refund = LedgerEntry.objects.get(release_id=queued.pk, kind=LedgerEntry.REFUND)
