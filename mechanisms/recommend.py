@@ -234,7 +234,8 @@ class Prediction:
             return None if x is None else round(x, 4)
         return {"mechanism": self.mechanism, "title": self.title, "status": self.status, "reason": self.reason,
                 "predicted_tvd_1way": r(self.tvd_1way), "predicted_tvd_2way": r(self.tvd_2way),
-                "score": r(self.score), "modelled": self.modelled, "priors": self.priors, "params": self.params}
+                "score": r(self.score), "modelled": self.modelled, "priors": self.priors, "params": self.params,
+                "label_conditional": self.label_conditional}
 
 
 @dataclass
@@ -253,13 +254,25 @@ class Recommendation:
             return "mean 2-way TVD over the named pairs"
         return "mean 2-way TVD over all pairs"
 
+    @property
+    def ranking(self) -> str:
+        """How the table is sorted: the measure that decides the recommendation, in words."""
+        last = "; mechanisms predicted to fail come last, then those that cannot run"
+        tie = (f"; a faster mechanism predicted within {TIE_MARGIN:.0%} of the lowest error is recommended over it "
+               "and listed first")
+        if self.purpose.kind == "ml":
+            return (f"Sorted first by whether the mechanism models the other columns given {self.purpose.target} "
+                    "(for training models this decides: models trained on such output scored best on the shared "
+                    "tables), then by predicted error, lowest first" + tie + last + ".")
+        return "Sorted by predicted error, lowest first" + tie + last + "."
+
     def get(self, name: str) -> Prediction | None:
         return next((p for p in self.items if p.mechanism == name), None)
 
     def to_dict(self) -> dict:
         return {"rows": self.setting.n, "epsilon": self.setting.epsilon, "delta": self.setting.delta,
                 **self.purpose.to_dict(), "metric": self.metric, "recommended": self.recommended,
-                "reason": self.reason, "public_inputs_only": True,
+                "reason": self.reason, "ranking": self.ranking, "public_inputs_only": True,
                 "mechanisms": [p.to_dict() for p in self.items]}
 
 
@@ -855,14 +868,8 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
     others = [p for p in items if p is not best and p.score is not None and p.status == "ok"]
     if best.score is None:
         return f"{best.mechanism} is the only mechanism that can run for this purpose (no accuracy model for it yet)."
-    if best.label_conditional and best.mechanism == "aim":
-        return (f"aim measures the marginals that contain {purpose.target} (workload 'target'): models trained "
-                "on its output scored best, or within 10% of the best, on the shared tables (predicted 2-way "
-                f"error with {purpose.target}: {best.score:.1%}).")
     if best.label_conditional:
-        return (f"{best.mechanism} learns the other columns conditionally on {purpose.target}: models trained on "
-                "its output scored best, or within 10% of the best, on the shared tables, even where another "
-                f"mechanism kept the marginals better (predicted 2-way error with {purpose.target}: {best.score:.1%}).")
+        return _ml_reason(best, others, purpose)
     what = "the pairs that matter" if purpose.kind != "explore" else "all pairs"
     lower = [p for p in others if p.score < best.score]
     if lower:  # won a tie on speed
@@ -870,6 +877,20 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
                 f"({best.score:.1%} against {lower[0].score:.1%} for {lower[0].mechanism}) and is faster.")
     runner = f", against {others[0].score:.1%} for {others[0].mechanism}" if others else ""
     return f"{best.mechanism} has the lowest predicted 2-way error over {what}: {best.score:.1%}{runner}."
+
+
+def _ml_reason(best: Prediction, others: list[Prediction], purpose: Purpose) -> str:
+    """Why a mechanism that models the table around the target is recommended, naming any mechanism with a
+    lower predicted error: the error column is not the measure that decides for model training."""
+    how = ("measures the marginals that contain {t} (workload 'target')" if best.mechanism == "aim"
+           else "learns the other columns given {t}").format(t=purpose.target)
+    lower = min((p for p in others if p.score < best.score), key=lambda p: p.score, default=None)
+    error = f"its predicted 2-way error with {purpose.target} is {best.score:.1%}"
+    if lower is not None:
+        error += (f", higher than {lower.mechanism}'s {lower.score:.1%}, but that error measures how well pairs of "
+                  "columns are kept, not how well a model trained on the table predicts")
+    return (f"{best.mechanism} {how}, and models trained on such output scored best, or within 10% of the best, on "
+            f"the shared tables; {error}.")
 
 
 DEFAULT_CURVE_EPSILONS = tuple(round(10 ** (k / 8), 4) for k in range(-16, 17))  # 0.01 .. 100, 8 per decade

@@ -58,19 +58,54 @@ DPMERF_DEFAULTS = {"features": 1000, "epochs": 2000}
 PMSE_DEFAULTS = {"iterations": 2000, "burn_in": 1000, "m": 5}
 
 
+# Mechanisms whose time follows a data-dependent path: measured / predicted seconds on the calibration
+# releases (docs/operations.md: AIM's 17 releases run alone, predicted/measured 0.32-3.11), and the widest
+# table calibrated; wider tables get WIDE_RANGE (an extrapolation in the columns).
+RANGES: dict[str, tuple[float, float]] = {"aim": (0.3, 3.2)}
+CALIBRATED_COLUMNS: dict[str, int] = {"aim": 24}
+WIDE_RANGE = (0.1, 10.0)
+RANGE_REASONS = {"aim": "AIM chooses which marginals to measure from noisy answers on the data, so the models it "
+                        "builds, and its time, cannot be known from public inputs"}
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """Predicted seconds of one release (fit + sample) and the work measure it came from."""
+    """Predicted seconds of one release (fit + sample) and the work measure it came from; ``low`` and
+    ``high`` bound it where the time follows a data-dependent path (:func:`time_range`)."""
 
     mechanism: str
     seconds: float
     work: float
     calibrated: bool = True
+    low: float | None = None
+    high: float | None = None
+    range_reason: str = ""
 
     def to_dict(self) -> dict:
-        text = describe_seconds(self.seconds) + ("" if self.calibrated else " (rough: not calibrated for this mechanism)")
-        return {"seconds": round(self.seconds, 1), "text": text, "calibrated": self.calibrated,
-                "basis": "public inputs only (n, columns, parameters); see docs/operations.md"}
+        text = describe_range(self.low, self.high) if self.low is not None else describe_seconds(self.seconds)
+        text += "" if self.calibrated else " (rough: not calibrated for this mechanism)"
+        out = {"seconds": round(self.seconds, 1), "text": text, "calibrated": self.calibrated,
+               "basis": "public inputs only (n, columns, parameters); see docs/operations.md"}
+        if self.low is not None:
+            out.update(low_seconds=round(self.low, 1), high_seconds=round(self.high, 1), range_reason=self.range_reason)
+        return out
+
+
+def time_range(mechanism: str, seconds: float, columns: int) -> tuple[float, float, str] | None:
+    """(low, high, why) for a mechanism whose time cannot be bounded from public inputs, else None: the
+    central estimate times the factors measured on its calibration releases, wider for a table with more
+    columns than any of them."""
+    if mechanism not in RANGES:
+        return None
+    lo, hi = RANGES[mechanism]
+    why = RANGE_REASONS[mechanism]
+    widest = CALIBRATED_COLUMNS[mechanism]
+    if columns > widest:
+        lo, hi = WIDE_RANGE
+        why += f"; this table has {columns} columns, more than any release it was measured on ({widest})"
+    else:
+        why += f"; the measured releases took {lo:g}x to {hi:g}x of the central estimate"
+    return seconds * lo, seconds * hi, why
 
 
 def _param(params: dict, name: str, default):
@@ -104,6 +139,11 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
     return float(n * d)
 
 
+# AIM with ``workload=target`` (every triple with the target) is timed as all pairs: its time is the models
+# it builds from the marginals it selects (at most T rounds), not the size of its candidate list. On the grid
+# run (docs/data/benchmarks-grid.jsonl, two releases side by side) its 13 releases took 0.4-4.7x the
+# all-pairs estimate (the all-pairs releases on the same tables 0.5-7x), while counting the triples' cells
+# over-estimated them by up to 7.6x.
 AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
 AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.aim.default_rounds)
 
@@ -115,18 +155,18 @@ def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, del
     the model, k_max), with the columns d (16 d rounds in the paper, each a program over a model of more
     cliques), with the budget (larger models before it runs out) and with the share of those rounds that
     AIM runs (fewer when n is small for the budget): ``C sqrt(k_max) d rho^0.2 (T / 16 d)^0.8``, rho from
-    (epsilon, delta), epsilon 1 and delta 1e-5 when not given. Until the twelfth session without d and
-    with rho^0.4: fitted on 17 releases run alone with the current code, that form was off by up to 4.8x
-    (credit_default_taiwan, 24 columns, at 1); this one by up to 3.1x (docs/operations.md)."""
+    (epsilon, delta), epsilon 1 and delta 1e-5 when not given. The earlier form without d and with rho^0.4,
+    fitted on 17 releases run alone, was off by up to 4.8x (credit_default_taiwan, 24 columns, at 1); this
+    one by up to 3.1x (docs/operations.md): :func:`time_range` turns that into the range shown."""
     from .accounting import zcdp_rho
     from .aim import ROUNDS_PER_COLUMN, candidate_weights, default_rounds, workload_cliques
 
     names = schema.names
     sizes = dict(zip(names, schema.cell_sizes))
     workload = str(_param(params, "workload", "all-2way"))
+    if workload == "target":  # timed as all pairs (see the note above AIM_RHO_POWER)
+        workload = "all-2way"
     target = params.get("target") or None
-    if workload == "target" and target not in sizes:
-        workload = "all-2way"  # invalid plans are refused elsewhere; the estimate stays a guide
     cliques = candidate_weights(names, workload_cliques(names, workload, target))
     cells = sum(math.prod(sizes[a] for a in c) for c in cliques if len(c) >= 2) or sum(sizes.values())
     rho = zcdp_rho(float(epsilon or 1.0), float(delta or 1e-5))
@@ -146,7 +186,10 @@ def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = No
     w = work(mechanism, n=n, schema=schema, params=params, epsilon=epsilon, delta=delta)
     a, b = COEFFICIENTS.get(mechanism, FALLBACK)
     speedup = min(max(int(threads), 1), 2) ** 0.5 if mechanism == "dpmerf" else 1.0
-    return Estimate(mechanism, a + b * w / speedup, w, calibrated=mechanism in COEFFICIENTS)
+    seconds = a + b * w / speedup
+    span = time_range(mechanism, seconds, len(schema.kept))
+    low, high, why = span if span else (None, None, "")
+    return Estimate(mechanism, seconds, w, calibrated=mechanism in COEFFICIENTS, low=low, high=high, range_reason=why)
 
 
 def estimate_draw(rows: int, d: int) -> Estimate:
@@ -167,3 +210,11 @@ def describe_seconds(seconds: float) -> str:
     if seconds < 5400:
         return f"about {round(seconds / 60):.0f} min"
     return f"about {seconds / 3600:.1f} h"
+
+
+def describe_range(low: float, high: float) -> str:
+    """'between 3 min and 30 min' (each end rounded like :func:`describe_seconds`)."""
+    def short(seconds: float) -> str:
+        return describe_seconds(seconds).replace("about ", "")
+    low_text, high_text = short(low), short(high)
+    return describe_seconds(high) if low_text == high_text else f"between {low_text} and {high_text}"

@@ -162,6 +162,19 @@ def _check_would_fail(dataset, data: dict) -> None:
                        "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
 
 
+def _check_high_error(dataset, data: dict) -> None:
+    """A release predicted to keep little of the table (above guidance.HIGH_ERROR, where more epsilon would
+    help) runs only with "confirm_high_error": true. The prediction is for exploring the whole table."""
+    if data.get("confirm_high_error") is True or not isinstance(data["mechanism"], str):
+        return
+    params = data.get("params") if isinstance(data.get("params"), dict) else {}
+    reason = guidance.high_error_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"),
+                                        params=params)
+    if reason:
+        raise ApiError(f"{reason}. Send \"confirm_high_error\": true to spend budget on it anyway, or raise epsilon. "
+                       "Nothing was charged.")
+
+
 def _amount(value, name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ApiError(f"{name} must be a number or a decimal string, got {name}={value!r}")
@@ -177,17 +190,21 @@ def dataset_releases(request, pk):
         return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)
-    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail"})
+    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail",
+                                  "confirm_high_error"})
     if unknown:
         raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
     if "epsilon" not in data or "mechanism" not in data:
         raise ApiError("send at least 'mechanism' and 'epsilon'")
     _check_would_fail(d, data)
+    req = release_services.ReleaseRequest(
+        mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
+        delta=_amount(data.get("delta", "0"), "delta"), params=data.get("params") or {},
+        rows=data.get("rows", d.n_rows))
     try:
-        release = release_services.plan_release(d, request.user, release_services.ReleaseRequest(
-            mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
-            delta=_amount(data.get("delta", "0"), "delta"), params=data.get("params") or {},
-            rows=data.get("rows", d.n_rows)))
+        release_services.check_request(d, req)  # a bad value is named before a confirmation is asked for
+        _check_high_error(d, data)
+        release = release_services.plan_release(d, request.user, req)
     except release_services.ReleaseRequestError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(release, for_owner=True), status=201)

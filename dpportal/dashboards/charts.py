@@ -11,6 +11,9 @@ OTHER = "#c2572b"
 BASE_LAYOUT = {"margin": {"l": 50, "r": 10, "t": 36, "b": 60}, "paper_bgcolor": "rgba(0,0,0,0)",
                "plot_bgcolor": "rgba(0,0,0,0)",
                "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}}
+# Labels are categories, never numbers: plotly otherwise reads labels like "- 50000" and "50000+" as
+# numbers and drops or merges the bars of the others.
+CATEGORY_AXIS = {"type": "category"}
 MAX_LABEL = 24  # category labels are cut to this many characters on axes
 
 
@@ -34,7 +37,7 @@ def column_overlay(col: dict, extra: list[tuple[str, dict]] = (), synthetic_name
         data.append({"type": "bar", "name": name, "x": labels, "y": other["cells"]["synthetic"],
                      "marker": {"color": OTHER}})
         title += f" / {other['tvd']:.3f}"
-    return {"data": data, "layout": _layout(title + ")", barmode="group",
+    return {"data": data, "layout": _layout(title + ")", barmode="group", xaxis=CATEGORY_AXIS,
                                             yaxis={"title": {"text": "share"}, "tickformat": ".0%"})}
 
 
@@ -46,7 +49,8 @@ def heatmap(matrix: list[list[float]], names: list[str], title: str, *, divergin
     if diverging:
         peak = max((abs(v) for row in matrix for v in row), default=0.0) or 1.0
         trace.update(zmin=-peak, zmax=peak)
-    return {"data": [trace], "layout": _layout(title, yaxis={"autorange": "reversed"},
+    return {"data": [trace], "layout": _layout(title, xaxis=CATEGORY_AXIS,
+                                               yaxis={**CATEGORY_AXIS, "autorange": "reversed"},
                                                margin={"l": 110, "r": 10, "t": 36, "b": 110})}
 
 
@@ -69,7 +73,8 @@ def tstr_bars(ml: dict) -> dict:
                                   "text": f"chance {chance:.2f}", "showarrow": False, "font": {"size": 11}}]}
     return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
                                             barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]},
-                                            xaxis={"tickangle": -30}, margin={"l": 50, "r": 10, "t": 50, "b": 110},
+                                            xaxis={**CATEGORY_AXIS, "tickangle": -30},
+                                            margin={"l": 50, "r": 10, "t": 50, "b": 110},
                                             **extra)}
 
 

@@ -59,7 +59,7 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
     write = _Progress(ev.pk, progress)
     try:
         schema = release.public_schema()
-        target = target_for(release.dataset, schema)
+        target, source = release_target(release, schema)
         real, real_note = (_real_frame(release, schema) if real_source_frame is None
                            else (evaluation.prepare_table(schema, real_source_frame, synthetic=False), None))
         if real is None:
@@ -73,8 +73,7 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         write(0.96, "checking the downloaded file", force=True)
         _add_file_checks(results, release, schema, real_source_frame, synthetic_frame)
         write(1.0, "done", force=True)
-        results["target_source"] = "steward" if configured_target(release.dataset) else (
-            "guessed (last categorical column)" if target else "none")
+        results["target_source"] = source
         _finish(ev, Evaluation.DONE, results=results, target=target or "")
     except Exception as exc:  # noqa: BLE001 - recorded and shown as "evaluation failed"
         log.exception("release %s: evaluation failed", release.pk)
@@ -120,6 +119,19 @@ def target_for(dataset, schema: Schema) -> str | None:
         if c.kind == "categorical" and 2 <= len(c.categories) <= MAX_GUESSED_TARGET_LEVELS:
             return c.name
     return None
+
+
+def release_target(release: Release, schema: Schema) -> tuple[str | None, str]:
+    """The TSTR target of a release's evaluation and where it comes from: the column the release was made
+    for (its ``target`` parameter: AIM's workload=target, DP-MERF's labelled mode), else the steward's
+    dashboard target, else the guess from the public schema."""
+    made_for = (release.params or {}).get("target")
+    if made_for and made_for in target_choices(schema):
+        return made_for, "the release's target"
+    target = target_for(release.dataset, schema)
+    if configured_target(release.dataset) and target == configured_target(release.dataset):
+        return target, "steward"
+    return target, "guessed (last categorical column)" if target else "none"
 
 
 def target_choices(schema: Schema) -> list[str]:

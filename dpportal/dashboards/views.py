@@ -118,7 +118,9 @@ def dataset_dashboard(request, pk):
     releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism="dp-bounds")
                     .select_related("evaluation").order_by("-created_at"))
     services.mark_best_quality(releases)
+    done = [r.pk for r in releases if r.status == Release.DONE]  # compare defaults: never a cancelled release
     ctx = {"dataset": dataset, "utility": utility, "points": points, "releases": releases,
+           "compare_a": done[0] if done else None, "compare_b": done[1] if len(done) > 1 else None,
            "target": services.target_for(dataset, schema) if schema else None,
            "target_configured": services.configured_target(dataset),
            "target_choices": services.target_choices(schema) if schema else []}

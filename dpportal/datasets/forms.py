@@ -12,7 +12,8 @@ class UploadForm(forms.Form):
     file = forms.FileField(help_text="CSV with a header row; UTF-8 or Windows-1252; , ; tab or | separated.")
     empty_is_missing = forms.BooleanField(required=False, initial=True, label="Empty cells are missing values")
     markers = forms.CharField(max_length=500, required=False, initial="?, NA", label="Other missing-value markers",
-                              help_text="Comma-separated, e.g. ?, NA, n/a")
+                              help_text="Comma-separated, e.g. ?, NA, n/a. Blank means none: only empty cells "
+                                        "(if ticked above) are missing, and a cell like ? or NA is read as a value.")
 
 
 class SchemaImportForm(forms.Form):

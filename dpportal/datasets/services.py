@@ -108,6 +108,17 @@ def column_from_form(name: str, data) -> Column:
 # Wide tables (issue 18): review count and bulk actions on the schema page's working values
 # --------------------------------------------------------------------------------------------------
 
+def markers_meaning(markers) -> str:
+    """What the missing-value settings mean, in words (a blank marker box included)."""
+    others = [m for m in markers if m]
+    empty = "" in markers
+    if not others:
+        return ("No other markers: " + ("only empty cells are missing" if empty else "no cell is read as missing")
+                + "; a cell like ? or NA is read as a value.")
+    listed = ", ".join(f"“{m}”" for m in others)
+    return f"Missing: {'empty cells and ' if empty else ''}cells equal to {listed}."
+
+
 def review_count(rows: list[dict]) -> dict:
     """How many kept columns are not yet ticked as reviewed, and their names."""
     kept = [r for r in rows if r["cur"].get("kind") != "excluded"]
@@ -182,7 +193,8 @@ def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
            "then confirm the schema."
 
 
-MAX_CODES = 50  # an integer column becomes a categorical one with a category per value up to this many
+MAX_CODES = 200  # an integer column becomes a categorical one with a category per value up to this many
+# (here from the suggested bounds; on the page, static/dpportal/forms.js, from the bounds typed in the row)
 
 
 def _integer_codes(sug: dict) -> list[str]:

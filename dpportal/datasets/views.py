@@ -139,6 +139,7 @@ def dataset_schema(request, pk):
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
         "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
+        "max_codes": services.MAX_CODES,
         "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
         "dp_bounds": dp_bounds, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
         "bounds_pending": dataset.releases.filter(mechanism=release_services.BOUNDS_MECHANISM,
@@ -147,6 +148,7 @@ def dataset_schema(request, pk):
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
         "rare_k": (dataset.schema_draft or {}).get("rare_k"),
         "missing_output": _missing_output(dataset, schema, request.POST if request.method == "POST" else None),
+        "markers_meaning": services.markers_meaning(markers),
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)

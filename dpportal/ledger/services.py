@@ -243,13 +243,16 @@ def refund(release, *, reason: str = "") -> LedgerEntry:
 
 
 def close_failed(release, *, reason: str = "") -> LedgerEntry:
-    """For a failed job: refund if it never touched private data, otherwise settle as spent."""
+    """For a failed or cancelled job: refund if it never touched private data, otherwise settle as spent.
+    The note says what happened and what was spent or refunded."""
+    what = reason or "job failed"
+    cost = f"ε {getattr(release, 'epsilon', '?')} and δ {getattr(release, 'delta', '?')}"
     with transaction.atomic():
         if getattr(release, "dataset_id", None):
             _lock_budget(release.dataset_id)  # lock before the first read (see _resolve)
         if _data_touched(release):
-            return _resolve(release, LedgerEntry.SPEND, f"job failed after touching data: {reason}".strip(": "))
-        return _resolve(release, LedgerEntry.REFUND, f"job failed before touching data: {reason}".strip(": "))
+            return _resolve(release, LedgerEntry.SPEND, f"{what} after reading the data: {cost} spent")
+        return _resolve(release, LedgerEntry.REFUND, f"{what} before reading the data: {cost} refunded")
 
 
 def set_caps(dataset, *, epsilon, delta, user) -> LedgerEntry | None:

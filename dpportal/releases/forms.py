@@ -49,7 +49,9 @@ def suggested_delta(n_rows: int) -> str:
 
 
 class ReleaseForm(forms.Form):
-    epsilon = forms.CharField(max_length=40, help_text="Privacy loss charged to the dataset's budget, e.g. 1 or 0.5")
+    epsilon = forms.CharField(max_length=40, help_text="Privacy loss charged to the dataset's budget, e.g. 1 or 0.5: "
+                                                       "how much the synthetic table can reveal about any one person "
+                                                       "(smaller: more private, more noise)")
     delta = forms.CharField(max_length=40, required=False, initial="0",
                             help_text="Needed by approximate-DP mechanisms only, e.g. 1e-6")
     rows = forms.IntegerField(min_value=1, help_text="Number of synthetic rows")
@@ -111,8 +113,21 @@ class ReleaseForm(forms.Form):
                                             "box to confirm you want to spend budget on it anyway"})
         return prediction or None
 
+    def ask_high_error_confirmation(self, reason: str | None) -> None:
+        """A release predicted to keep little of the table (guidance.high_error_reason) needs a ticked box."""
+        if reason:
+            self.fields["confirm_high_error"] = forms.BooleanField(  # checked by the view after the values
+                required=False, label=f"Release anyway: {reason}.",
+                error_messages={"required": f"{reason}: tick the box to confirm you want to spend budget on it, "
+                                            "or raise epsilon"})
+
+    def effective_values(self) -> dict:
+        """Each field's value as the form would submit it now: the posted value, else its initial value
+        (the guide's presets included), so an estimate shown on load is for the release that would run."""
+        return {name: self[name].value() for name in self.fields}
+
     def main_fields(self) -> list:
-        """epsilon, delta, rows and the would-fail confirmation: shown openly."""
+        """epsilon, delta, rows and the confirmations (would fail, high error): shown openly."""
         return [self[n] for n in self.fields if n not in self.param_names]
 
     def params_have_errors(self) -> bool:

@@ -45,12 +45,36 @@ def parse_amount(value, name: str, *, default: float, low: float = 0.0, low_open
     return v
 
 
+DELTA_SHARE = 0.5  # a preset delta takes at most this share of the remaining delta (room for later releases)
+APPROXIMATE = "aim, mst, dpmerf and the Gaussian modes"
+
+
 def default_delta(budget: dict, n: int) -> float:
     """delta offered for the recommendation: the power of ten at or below 1/(10 n) (delta much smaller
-    than 1/n, the usual advice; n is public), at most the budget's remaining delta; 0 without one."""
+    than 1/n, the usual advice; n is public), at most half the budget's remaining delta (so that later
+    releases can still use an approximate mechanism); 0 without one."""
     remaining = budget["delta"]["remaining_float"] if budget.get("set") else 0.0
     suggested = 10.0 ** -math.ceil(math.log10(10 * max(int(n), 1)))
-    return min(suggested, remaining) if remaining > 0 else 0.0
+    return min(suggested, float(f"{remaining * DELTA_SHARE:.3g}")) if remaining > 0 else 0.0
+
+
+def delta_note(budget: dict, value) -> dict | None:
+    """What a release with delta ``value`` leaves of the remaining delta, in words; ``exhausts`` when it
+    would leave none (no later release could use an approximate mechanism). None without a delta budget
+    or a positive delta that parses."""
+    try:
+        delta = float(str(value)[:AMOUNT_MAX_CHARS])
+    except ValueError:
+        return None
+    remaining = budget["delta"]["remaining_float"] if budget.get("set") else 0.0
+    if not (math.isfinite(delta) and delta > 0 and remaining > 0):
+        return None
+    left = remaining - delta
+    if left <= remaining * 1e-9:
+        return {"exhausts": True, "text": f"This release would use all the remaining δ ({remaining:g}): afterwards "
+                                          f"{APPROXIMATE} can no longer run on this dataset. Use a smaller δ, e.g. "
+                                          f"{remaining * DELTA_SHARE:.3g}, to keep room for them."}
+    return {"exhausts": False, "text": f"Leaves δ {left:.3g} of the remaining {remaining:g} for later releases."}
 
 
 def purpose_from(query: Mapping, schema) -> rec.Purpose:
@@ -137,11 +161,59 @@ def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_err
     ctx = {"purpose": purpose, "purpose_hidden": hidden, "guide": guide, "guide_error": guide_error,
            "prediction": prediction, "columns": schema.names if schema is not None else [],
            "curve_figure": None}
+    ctx["glossary"] = GLOSSARY
+    ctx["epsilon_words"] = epsilon_in_words(purpose["epsilon"])
     if guide:
         _decorate(guide, hidden, purpose)
+        _add_runtimes(guide, schema)
         if guide.get("curve"):
             ctx["curve_figure"] = curve_figure(guide, budget)
     return ctx
+
+
+GLOSSARY = (
+    ("ε (epsilon)", "the privacy loss charged to the budget: how much the synthetic table can reveal about any one "
+                    "person. Smaller is more private and noisier."),
+    ("δ (delta)", "a tiny probability that the ε guarantee does not hold; approximate-DP mechanisms (aim, mst, "
+                  "dpmerf, Gaussian modes) need one, far below 1 / rows."),
+    ("marginals", "the counts of the table over one column (1-way) or a pair of columns (2-way): its frequency "
+                  "tables and cross-tabulations."),
+    ("TVD", "total variation distance between a synthetic and the real marginal: the share of rows that sit in "
+            "the wrong cell (0% identical, 100% nothing in common). 3% 2-way TVD: about 3 rows in 100 land in "
+            "the wrong cell of a two-column cross-tabulation."),
+    ("rho (ρ)", "the budget in zero-concentrated DP, the accounting aim, mst and the Gaussian modes use inside; "
+                "dpportal converts it from your ε and δ, and the ledger always charges ε and δ."),
+)
+
+
+def epsilon_in_words(value) -> str:
+    """What ε means in plain words, with the factor e^ε for this value ('' when it does not parse)."""
+    try:
+        eps = float(str(value)[:AMOUNT_MAX_CHARS])
+    except ValueError:
+        return ""
+    if not (math.isfinite(eps) and 0 < eps <= MAX_EPSILON):
+        return ""
+    factor = math.exp(eps)
+    times = f"{factor:.3g}" if factor < 1e6 else "more than a million"
+    return (f"ε {eps:g} means: adding or removing any one person's record changes the chance of any result "
+            f"by at most a factor of {times} (e^ε). Smaller ε: more private, more noise.")
+
+
+def _add_runtimes(guide: dict, schema) -> None:
+    """Each row's run-time estimate for the configuration it predicts (its parameters, the ml target)."""
+    from mechanisms import runtime
+
+    target = guide.get("target") if guide.get("purpose") == "ml" else None
+    for m in guide["mechanisms"]:
+        params = {**m["params"], **({"target": target} if target and m["label_conditional"] else {})}
+        try:
+            est = runtime.estimate(m["mechanism"], n=int(guide["rows"]), schema=schema, params=params,
+                                   epsilon=guide["epsilon"], delta=guide["delta"] or None)
+        except (ValueError, TypeError, ArithmeticError):
+            m["runtime_text"] = ""
+            continue
+        m["runtime_text"] = est.to_dict()["text"]
 
 
 def _pct(x: float | None) -> str:
@@ -214,3 +286,41 @@ def would_fail_reason(dataset, mechanism: str, epsilon, delta) -> str | None:
         return None
     p = rec.predict(mechanism, rec.Setting(schema, dataset.n_rows, eps, dlt), rec.Purpose())
     return p.reason if p.status == "would-fail" else None
+
+
+HIGH_ERROR = 0.30  # a predicted error above this, where more epsilon would bring it under, needs a confirmation
+
+
+def high_error_reason(dataset, mechanism: str, epsilon, delta, *, params: Mapping | None = None,
+                      query: Mapping | None = None) -> str | None:
+    """Why a release of ``mechanism`` at this epsilon is predicted to keep little of the table (its error,
+    by the purpose's measure, above HIGH_ERROR while a larger epsilon is predicted below it), or None.
+    Public inputs only. The form and the API ask for an explicit confirmation with this reason."""
+    schema = dataset.confirmed_schema()
+    if schema is None or mechanism not in registry.supporting(schema):
+        return None
+    try:
+        eps = parse_amount(epsilon, "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON,
+                           high_open=False)
+        dlt = parse_amount(delta, "delta", default=0.0, low_open=False, high=1.0, high_open=True)
+        purpose = purpose_from(query or {}, schema)
+        p = rec.predict(mechanism, rec.Setting(schema, dataset.n_rows, eps, dlt), purpose,
+                        _choice_params(mechanism, params or {}))
+        if p.status != "ok" or p.score is None or p.score <= HIGH_ERROR:
+            return None
+        enough = rec.smallest_epsilon(mechanism, schema, n=dataset.n_rows, target=HIGH_ERROR, delta=dlt,
+                                      purpose=purpose)
+    except (GuidanceError, ValueError, TypeError, ArithmeticError):
+        return None  # amounts and parameters are named by the release's own validation
+    if enough is None or enough <= eps:
+        return None  # no epsilon helps (e.g. a tiny table): not a setting the steward can fix here
+    return (f"{mechanism}'s predicted error at ε {eps:g} is {p.score:.0%} (about {round(p.score * 100)} rows in 100 "
+            f"in the wrong cell of a two-column cross-tabulation), above the {HIGH_ERROR:.0%} at which dpportal "
+            f"asks for a confirmation; ε {enough:g} or more is predicted below it")
+
+
+def _choice_params(mechanism: str, params: Mapping) -> dict:
+    """The parameters that change a prediction and arrive as words (e.g. noise_type, workload)."""
+    specs = {s.name: s for s in registry.get(mechanism).params}
+    return {k: v for k, v in params.items()
+            if k in specs and specs[k].type == "choice" and v in specs[k].choices}

@@ -108,8 +108,10 @@ def validate(dataset, req: ReleaseRequest):
     return mech
 
 
-def plan_release(dataset, user, req: ReleaseRequest) -> Release:
-    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
+def check_request(dataset, req: ReleaseRequest):
+    """Everything plan_release checks before reserving: returns (cleaned request, mechanism object) or
+    raises ReleaseRequestError naming the problem. Callers that ask for confirmations run it first, so
+    a bad value is named before any confirmation is asked for."""
     epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
     for name, value in (("epsilon", epsilon), ("delta", delta)):
         try:
@@ -117,7 +119,13 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
         except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
             raise ReleaseRequestError(f"{name}: {exc}") from None
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
-    mech = validate(dataset, req)
+    return req, validate(dataset, req)
+
+
+def plan_release(dataset, user, req: ReleaseRequest) -> Release:
+    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
+    req, mech = check_request(dataset, req)
+    epsilon, delta = req.epsilon, req.delta
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
     try:
         with transaction.atomic():
@@ -408,7 +416,16 @@ def estimate_request(dataset, req: ReleaseRequest) -> dict:
                                             _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
     est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params,
                            epsilon=mech.epsilon, delta=mech.delta)
-    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+    return _with_wait(est)
+
+
+def _with_wait(est: runtime.Estimate) -> dict:
+    """The estimate as shown (a range where the time follows the data's path), its queue and the wait
+    there for the jobs ahead."""
+    queue = queue_for(est.seconds)
+    ahead, wait = queue_wait(queue)
+    return {**est.to_dict(), "queue": queue, "jobs_ahead": ahead, "wait_seconds": round(wait, 1),
+            "wait_text": _wait_text(ahead, wait)}
 
 
 def form_estimate(name: str, schema, n_rows: int, values) -> dict:
@@ -429,17 +446,55 @@ def form_estimate(name: str, schema, n_rows: int, values) -> dict:
         est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params, **budget)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}
-    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+    return _with_wait(est)
+
+
+def queue_wait(queue: str, before: int | None = None) -> tuple[int, float]:
+    """Jobs ahead on ``queue`` (running, and queued before release ``before``; all queued ones when
+    None) and the seconds until a worker is free for the next one: the sum of their remaining estimates
+    shared among the queue's worker processes (DPPORTAL_WORKER_CONCURRENCY)."""
+    same = Release.objects.filter(queue=queue)
+    queued = same.filter(status=Release.QUEUED)
+    if before is not None:
+        queued = queued.filter(pk__lt=before)
+    now = timezone.now()
+    total, count = 0.0, 0
+    for r in list(same.filter(status=Release.RUNNING)) + list(queued):
+        count += 1
+        if r.status == Release.RUNNING and r.started_at is not None:
+            total += _remaining(max((now - r.started_at).total_seconds(), 0.0), r.progress, r.estimate_seconds)
+        else:
+            total += r.estimate_seconds or 0.0
+    return count, total / max(int(getattr(settings, "CELERY_WORKER_CONCURRENCY", 1) or 1), 1)
+
+
+def _wait_text(ahead: int, wait: float) -> str:
+    if not ahead:
+        return "no job ahead: it starts at once"
+    jobs = "1 job" if ahead == 1 else f"{ahead} jobs"
+    return f"{jobs} ahead: it starts in {runtime.describe_seconds(wait)}"
+
+
+def _estimate_text(release: Release) -> str:
+    """The release's estimate as the form showed it: a range where the time follows the data's path."""
+    est = release.estimate_seconds
+    if est is None:
+        return ""
+    kept = sum(1 for c in (release.schema or {}).get("columns", ()) if c.get("kind") != "excluded")
+    span = None if release.is_draw else runtime.time_range(release.mechanism, est, kept)
+    return runtime.describe_range(span[0], span[1]) if span else runtime.describe_seconds(est)
 
 
 def timing(release: Release) -> dict:
-    """Queue position while queued, elapsed and remaining while running, from the row alone."""
+    """Queue position and wait while queued, elapsed and remaining while running, from the rows alone."""
     est = release.estimate_seconds
     out = {"queue": release.queue, "estimate_seconds": None if est is None else round(est, 1)}
     if release.status == Release.QUEUED:
         same = Release.objects.filter(queue=release.queue)
         out["queue_position"] = same.filter(status=Release.QUEUED, pk__lt=release.pk).count() + 1
         out["running_in_queue"] = same.filter(status=Release.RUNNING).count()
+        out["jobs_ahead"], wait = queue_wait(release.queue, before=release.pk)
+        out["wait_seconds"] = round(wait, 1)
     elif release.started_at is not None:
         end = release.finished_at or timezone.now()
         elapsed = max((end - release.started_at).total_seconds(), 0.0)
@@ -458,16 +513,18 @@ def _remaining(elapsed: float, progress: float, estimate: float | None) -> float
 
 
 def _timing_text(release: Release, t: dict) -> str:
-    est = "" if t["estimate_seconds"] is None else f"estimated {runtime.describe_seconds(t['estimate_seconds'])}"
+    est = _estimate_text(release)
     if release.status == Release.QUEUED:
         running = f", {t['running_in_queue']} running" if t["running_in_queue"] else ""
-        return f"position {t['queue_position']} in the {release.queue} queue{running}" + (f" · {est}" if est else "")
+        wait = _wait_text(t["jobs_ahead"], t["wait_seconds"])
+        return (f"position {t['queue_position']} in the {release.queue} queue{running} · {wait}"
+                + (f" · then runs {est} (estimate)" if est else ""))
     if release.status == Release.RUNNING and "elapsed_seconds" in t:
         left = runtime.describe_seconds(t["remaining_seconds"]).replace("about ", "")
         return f"elapsed {runtime.describe_seconds(t['elapsed_seconds']).replace('about ', '')} · about {left} left"
     if "elapsed_seconds" in t:
-        return f"took {t['elapsed_seconds']:.1f} s" + (f" ({est})" if est else "")
-    return est
+        return f"took {t['elapsed_seconds']:.1f} s" + (f" (estimated {est})" if est else "")
+    return f"estimated {est}" if est else ""
 
 
 def memory_estimate(cls, schema, n_rows: int, values) -> dict:

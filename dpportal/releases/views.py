@@ -15,7 +15,7 @@ from mechanisms import registry
 from mechanisms.io import write_spreadsheet_csv
 
 from . import guidance, services
-from .forms import ReleaseForm
+from .forms import PARAM_PREFIX, ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
 
@@ -40,6 +40,38 @@ def _guide(dataset, schema, values, mechanism):
     return guide, None
 
 
+def _submit(request, dataset, form, name: str):
+    """Plan the release of a valid form: (release, None), or (None, error) with nothing charged. The values
+    are checked before the high-error confirmation is asked for, so a bad value is named first."""
+    req = services.ReleaseRequest(mechanism=name, epsilon=form.cleaned_data["epsilon"],
+                                  delta=form.cleaned_data.get("delta") or "0", params=form.params(),
+                                  rows=form.cleaned_data["rows"])
+    try:
+        services.check_request(dataset, req)
+        if "confirm_high_error" in form.fields and not form.cleaned_data.get("confirm_high_error"):
+            form.add_error("confirm_high_error", form.fields["confirm_high_error"].error_messages["required"])
+            return None, None
+        return services.plan_release(dataset, request.user, req), None
+    except services.ReleaseRequestError as exc:
+        return None, str(exc)
+
+
+def _high_error(dataset, cls, values: dict, purpose) -> str | None:
+    params = {k[len(PARAM_PREFIX):]: v for k, v in values.items() if k.startswith(PARAM_PREFIX)}
+    return guidance.high_error_reason(dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params,
+                                      query=purpose)
+
+
+def _initial(request, estimating: bool) -> dict | None:
+    """The values to show: the posted ones when re-showing for an estimate; on a GET, parameters given
+    in the link (``param_epochs=...``), which then also decide the estimate shown."""
+    if estimating:
+        return request.POST.dict()
+    if request.method == "GET":
+        return {k: v for k, v in request.GET.items() if k.startswith(PARAM_PREFIX)} or None
+    return None
+
+
 @login_required
 def release_new(request, pk):
     dataset = dataset_for_owner(request.user, pk)
@@ -53,9 +85,11 @@ def release_new(request, pk):
     cls = registry.get(name) if name in supported else None
     estimating = request.method == "POST" and "estimate" in request.POST  # re-show the values, no errors yet
     form = ReleaseForm(request.POST if request.method == "POST" and not estimating else None, mechanism_cls=cls,
-                       schema=schema, n_rows=dataset.n_rows, initial=request.POST.dict() if estimating else None)
+                       schema=schema, n_rows=dataset.n_rows, initial=_initial(request, estimating))
     error = None
     prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
+    if cls is not None:
+        form.ask_high_error_confirmation(_high_error(dataset, cls, form.effective_values(), guide_values))
     if schema is None:
         error = "Confirm the schema before planning a release."
     elif cls is None:
@@ -66,26 +100,22 @@ def release_new(request, pk):
             error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
                      f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
     elif request.method == "POST" and not estimating and form.is_valid():
-        try:
-            release = services.plan_release(dataset, request.user, services.ReleaseRequest(
-                mechanism=name, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data.get("delta") or "0",
-                params=form.params(), rows=form.cleaned_data["rows"]))
-        except services.ReleaseRequestError as exc:
-            error = str(exc)
-        else:
+        release, error = _submit(request, dataset, form, name)
+        if release is not None:
             messages.success(request, f"Release {release.pk} queued; its cost is reserved on the budget.")
             return redirect("dpportal-release", release.pk)
     mech_info = cls.describe() if cls is not None else None  # a dict: templates would call a class
-    estimate = None
+    estimate = runtime_estimate = None
+    values = form.effective_values()  # what "Reserve budget and release" would submit now
     if cls is not None and schema is not None and hasattr(cls, "memory_estimate"):
-        values = request.POST if request.method == "POST" else request.GET
         estimate = services.memory_estimate(cls, schema, dataset.n_rows, values)
-    runtime_estimate = None
     if cls is not None and schema is not None:
-        values = request.POST if request.method == "POST" else request.GET
         runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values)
+    budget = ledger.remaining(dataset)
+    takes_delta = cls is not None and not form.fields["delta"].widget.is_hidden
     ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": ledger.remaining(dataset), "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
+           "budget": budget, "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None,
+           "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
            "advice": cls.advice(schema) if cls is not None and schema is not None else []}
     advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
     return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
@@ -219,6 +249,9 @@ def release_cancel(request, pk):
 
 
 def _cancel_message(release: Release) -> str:
+    if release.is_draw:
+        when = "" if release.status == Release.CANCELLED else " at its next progress point"
+        return f"Draw {release.pk} cancelled{when}: a draw reserves no budget, so nothing is refunded or spent."
     if release.status == Release.CANCELLED:
         return f"Release {release.pk} cancelled before it started; its reserved budget was refunded."
     return (f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "

@@ -26,6 +26,22 @@
                              : "All " + kept + " kept columns ticked as reviewed.";
       });
     };
+    // Integer -> categorical: an empty category list gets one code per value of the row's public range
+    var maxCodes = parseInt(schema.dataset.maxCodes || "0", 10);
+    var fillCodes = function (select) {
+      var row = select.closest("tr.schema-row");
+      var box = row && row.querySelector("textarea[name$='-categories']");
+      if (!box || select.value !== "categorical" || box.value.trim()) return;
+      var lo = Number(row.querySelector("input[name$='-lower']").value.trim() || "x");
+      var hi = Number(row.querySelector("input[name$='-upper']").value.trim() || "x");
+      if (!isFinite(lo) || !isFinite(hi) || Math.floor(hi) - Math.ceil(lo) + 1 > maxCodes || hi < lo) return;
+      var codes = [];
+      for (var v = Math.ceil(lo); v <= Math.floor(hi); v++) { codes.push(String(v)); }
+      box.value = codes.join("\n");
+    };
+    schema.addEventListener("change", function (e) {
+      if (e.target.matches && e.target.matches("select[name$='-kind']")) { fillCodes(e.target); }
+    });
     schema.addEventListener("change", update);
     // typing a value in a row counts as reviewing it
     schema.addEventListener("input", function (e) {

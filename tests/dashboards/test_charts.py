@@ -34,3 +34,16 @@ def test_the_log_axis_is_labelled_only_at_the_epsilons_released():
 def test_one_release_per_epsilon_is_not_moved():
     fig = charts.utility_vs_epsilon([_pt(1, "baseline", 0.5, 0.1)], "tvd_1way_mean", "t")
     assert fig["data"][0]["x"] == [0.5]
+
+
+def test_category_labels_that_look_like_numbers_stay_categories():
+    col = {"name": "income", "tvd": 0.01, "cells": {"labels": ["- 50000", "50000+"], "real": [0.94, 0.06],
+                                                    "synthetic": [0.93, 0.07]}}
+    fig = charts.column_overlay(col)
+    assert fig["layout"]["xaxis"]["type"] == "category" and fig["data"][0]["x"] == ["- 50000", "50000+"]
+    heat = charts.heatmap([[1.0, 0.2], [0.2, 1.0]], ["2019", "2020"], "t", diverging=False)
+    assert heat["layout"]["xaxis"]["type"] == heat["layout"]["yaxis"]["type"] == "category"
+    assert heat["layout"]["yaxis"]["autorange"] == "reversed"
+    ml = {"primary_metric": "roc_auc", "target": "income", "models": [
+        {"model": "logistic", "train": "synthetic", "roc_auc": 0.8}, {"model": "logistic", "train": "real", "roc_auc": 0.9}]}
+    assert charts.tstr_bars(ml)["layout"]["xaxis"]["type"] == "category"

@@ -59,3 +59,20 @@ def test_the_hook_ignores_releases_that_are_not_done(world):
     Evaluation.objects.filter(release=world.release).delete()
     services.evaluate_finished_release(world.release.pk, pd.DataFrame())
     assert not Evaluation.objects.filter(release=world.release).exists()
+
+
+def test_the_model_target_is_the_releases_own_target_when_it_has_one(world):
+    from dpportal.releases.models import Release
+
+    schema = world.release.public_schema()
+    assert services.release_target(world.release, schema) == ("city", "guessed (last categorical column)")
+    services.set_target(world.dataset, "city")
+    Release.objects.filter(pk=world.release.pk).update(params={"workload": "target", "target": "age"})
+    world.release.refresh_from_db()
+    assert services.release_target(world.release, schema) == ("age", "the release's target")
+    ev = services.evaluate_release(world.release)
+    assert ev.status == Evaluation.DONE, ev.error
+    assert ev.target == "age" and ev.results["target_source"] == "the release's target"
+    Release.objects.filter(pk=world.release.pk).update(params={})
+    world.release.refresh_from_db()
+    assert services.release_target(world.release, schema) == ("city", "steward")

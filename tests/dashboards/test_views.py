@@ -125,3 +125,17 @@ def test_an_evaluation_left_running_past_the_time_limit_shows_as_failed(world, s
     assert "Evaluation failed: the worker stopped during the evaluation" in page.content.decode()
     status = world.client(world.owner).get(reverse("dpportal-evaluation-status", args=[world.release.pk])).json()
     assert status["status"] == "failed" and status["finished"] is True
+
+
+def test_compare_defaults_to_finished_releases_never_a_cancelled_one(world):
+    import re
+
+    from dpportal.releases import services as release_services
+
+    other = run_release(world.dataset, world.owner, epsilon="0.25")
+    cancelled = release_services.plan_release(world.dataset, world.owner, release_services.ReleaseRequest(
+        mechanism="baseline", epsilon="0.1", delta="0", params={}, rows=5))
+    release_services.cancel(cancelled)  # the newest release: first in the list
+    page = world.client(world.owner).get(reverse("dpportal-dataset-dashboard", args=[world.dataset.pk])).content.decode()
+    checked = dict(re.findall(r'name="([ab])" value="(\d+)" checked', page))
+    assert checked == {"a": str(other.pk), "b": str(world.release.pk)}

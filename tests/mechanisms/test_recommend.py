@@ -64,7 +64,7 @@ def test_model_training_marks_the_independent_baseline_as_failing_and_needs_delt
     assert "contain income" in with_delta.reason
     without_aim = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=purpose,
                                 mechanisms=[m for m in rec.registry.names() if m != "aim"])
-    assert without_aim.recommended == "dpmerf" and "conditionally on income" in without_aim.reason
+    assert without_aim.recommended == "dpmerf" and "columns given income" in without_aim.reason
 
 
 def test_pmse_would_fail_beyond_three_numeric_columns_and_is_unmodelled_below():
@@ -313,3 +313,18 @@ def test_aim_with_rounds_for_the_1way_start_only_is_predicted_as_independent_col
     alone = rec._independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, rec.covered_sampling(1.0, rec.AIM_PARENT_CELLS))
     assert all(paper.two_way(i, j) <= alone(i, j) for i, j in pairs)
     assert _mean_two_way(paper, d) < 0.7 * sum(alone(i, j) for i, j in pairs) / len(pairs)
+
+
+def test_an_ml_recommendation_above_a_lower_error_names_it_and_the_measure_that_decides():
+    """AIM (workload=target) recommended over MST at a higher predicted error: the reason says so and why,
+    and the table is sorted by the stated measure (models the target first, then predicted error)."""
+    r = rec.recommend(ADULT, n=20_000, epsilon=0.1, delta=1e-6, purpose=rec.Purpose.parse("ml", target="income"))
+    aim, mst = r.get("aim"), r.get("mst")
+    assert r.recommended == "aim" and mst.score < aim.score
+    assert f"higher than mst's {mst.score:.1%}" in r.reason and "not how well a model" in r.reason
+    d = r.to_dict()
+    usable = [m for m in d["mechanisms"] if m["status"] in ("recommended", "ok")]
+    keys = [(not m["label_conditional"], m["score"]) for m in usable]
+    assert keys == sorted(keys) and "models the other columns given income" in d["ranking"]
+    explore = rec.recommend(ADULT, n=ADULT_N, epsilon=1, delta=1e-5)
+    assert explore.to_dict()["ranking"].startswith("Sorted by predicted error, lowest first")

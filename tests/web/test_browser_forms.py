@@ -42,6 +42,16 @@ def test_budget_and_schema_helpers(live_server, tmp_path):
         assert page.is_checked("input[name=col-0-ok]") and count.inner_text().startswith("2 of 4")
         page.select_option("select[name=col-3-kind]", "excluded")
         assert count.inner_text().startswith("1 of 3 kept columns")
+        page.fill("input[name=col-2-lower]", "1")  # integer answer codes 1..12, then made categorical
+        page.fill("input[name=col-2-upper]", "12")
+        page.fill("textarea[name=col-2-categories]", "")
+        page.select_option("select[name=col-2-kind]", "categorical")
+        assert page.input_value("textarea[name=col-2-categories]").split() == [str(v) for v in range(1, 13)]
+        page.fill("input[name=col-0-upper]", "100000")  # too many codes for a list: left empty
+        page.select_option("select[name=col-0-kind]", "categorical")
+        assert page.input_value("textarea[name=col-0-categories]") == ""
+        page.select_option("select[name=col-0-kind]", "integer")
+        page.fill("input[name=col-0-upper]", "120")
         page.click("#bulk-review")  # server side: tick every column
         page.wait_for_selector("#bulk-note")
         assert page.locator("#review-count").inner_text().startswith("All 3 kept columns")

@@ -115,3 +115,36 @@ def test_a_draw_can_be_cancelled_and_charges_nothing(world):
     draw.refresh_from_db()
     assert draw.status == "cancelled" and _left(world) == before
     assert run_release  # the personas' in-process runner stays the path for finished releases
+
+
+def test_a_release_cancelled_after_reading_data_says_what_was_spent_and_offers_no_download(world, monkeypatch):
+    release = _plan(world)
+    touched = services._mark_data_touched
+
+    def touch_then_cancel(release_id):
+        touched(release_id)
+        services.cancel(Release.objects.get(pk=release_id))
+
+    monkeypatch.setattr(services, "_mark_data_touched", touch_then_cancel)
+    assert services.claim(release.pk)
+    services.execute(release.pk)
+    page = world.client(world.owner).get(f"/releases/{release.pk}/").content.decode()
+    assert "Available when the release is done" not in page
+    assert "No downloads: the release cancelled before it finished; its cost, ε 0.25 and δ 0, is spent" in page
+    spend = LedgerEntry.objects.get(release_id=release.pk, kind=LedgerEntry.SPEND)
+    assert "cancelled by the steward after reading the data: ε 0.25 and δ 0 spent" in spend.note
+    ledger_page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/ledger/").content.decode()
+    assert "cancelled by the steward after reading the data: ε 0.25 and δ 0 spent" in ledger_page
+    queued = _plan(world)
+    services.cancel(queued)
+    refund = LedgerEntry.objects.get(release_id=queued.pk, kind=LedgerEntry.REFUND)
+    assert "before reading the data: ε 0.25 and δ 0 refunded" in refund.note
+
+
+def test_a_queued_draw_never_speaks_of_a_refund(world):
+    draw = services.draw_more(world.release, world.owner, 30)
+    page = world.client(world.owner).get(f"/releases/{draw.pk}/").content.decode()
+    assert 'id="cancel-release"' in page and "refunded" not in page.split('id="cancel-form"')[1].split("</form>")[0]
+    assert "reserves no budget" in page
+    resp = world.client(world.owner).post(f"/releases/{draw.pk}/cancel/", follow=True).content.decode()
+    assert "a draw reserves no budget" in resp and "reserved budget was refunded" not in resp

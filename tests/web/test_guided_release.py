@@ -169,3 +169,20 @@ def test_a_plain_post_without_purpose_still_releases(world):
     resp = world.client(world.owner).post(NEW.format(world.dataset.pk), {"mechanism": "baseline", "epsilon": "0.1",
                                                                           "delta": "0", "rows": "5"})
     assert resp.status_code == 302
+
+
+def test_the_recommendation_explains_its_order_terms_and_epsilon_and_shows_run_times(world):
+    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
+        "purpose": "ml", "target": "city", "epsilon": "0.5", "delta": "1e-6"}).content.decode()
+    rec = _section(page, "recommendation")
+    assert "<th>Run time</th>" in rec and 'id="ranking">Sorted first by whether the mechanism models' in rec
+    cells = re.findall(r'<td class="runtime">(.*?)</td>', rec)
+    assert cells and all(c == "–" or "second" in c or " s" in c or "min" in c for c in cells)
+    assert any(c != "–" for c in cells)
+    assert "a factor of 1.65 (e^ε)" in rec  # e^0.5
+    for term in ("TVD", "marginals", "rho (ρ)", "ε (epsilon)"):
+        assert f"<dt>{term}</dt>" in rec
+    assert "The privacy loss" in page.split('id="purpose-form"')[1]
+    api = world.client(None).get(f"/api/datasets/{world.dataset.pk}/recommendation/",
+                                 {"purpose": "ml", "target": "city"}, **world.api(world.owner)).json()
+    assert api["ranking"].startswith("Sorted first") and "label_conditional" in api["mechanisms"][0]

@@ -81,3 +81,54 @@ def test_a_release_of_a_mechanism_predicted_to_fail_needs_the_confirmation(world
     plain = world.client(None).post(url, {"mechanism": "baseline", "epsilon": "0.1", "rows": 5},
                                     content_type="application/json", **world.api(world.owner))
     assert plain.status_code == 201  # mechanisms not predicted to fail need nothing new
+
+
+def larger_dataset(owner, rows: int = 2000):
+    """The small table's schema with 2,000 rows: large enough that epsilon, not the row count, decides."""
+    body = SMALL_CSV.split("\n", 1)[1]
+    return make_dataset(owner, SMALL_CSV.split("\n", 1)[0] + "\n" + body * (rows // 6))
+
+
+def test_a_release_predicted_above_the_error_threshold_needs_the_high_error_confirmation(world):
+    from dpportal.ledger import services as ledger
+    from dpportal.releases.models import Release
+
+    d = larger_dataset(world.owner)
+    url = f"/api/datasets/{d.pk}/releases/"
+    body = {"mechanism": "baseline", "epsilon": "0.01", "rows": 5}
+    before, left = Release.objects.count(), ledger.remaining(d)["epsilon"]["remaining"]
+    resp = world.client(None).post(url, body, content_type="application/json", **world.api(world.owner))
+    error = resp.json()["error"]
+    assert resp.status_code == 400 and "confirm_high_error" in error and "Nothing was charged" in error
+    assert "predicted error at ε 0.01 is 49%" in error and "above the 30%" in error and "ε 0.0438 or more" in error
+    assert Release.objects.count() == before and ledger.remaining(d)["epsilon"]["remaining"] == left
+    ok = world.client(None).post(url, {**body, "confirm_high_error": True}, content_type="application/json",
+                                 **world.api(world.owner))
+    assert ok.status_code == 201
+    fine = world.client(None).post(url, {**body, "epsilon": "0.5"}, content_type="application/json",
+                                   **world.api(world.owner))
+    assert fine.status_code == 201  # predicted under the threshold: nothing new to confirm
+    tiny = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/", body,
+                                   content_type="application/json", **world.api(world.owner))
+    assert tiny.status_code == 201  # 6 rows: no epsilon brings it under, so epsilon is not what to confirm
+
+
+def test_the_release_form_asks_for_the_high_error_confirmation(world):
+    from dpportal.releases.models import Release
+
+    from .test_release_form import _defaults
+    from mechanisms import registry
+
+    d = larger_dataset(world.owner)
+    url = f"/datasets/{d.pk}/releases/new/"
+    c = world.client(world.owner)
+    page = c.get(url, {"mechanism": "baseline", "epsilon": "0.01"}).content.decode()
+    assert 'name="confirm_high_error"' in page and "predicted error at ε 0.01 is 49%" in page
+    post = {**_defaults(registry.get("baseline")), "epsilon": "0.01"}
+    post.pop("confirm_high_error")
+    before = Release.objects.count()
+    refused = c.post(url, post)
+    assert refused.status_code == 200 and "tick the box" in refused.content.decode()
+    assert Release.objects.count() == before
+    assert c.post(url, {**post, "confirm_high_error": "on"}).status_code == 302
+    assert 'name="confirm_high_error"' not in c.get(url, {"mechanism": "baseline", "epsilon": "1"}).content.decode()

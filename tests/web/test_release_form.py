@@ -19,7 +19,8 @@ def _supported():
 def _defaults(cls) -> dict:
     """What the browser submits for an untouched form."""
     post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20",
-            "confirm_would_fail": "on"}  # ignored unless the mechanism is predicted to fail (then it is required)
+            "confirm_would_fail": "on",  # ignored unless the mechanism is predicted to fail (then it is required)
+            "confirm_high_error": "on"}  # likewise above the predicted-error threshold (6 rows: density-lp at 0.2)
     for spec in cls.params:
         if spec.type == "bool":
             if spec.default:
@@ -140,3 +141,20 @@ def test_the_prefilled_delta_never_exceeds_the_delta_the_guide_planned_with():
     given = ReleaseForm(mechanism_cls=registry.get("baseline"), schema=schema, n_rows=6)
     given.apply_guide({**guide, "delta_given": True})
     assert given.fields["delta"].initial == "1e-05"  # typed by the steward in the purpose step
+
+
+def test_the_delta_preset_leaves_half_the_remaining_delta_and_a_release_taking_all_of_it_is_warned(world):
+    from dpportal.ledger.services import remaining
+
+    url = f"/datasets/{world.dataset.pk}/releases/new/"
+    left = remaining(world.dataset)["delta"]["remaining_float"]  # 1e-5: the tiny table suggests 1e-2
+    c = world.client(world.owner)
+    page = c.get(url, {"mechanism": "aim"})
+    assert float(page.context["form"]["delta"].value()) <= left / 2
+    assert "Leaves δ 5e-06 of the remaining 1e-05" in page.content.decode()
+    assert float(page.context["guide"]["delta"]) <= left / 2  # the recommendation plans with the same delta
+    post = {**_defaults(registry.get("aim")), "delta": "1e-5", "estimate": "1"}
+    warned = c.post(url, post).content.decode()
+    assert 'class="warning" id="delta-note"' in warned and "aim, mst, dpmerf" in warned
+    assert "can no longer run on this dataset" in warned
+    assert 'id="delta-note"' not in c.get(url, {"mechanism": "baseline"}).content.decode()  # pure: no delta

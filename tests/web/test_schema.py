@@ -103,3 +103,18 @@ def test_the_widest_allowed_table_can_be_confirmed_through_the_form(world, setti
     assert resp.status_code == 302
     d.refresh_from_db()
     assert len(d.confirmed_schema().kept) == width
+
+
+def test_a_blank_missing_value_box_says_what_it_means(world):
+    from dpportal.datasets.upload import parse_markers, store_upload
+
+    from .data import SMALL_CSV
+
+    c = world.client(world.owner)
+    assert "Blank means none: only empty cells" in c.get("/datasets/upload/").content.decode()
+    d = store_upload(csv_file(SMALL_CSV), owner=world.owner, name="blank", markers=parse_markers(""))
+    page = c.get(f"/datasets/{d.pk}/schema/").content.decode()
+    meaning = page.split('id="markers-meaning"')[1].split("</p>")[0]
+    assert "No other markers: only empty cells are missing; a cell like ? or NA is read as a value." in meaning
+    page = c.get(f"/datasets/{world.dataset.pk}/schema/").content.decode()
+    assert "Missing: empty cells and cells equal to “?”, “NA”." in page.split('id="markers-meaning"')[1]

@@ -79,3 +79,54 @@ def test_the_release_form_shows_the_estimate_before_submit(world):
                                          "&param_epochs=100000").content.decode()
     assert 'id="runtime-estimate"' in page and "Estimated run time: about" in page
     assert "synthesis queue" in page
+
+
+def _as_post(values: dict) -> dict:
+    """What a browser submits for a form showing ``values`` (unticked boxes and empty values left out)."""
+    out = {}
+    for k, v in values.items():
+        if v is True:
+            out[k] = "on"
+        elif v not in (None, False, ""):
+            out[k] = str(v)
+    return out
+
+
+def test_the_estimate_on_load_is_the_one_after_update_and_on_the_release_page(world):
+    """The guide presets AIM's workload=target and a delta: the estimate shown on load is for those values,
+    the same after "Update run-time estimate" and on the release page of the submitted release."""
+    c = world.client(world.owner)
+    url = f"/datasets/{world.dataset.pk}/releases/new/"
+    query = {"purpose": "ml", "target": "city", "epsilon": "0.8", "mechanism": "aim"}
+    loaded = c.get(url, query)
+    shown = loaded.context["runtime_estimate"]
+    post = {**query, **_as_post(loaded.context["form"].effective_values()), "rows": "20"}
+    assert post["param_workload"] == "target" and post["param_target"] == "city"
+    assert shown["low_seconds"] <= shown["seconds"] <= shown["high_seconds"] and shown["range_reason"]
+    updated = c.post(url, {**post, "estimate": "1"}).context["runtime_estimate"]
+    assert updated["seconds"] == shown["seconds"] and updated["text"] == shown["text"]
+    assert c.post(url, post).status_code == 302
+    release = Release.objects.latest("pk")
+    assert release.params.get("workload") == "target" and round(release.estimate_seconds, 1) == shown["seconds"]
+    page = c.get(f"/releases/{release.pk}/").content.decode()
+    assert shown["text"] in page and "cannot be known from public inputs" in loaded.content.decode()
+
+
+def test_the_queue_wait_adds_the_remaining_estimates_of_the_jobs_ahead(world):
+    running, first, second = _plan(world), _plan(world), _plan(world)
+    assert services.claim(running.pk)
+    Release.objects.filter(pk=running.pk).update(started_at=timezone.now() - timedelta(seconds=30), progress=0.02,
+                                                 estimate_seconds=100)
+    Release.objects.filter(pk=first.pk).update(estimate_seconds=200)
+    s = _status(world, second)
+    assert s["jobs_ahead"] == 2 and 265 <= s["wait_seconds"] <= 271  # 70 s left of the running one + 200 s
+    assert "2 jobs ahead: it starts in about 4 min" in s["timing_text"]
+    first_status = _status(world, first)
+    assert first_status["jobs_ahead"] == 1 and 65 <= first_status["wait_seconds"] <= 71
+    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism=baseline")
+    est = page.context["runtime_estimate"]
+    assert est["jobs_ahead"] == 3 and "3 jobs ahead" in page.content.decode()
+    api = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+                                  json.dumps({"mechanism": "baseline", "epsilon": "0.1"}),
+                                  content_type="application/json", **world.api(world.owner)).json()
+    assert api["jobs_ahead"] == 3 and abs(api["wait_seconds"] - est["wait_seconds"]) < 2  # the running job went on
