@@ -16,7 +16,8 @@ Everything is computed on CSV cells as strings, as an analyst reads them (no sch
 * **2-way TVD**: numeric columns in ``QUANTILE_BINS_2WAY`` quantile bins; and again with numeric
   columns cut into ``EQUAL_WIDTH_BINS`` equal-width bins over the public bounds (the usual peer view);
 * **never-seen pairs**: the share of rows holding a pair of categorical values that never occur
-  together in the real data.
+  together in the real data;
+* **rules**: the share of rows breaking a declared consistency rule (:mod:`mechanisms.rules`).
 
 Every figure is reported beside the **floor**: the same figure for a same-size sample of real rows
 that the reference did not contain (sampling error only, no privacy), so that "3x the floor" reads as
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .rules import violations
 from .schema import Schema
 
 MAX_VALUE_CELLS = 200  # numeric columns with at most this many distinct real values: compared per value
@@ -215,9 +217,22 @@ def report(schema: Schema, reference: pd.DataFrame, synthetic: pd.DataFrame, flo
             "tvd_2way": _pair_tvds(cols, f, pairs, "pair"),
             "tvd_2way_equal_width": _pair_tvds(cols, f, pairs, "equal"),
             "unseen_pair_rows": _unseen_pair_rows(cols, f),
+            "rule_violation_rows": rule_violation_share(schema, f),
         }
     res["worst_column"] = worst_column(one_way)
     return res
+
+
+def rule_violation_share(schema: Schema, frame: pd.DataFrame) -> float | None:
+    """Share of rows of a CSV string frame that break a declared rule (None without rules, or when
+    the frame does not fit the schema)."""
+    if not schema.rules:
+        return None
+    try:
+        prepared = schema.prepare(frame)
+    except ValueError:
+        return None
+    return float(violations(schema, prepared).mean()) if len(prepared) else 0.0
 
 
 def _codes_pair(cols: _Columns, c, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:

@@ -10,6 +10,7 @@ import pandas as pd
 from . import registry
 from .base import Mechanism, ProgressFn
 from .noise import Noise
+from .rules import sample_conforming
 from .schema import Schema, TableSource
 
 
@@ -59,6 +60,6 @@ def run(mech: Mechanism, source: TableSource, rows: int, *, on_data_access=None)
     t0 = time.perf_counter()
     mech.fit(source)
     t1 = time.perf_counter()
-    synthetic = mech.sample(rows)
+    synthetic = sample_conforming(mech.sample, mech.schema, rows)
     t2 = time.perf_counter()
     return Release(mech, synthetic, t1 - t0, t2 - t1)

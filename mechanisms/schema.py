@@ -39,6 +39,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from . import rules as rules_mod
 from . import safejson
 from .accounting import short_repr
 
@@ -294,6 +295,7 @@ class Schema:
     # How the missing-value category is written in the exported file (None: the first declared marker,
     # usually the empty cell). Drafts suggest the marker the upload used most.
     missing_output: str | None = None
+    rules: tuple = ()  # public consistency rules (mechanisms.rules.Rule)
 
     def __post_init__(self):
         names = [c.name for c in self.columns]
@@ -306,6 +308,10 @@ class Schema:
             if not isinstance(self.missing_output, str):
                 raise SchemaError(f"missing_output must be a string, got {self.missing_output!r}")
             check_text(self.missing_output, "missing-value output marker")
+        try:
+            rules_mod.check_rules(self)
+        except rules_mod.RuleError as exc:
+            raise SchemaError(str(exc)) from None
 
     @property
     def missing_text(self) -> str:
@@ -347,6 +353,8 @@ class Schema:
         }
         if self.missing_output is not None:
             d["missing_output"] = self.missing_output
+        if self.rules:
+            d["rules"] = [r.to_dict() for r in self.rules]
         return d
 
     def to_json(self, **kw) -> str:
@@ -364,8 +372,15 @@ class Schema:
             raise SchemaError("missing_markers must be a list of strings")
         for m in markers:
             check_text(m, "missing-value marker")
+        rules = d.get("rules", [])
+        if not isinstance(rules, list):
+            raise SchemaError("rules must be a list of rule objects")
+        try:
+            parsed = tuple(rules_mod.Rule.from_dict(r) for r in rules)
+        except rules_mod.RuleError as exc:
+            raise SchemaError(str(exc)) from None
         return cls(columns=tuple(Column.from_dict(c) for c in cols), missing_markers=tuple(markers),
-                   draft=bool(d.get("draft", False)), missing_output=d.get("missing_output"))
+                   draft=bool(d.get("draft", False)), missing_output=d.get("missing_output"), rules=parsed)
 
     @classmethod
     def from_json(cls, text: str) -> "Schema":
@@ -376,7 +391,7 @@ class Schema:
 
     def confirmed(self) -> "Schema":
         return Schema(columns=self.columns, missing_markers=self.missing_markers, draft=False,
-                      missing_output=self.missing_output)
+                      missing_output=self.missing_output, rules=self.rules)
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of the confirmed schema (for manifests)."""

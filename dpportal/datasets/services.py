@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from fractions import Fraction
 
 from django.utils import timezone
 
+from mechanisms import safejson
+from mechanisms.rules import Rule, RuleError, rule_violations
 from mechanisms.schema import KINDS, MAX_SPECIAL, SCALES, Column, Schema, SchemaError, SchemaMismatch
 
 from .models import Dataset
@@ -219,9 +222,35 @@ def schema_from_post(dataset: Dataset, post, markers: list[str]) -> Schema:
     output = post.get("missing_output", "")
     try:
         return Schema(columns=tuple(cols), missing_markers=tuple(markers), draft=False,
-                      missing_output=output if output.strip() else None)
+                      missing_output=output if output.strip() else None, rules=rules_from_text(post.get("rules", "")))
     except SchemaError as exc:
         raise SchemaRejected(str(exc)) from None
+
+
+MAX_RULES_TEXT = 200_000
+
+
+def rules_from_text(text: str) -> tuple:
+    """Rules from the schema page's JSON list (blank: none); the message names what is wrong."""
+    text = (text or "").strip()
+    if not text:
+        return ()
+    if len(text) > MAX_RULES_TEXT:
+        raise SchemaRejected(f"the rules may be at most {MAX_RULES_TEXT:,} characters, got {len(text):,}")
+    try:
+        data = safejson.loads(text)
+    except (ValueError, safejson.JsonLimitError) as exc:
+        raise SchemaRejected(f"the rules are not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, list):
+        raise SchemaRejected("the rules must be a JSON list of rule objects, e.g. [{\"order\": [\"a\", \"b\"]}]")
+    try:
+        return tuple(Rule.from_dict(r) for r in data)
+    except RuleError as exc:
+        raise SchemaRejected(str(exc)) from None
+
+
+def rules_text(schema: Schema | None) -> str:
+    return json.dumps([r.to_dict() for r in schema.rules], indent=1, ensure_ascii=False) if schema and schema.rules else ""
 
 
 def check_fits(dataset: Dataset, schema: Schema) -> None:
@@ -235,11 +264,18 @@ def check_fits(dataset: Dataset, schema: Schema) -> None:
                              f"(declare them, or mark them excluded)")
     if not dataset.has_raw:
         return  # raw file deleted: nothing left to check against
+    broken = {}
     try:
-        for _ in dataset.source(schema).chunks(CHECK_CHUNK_ROWS):
-            pass
+        for chunk in dataset.source(schema).chunks(CHECK_CHUNK_ROWS):
+            for rule in schema.rules:
+                broken[rule.label] = broken.get(rule.label, 0) + int(rule_violations(rule, chunk).sum())
     except SchemaMismatch as exc:
         raise SchemaRejected(f"the file does not fit this schema: {exc}") from None
+    broken = {label: k for label, k in broken.items() if k}
+    if broken:
+        raise SchemaRejected("a public rule must hold for every record, but the file breaks "
+                             + "; ".join(f"rule {label} in {k} row(s)" for label, k in list(broken.items())[:5])
+                             + ": correct the rule (or the data)")
 
 
 def confirm_schema(dataset: Dataset, schema: Schema) -> Dataset:

@@ -149,6 +149,7 @@ def dataset_schema(request, pk):
         "rare_k": (dataset.schema_draft or {}).get("rare_k"),
         "missing_output": _missing_output(dataset, schema, request.POST if request.method == "POST" else None),
         "markers_meaning": services.markers_meaning(markers),
+        "rules_text": request.POST.get("rules", "") if request.method == "POST" else services.rules_text(schema),
         "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)

@@ -29,6 +29,7 @@ from mechanisms.accounting import check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
+from mechanisms.rules import sample_conforming
 from mechanisms.runner import Release as RunnerRelease
 from mechanisms.runner import build, run
 
@@ -398,7 +399,7 @@ def _draw(release: Release, progress: _Progress) -> RunnerRelease:
                             delta=float(exact(origin.delta)), params=origin.params, noise=Noise.secure_backend())
     progress(0.3, "drawing rows", force=True)
     t0 = time.perf_counter()
-    synthetic = mech.sample(release.rows)
+    synthetic = sample_conforming(mech.sample, mech.schema, release.rows)  # the public rules hold
     return RunnerRelease(mech, synthetic, 0.0, time.perf_counter() - t0)
 
 

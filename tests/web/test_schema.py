@@ -118,3 +118,43 @@ def test_a_blank_missing_value_box_says_what_it_means(world):
     assert "No other markers: only empty cells are missing; a cell like ? or NA is read as a value." in meaning
     page = c.get(f"/datasets/{world.dataset.pk}/schema/").content.decode()
     assert "Missing: empty cells and cells equal to “?”, “NA”." in page.split('id="markers-meaning"')[1]
+
+
+def test_special_values_log_bins_decimals_and_the_missing_marker_are_confirmed_from_the_form(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    post = _form_for(d, {"col-2-special": "0, 99999", "col-2-scale": "log", "col-2-decimals": "2",
+                         "missing_output": "NA"})
+    assert world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post).status_code == 302
+    d.refresh_from_db()
+    income = d.confirmed_schema().column("income")
+    assert income.special == (0, 99999) and income.scale == "log" and income.decimals == 2
+    assert d.confirmed_schema().missing_text == "NA"
+    page = world.client(world.owner).get(f"/datasets/{d.pk}/schema/").content.decode()
+    assert 'value="0, 99999"' in page and 'value="NA"' in page
+
+
+def test_a_bad_special_value_is_named(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", _form_for(d, {"col-2-special": "5e6"}))
+    assert "special value 5000000 lies outside" in resp.content.decode()
+    assert Dataset.objects.get(pk=d.pk).schema is None
+
+
+def test_rules_are_confirmed_refused_when_malformed_and_refused_when_the_file_breaks_them(world):
+    d = make_dataset(world.owner, schema=None, budget=None)
+    url = f"/datasets/{d.pk}/schema/"
+    client = world.client(world.owner)
+    text = client.post(url, _form_for(d, {"rules": "[{\"order\": [\"age\""})).content.decode()
+    assert "the rules are not valid JSON" in text
+    text = client.post(url, _form_for(d, {"rules": '[{"forbid": {"age": [18, 90]}}]'})).content.decode()
+    assert "forbids every record" in text
+    # the file has a 67-year-old in Lyon: a rule forbidding it is not a fact about every record
+    text = client.post(url, _form_for(d, {"rules": '[{"forbid": {"age": [60, 90], "city": ["Lyon"]}, '
+                                                   '"name": "no old Lyonnais"}]'})).content.decode()
+    assert "the file breaks rule &#x27;no old Lyonnais&#x27; in 1 row(s)" in text
+    assert Dataset.objects.get(pk=d.pk).schema is None
+    good = '[{"forbid": {"age": [18, 25], "city": ["Nice"]}, "name": "no young Niçois"}]'
+    assert client.post(url, _form_for(d, {"rules": good})).status_code == 302
+    d.refresh_from_db()
+    assert d.confirmed_schema().rules[0].name == "no young Niçois"
+    assert "no young Niçois" in client.get(url).content.decode()
