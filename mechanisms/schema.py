@@ -673,8 +673,9 @@ def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BIN
 
 # Draft heuristics (suggestions only). Their reasons:
 CODE_NAME = re.compile(r"(^|[^a-z])(code|codes|recode|cd|id|zip|fips|naics|sic|icd|soc)([^a-z]|$)", re.IGNORECASE)
-SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% of a wide numeric column is a point mass (0, a top-code)
+SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% (and RARE_K rows) of a wide numeric column is a point mass
 MAX_DRAFT_SPECIAL = 3
+RARE_K = 10  # categories (and special values) seen in fewer rows than this are flagged or not suggested
 LOG_MEDIAN_SHARE = 0.1  # median within 10% of the range from the log pivot (0 or the lower bound): log bins
 MAX_DRAFT_DECIMALS = 6
 
@@ -725,9 +726,6 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
                   missing_output=output if output != (missing_markers[0] if missing_markers else "") else None)
 
 
-RARE_K = 10  # categories seen in fewer rows than this are flagged before they are published
-
-
 def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[str, list[str]]:
     """Per categorical column of a draft, the categories seen in fewer than ``k`` rows of ``raw``.
     Publishing such a label in the schema can reveal that a particular person is in the data (a
@@ -759,9 +757,9 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
     span = int(hi - lo) + 1 if integer else 0
     if integer and span <= MAX_VALUE_CELLS:
         return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
-    shares = finite.value_counts(normalize=True)
-    special = tuple(float(v) for v, share in shares.head(MAX_DRAFT_SPECIAL).items()
-                    if share >= SPECIAL_MIN_SHARE and lo <= v <= hi)
+    counts = finite.value_counts()
+    special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items()
+                    if k >= max(SPECIAL_MIN_SHARE * len(finite), RARE_K) and lo <= v <= hi)
     rest = finite[~finite.isin(special)]
     pivot = 0.0 if lo < 0 < hi else lo
     skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE
