@@ -8,7 +8,11 @@ floor is A itself (same size, real, no privacy). Two column models are compared 
 * ``suggested``: the schema exactly as the upload page suggests it (``draft_schema``);
 * ``coarse``: the column model it replaces: every numeric column in 10 equal-width bins (one cell per
   value only for integer ranges of at most 10 values), no special values, no log bins, and the file
-  through the formula guard (labels starting with ``-`` rewritten), missing values as empty cells.
+  through the formula guard (labels starting with ``-`` rewritten), missing values as empty cells;
+* ``smartnoise``: SmartNoise Synth's synthesizer of the same name on the raw half, with its own
+  transformers (10 equal-width bins over the same public bounds, decoded to bin midpoints; categories
+  learnt from the data), run in the benchmark venv (``make bench-venv``). SmartNoise calibrates to
+  add/remove neighbours: at the same epsilon its noise is smaller than a replace-one mechanism's.
 
     python -m benchmarks.fidelity [--tables adult credit_default_taiwan] [--mechanisms mst aim]
         [--epsilon 1] [--delta 1e-5] [--out docs/data/benchmarks-fidelity.jsonl] [--write-doc]
@@ -20,6 +24,8 @@ import argparse
 import dataclasses
 import io
 import json
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,19 +61,39 @@ def exported(schema: Schema, synthetic, *, guard: bool):
     return spreadsheet_safe(raw, schema) if guard else raw
 
 
+def smartnoise(mechanism: str, schema: Schema, train, args) -> tuple:
+    """SmartNoise's synthesizer on the raw training half, with its own transformers (peers_runner --raw),
+    in the benchmark venv; returns its CSV as strings and the seconds it took."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data, spec, out = Path(tmp, "train.csv"), Path(tmp, "schema.json"), Path(tmp, "out.csv")
+        train[schema.names].to_csv(data, index=False)
+        spec.write_text(schema.to_json())
+        cmd = [str(ROOT / ".venv-bench" / "bin" / "python"), str(ROOT / "benchmarks" / "peers_runner.py"),
+               "--synth", mechanism, "--raw", str(data), "--schema", str(spec), "--epsilon", str(args.epsilon),
+               "--delta", str(args.delta), "--rows", str(len(train)), "--out", str(out)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        if done.returncode:
+            raise RuntimeError(f"SmartNoise failed: {done.stderr[-800:]}")
+        seconds = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+        return read_raw_csv(out, skipinitialspace=False), seconds
+
+
 def run_one(table: str, model: str, mechanism: str, args) -> dict:
     raw = read_raw_csv(dataset_path(f"{table}.csv"))
     order = np.random.default_rng(args.seed).permutation(len(raw))
     half = len(raw) // 2
     train, reference = raw.iloc[np.sort(order[half:])].reset_index(drop=True), raw.iloc[np.sort(order[:half])]
     suggested = draft_schema(train).confirmed()
-    schema = suggested if model == "suggested" else coarse(suggested)
-    mech = build(mechanism, schema, epsilon=args.epsilon, delta=args.delta, noise=Noise.secure_backend(),
-                 n=len(train))
-    t0 = time.perf_counter()
-    release = run(mech, TableSource.from_frame(schema, train), len(train))
-    seconds = time.perf_counter() - t0
-    synthetic = exported(schema, release.synthetic, guard=model == "coarse")
+    schema = coarse(suggested) if model == "coarse" else suggested
+    if model == "smartnoise":
+        synthetic, seconds = smartnoise(mechanism, suggested, train, args)
+    else:
+        mech = build(mechanism, schema, epsilon=args.epsilon, delta=args.delta, noise=Noise.secure_backend(),
+                     n=len(train))
+        t0 = time.perf_counter()
+        release = run(mech, TableSource.from_frame(schema, train), len(train))
+        seconds = time.perf_counter() - t0
+        synthetic = exported(schema, release.synthetic, guard=model == "coarse")
     rep = fidelity.report(suggested, reference.reset_index(drop=True), synthetic, train, real_labels=raw,
                           seed=args.seed)
     row = {"table": table, "model": model, "mechanism": mechanism, "epsilon": args.epsilon, "delta": args.delta,
@@ -118,10 +144,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tables", nargs="+", default=list(TABLES))
     p.add_argument("--mechanisms", nargs="+", default=["mst", "aim"])
-    p.add_argument("--models", nargs="+", default=["suggested", "coarse"])
+    p.add_argument("--models", nargs="+", default=["suggested", "coarse", "smartnoise"])
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=int, default=3600, help="seconds for one SmartNoise run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write-doc", action="store_true", help="regenerate docs/benchmarks-fidelity.md from --out")
     args = p.parse_args()

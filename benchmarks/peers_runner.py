@@ -76,10 +76,31 @@ def public_domain_transformer(df: pd.DataFrame, cardinalities: str | None):
     return tt
 
 
+def raw_table_transformer(df: pd.DataFrame, schema_path: str):
+    """SmartNoise's own transformers on the raw table: each numeric column in 10 equal-width bins over the
+    PUBLIC bounds of dpportal's schema (BinTransformer, decoded to bin midpoints), each categorical column
+    through its LabelTransformer (which learns the category set from the data, as SmartNoise does)."""
+    from snsynth.transform import BinTransformer, LabelTransformer
+    from snsynth.transform.table import TableTransformer
+
+    schema = json.load(open(schema_path))
+    kinds = {c["name"]: c for c in schema["columns"]}
+    parts = []
+    for name in df.columns:
+        c = kinds[name]
+        if c["kind"] in ("integer", "continuous"):
+            parts.append(BinTransformer(bins=10, lower=c["lower"], upper=c["upper"]))
+        else:
+            parts.append(LabelTransformer(nullable=False))
+    return TableTransformer(parts)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--synth", required=True)
-    p.add_argument("--cells", required=True)
+    p.add_argument("--cells", help="a CSV of public cell indices (dpportal's bins)")
+    p.add_argument("--raw", help="a raw CSV (kept columns only) with --schema: SmartNoise's own transformers")
+    p.add_argument("--schema", help="dpportal schema JSON: public bounds for --raw")
     p.add_argument("--epsilon", type=float, required=True)
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--rows", type=int, required=True)
@@ -90,7 +111,16 @@ def main() -> None:
     anon = AnonPeak()
     from snsynth import Synthesizer
 
-    df = pd.read_csv(a.cells)
+    if a.raw:
+        df = pd.read_csv(a.raw, dtype=str, keep_default_na=False)
+        kinds = {c["name"]: c["kind"] for c in json.load(open(a.schema))["columns"]}
+        for name in df.columns:
+            if kinds[name] in ("integer", "continuous"):
+                df[name] = pd.to_numeric(df[name])
+        transformer = raw_table_transformer(df, a.schema)
+    else:
+        df = pd.read_csv(a.cells)
+        transformer = public_domain_transformer(df, a.cardinalities)
     t0 = time.perf_counter()
     name, options = VARIANTS.get(a.synth, (a.synth, {}))
     factor = REPLACE_ONE_FACTOR.get(a.synth)
@@ -100,7 +130,7 @@ def main() -> None:
         kw["delta"] = a.delta
     synth = Synthesizer.create(name, **kw)
     synth.fit(df, preprocessor_eps=0.0, categorical_columns=list(df.columns),
-              transformer=public_domain_transformer(df, a.cardinalities))
+              transformer=transformer)
     out = synth.sample(a.rows)
     out.to_csv(a.out, index=False)
     print(json.dumps({"cpu_seconds": time.process_time(), "seconds": time.perf_counter() - t0, "epsilon_passed": epsilon,

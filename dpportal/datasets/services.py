@@ -148,7 +148,36 @@ def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None) -> str:
         return _bulk_kind(rows, (post.get("bulk_pattern") or "").strip(), post.get("bulk_set_kind", ""))
     if action == "use_dp":
         return _use_dp_bounds(rows, dp_bounds or {})
-    raise SchemaRejected(f"unknown bulk action {str(action)[:40]!r}; use 'review', 'kind' or 'use_dp'")
+    if action == "group_rare":
+        return _group_rare(rows)
+    raise SchemaRejected(f"unknown bulk action {str(action)[:40]!r}; use 'review', 'kind', 'use_dp' or 'group_rare'")
+
+
+RARE_GROUP = "(other)"
+
+
+def _group_rare(rows: list[dict]) -> str:
+    """Categorical columns drop their rare categories (flagged when the file was uploaded) from the
+    published list: those values are mapped to the column's "other" category ("(other)" when it has
+    none), so no rare label is published."""
+    hit = []
+    for r in rows:
+        rare = set(r.get("rare") or ())
+        cats = list(r["cur"].get("categories") or [])
+        if r["cur"].get("kind") != "categorical" or not rare & set(cats):
+            continue
+        other = r["cur"].get("other") or RARE_GROUP
+        if other in rare:
+            other = RARE_GROUP
+        kept = [c for c in cats if c not in rare]
+        r["cur"] = {**r["cur"], "categories": kept + ([other] if other not in kept else []), "other": other}
+        r["rare"] = []
+        r["ok"] = False
+        hit.append(r)
+    if not hit:
+        raise SchemaRejected("no categorical column has rare categories left to group")
+    return f"Grouped the rare categories of {len(hit)} column(s) into their 'other' category: {_names(hit)}. " \
+           "Review them, then confirm the schema."
 
 
 def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:

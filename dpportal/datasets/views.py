@@ -94,8 +94,14 @@ def _column_rows(dataset, schema, post=None):
             cur["categories"] = [c for c in post.get(f"col-{i}-categories", "").splitlines() if c.strip()]
             ok = bool(post.get(f"col-{i}-ok")) or cur["kind"] == "excluded"
         rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name), "ok": ok,
-                     "rare": (draft.get("rare_categories") or {}).get(name, []) if cur.get("kind") == "categorical" else []})
+                     "rare": _still_listed((draft.get("rare_categories") or {}).get(name, []), cur)})
     return rows
+
+
+def _still_listed(rare: list[str], cur: dict) -> list[str]:
+    """The rare categories (flagged at upload) that the column still publishes."""
+    listed = set(cur.get("categories") or ()) if cur.get("kind") == "categorical" else set()
+    return [c for c in rare if c in listed]
 
 
 def _missing_output(dataset, schema, post) -> str:
@@ -146,7 +152,7 @@ def dataset_schema(request, pk):
                                                   status__in=(Release.QUEUED, Release.RUNNING)),
         "budget": ledger.remaining(dataset),
         "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
-        "rare_k": (dataset.schema_draft or {}).get("rare_k"),
+        "rare_k": (dataset.schema_draft or {}).get("rare_k"), "has_rare": any(r["rare"] for r in rows),
         "missing_output": _missing_output(dataset, schema, request.POST if request.method == "POST" else None),
         "markers_meaning": services.markers_meaning(markers),
         "rules_text": request.POST.get("rules", "") if request.method == "POST" else services.rules_text(schema),

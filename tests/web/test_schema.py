@@ -158,3 +158,16 @@ def test_rules_are_confirmed_refused_when_malformed_and_refused_when_the_file_br
     d.refresh_from_db()
     assert d.confirmed_schema().rules[0].name == "no young Niçois"
     assert "no young Niçois" in client.get(url).content.decode()
+
+
+def test_rare_categories_are_flagged_and_can_be_grouped_into_other(world):
+    text = "job,age\n" + "".join(f"clerk,{20 + i % 40}\n" for i in range(40)) + "astronaut,50\n"
+    d = make_dataset(world.owner, text=text, schema=None, budget=None)
+    url = f"/datasets/{d.pk}/schema/"
+    page = world.client(world.owner).get(url).content.decode()
+    assert "1 rare category (fewer than 10 rows): astronaut" in page and 'id="bulk-group-rare"' in page
+    post = {"markers": "", "empty_is_missing": "1", "col-0-kind": "categorical", "col-0-categories": "astronaut\nclerk",
+            "col-1-kind": "integer", "col-1-lower": "0", "col-1-upper": "100", "bulk": "group_rare"}
+    page = world.client(world.owner).post(url, post).content.decode()
+    assert "Grouped the rare categories of 1 column(s)" in page and "astronaut" not in page.split('id="bulk-note"')[1]
+    assert "clerk\n(other)" in page and 'name="col-0-other" value="(other)"' in page
