@@ -68,7 +68,7 @@ class _Columns:
 
     def numbers(self, frame: pd.DataFrame, name: str) -> np.ndarray:
         s = frame[name].astype(str).str.strip()
-        return pd.to_numeric(s.where(~s.isin(self.markers)), errors="coerce").to_numpy(dtype=float)
+        return self.schema.column(name).parse_numbers(s.where(~s.isin(self.markers))).to_numpy(dtype=float)
 
     def codes(self, frame: pd.DataFrame, col, *, bins: str) -> tuple[np.ndarray, int]:
         """Cell codes of one column of ``frame`` (labels; numbers per value or in bins of the reference;
@@ -147,9 +147,9 @@ def _foreign_share(cols: _Columns, frame: pd.DataFrame, real_labels: dict[str, s
         s = frame[c.name].astype(str)
         if c.kind == "categorical":
             foreign = ~s.isin(real_labels[c.name])
-        else:  # a numeric cell must be a number or a missing marker
-            foreign = pd.to_numeric(s.str.strip().where(~s.str.strip().isin(cols.markers)), errors="coerce").isna() \
-                      & ~s.str.strip().isin(cols.markers)
+        else:  # a numeric cell must be a number (a date in its format) or a missing marker
+            text = s.str.strip()
+            foreign = c.parse_numbers(text.where(~text.isin(cols.markers))).isna() & ~text.isin(cols.markers)
         k = int(foreign.sum())
         if k:
             per_column[c.name] = {"share": k / max(len(s), 1), "examples": sorted(set(s[foreign]))[:5]}

@@ -53,8 +53,8 @@ def export_frame(df: pd.DataFrame, schema: Schema | None = None) -> pd.DataFrame
         if out[name].dtype == object:
             out[name] = out[name].where(out[name] != MISSING_CATEGORY, marker)
     for c in schema.kept if schema is not None else ():
-        if c.is_numeric and c.name in out and out[c.name].dtype.kind == "f":
-            out[c.name] = Schema._finish_numeric(c, out[c.name].to_numpy())  # integers as integers, decimals
+        if c.is_numeric and c.name in out and (c.is_date or out[c.name].dtype.kind == "f"):
+            out[c.name] = c.format_numbers(out[c.name].to_numpy())  # integers as integers, decimals, dates
     return out
 
 

@@ -39,6 +39,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from . import dates
 from . import rules as rules_mod
 from . import safejson
 from .accounting import short_repr
@@ -107,6 +108,9 @@ class Column:
     special: tuple[float, ...] = ()  # numeric: values modelled as cells of their own, written back exactly
     scale: str = "linear"  # numeric: "linear" (equal-width bins) or "log" (log-spaced bins)
     decimals: int | None = None  # continuous: digits after the point in the exported file (None: all)
+    # Dates (mechanisms.dates): an integer count of `granularity` units since 1970, written with `date_format`
+    date_format: str | None = None
+    granularity: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -133,6 +137,9 @@ class Column:
                 raise SchemaError(
                     f"column {self.name!r}: fill must lie within [{self.lower}, {self.upper}], got {self.fill!r}")
             self._check_numeric_model()
+            self._check_date()
+        elif self.date_format is not None or self.granularity is not None:
+            raise SchemaError(f"column {self.name!r}: a date format and granularity are for date columns")
         elif self.special or self.scale != "linear" or self.decimals is not None:
             raise SchemaError(f"column {self.name!r}: special values, scale and decimals are for numeric columns")
         if self.kind == "categorical":
@@ -169,9 +176,36 @@ class Column:
         if len(set(self.special)) != len(self.special):
             raise SchemaError(f"column {name!r}: special values must be unique, got {list(self.special)}")
 
+    def _check_date(self) -> None:
+        if self.date_format is None and self.granularity is None:
+            return
+        if self.kind != "integer" or self.date_format is None or self.granularity is None:
+            raise SchemaError(f"column {self.name!r}: a date column needs both a format and a granularity")
+        try:
+            dates.check_granularity(self.granularity)
+            dates.check_format(self.date_format)
+        except dates.DateError as exc:
+            raise SchemaError(f"column {self.name!r}: {exc}") from None
+
     @property
     def is_numeric(self) -> bool:
         return self.kind in NUMERIC_KINDS
+
+    @property
+    def is_date(self) -> bool:
+        return self.date_format is not None
+
+    def parse_numbers(self, text: pd.Series) -> pd.Series:
+        """A numeric column's (stripped, non-missing) strings as numbers: NaN where one does not parse."""
+        if self.is_date:
+            return pd.Series(dates.parse(text, self.date_format, self.granularity), index=text.index)
+        return pd.to_numeric(text, errors="coerce")
+
+    def format_numbers(self, values: np.ndarray) -> np.ndarray:
+        """Numbers as the exported file writes them (dates in the upload's format)."""
+        if self.is_date:
+            return dates.format_units(values, self.date_format, self.granularity)
+        return Schema._finish_numeric(self, np.asarray(values))
 
     @property
     def n_cells(self) -> int:
@@ -248,6 +282,8 @@ class Column:
         return labels + [f"={_fmt(v)}" for v in self.special]
 
     def to_dict(self) -> dict:
+        if self.is_date:
+            return self._date_dict()
         d = {"name": self.name, "kind": self.kind}
         if self.is_numeric:
             d.update(lower=self.lower, upper=self.upper, bins=self.bins, fill=self.fill)
@@ -261,10 +297,41 @@ class Column:
             d.update(categories=list(self.categories), other=self.other)
         return d
 
+    def _date_dict(self) -> dict:
+        iso = lambda v: dates.to_iso(v, self.granularity)  # noqa: E731
+        d = {"name": self.name, "kind": "date", "lower": iso(self.lower), "upper": iso(self.upper),
+             "granularity": self.granularity, "format": self.date_format, "bins": self.bins,
+             "fill": iso(self.fill) if self.fill is not None else None}
+        if self.special:
+            d["special"] = [iso(v) for v in self.special]
+        return d
+
+    @classmethod
+    def _from_date_dict(cls, d: dict) -> "Column":
+        """A date column of the schema JSON (ISO bounds) as the integer column it is inside."""
+        name, granularity = d.get("name"), d.get("granularity", "day")
+        unknown = set(d) - {"name", "kind", "lower", "upper", "granularity", "format", "bins", "fill", "special"}
+        if unknown:
+            raise SchemaError(f"column {name!r}: unknown fields {sorted(unknown)}")
+        try:
+            units = lambda v: dates.to_units(v, granularity)  # noqa: E731
+            special = d.get("special") or []
+            if not isinstance(special, list):
+                raise SchemaError(f"column {name!r}: special must be a list of dates")
+            lower, upper = (units(d[k]) if d.get(k) is not None else None for k in ("lower", "upper"))
+            return cls(name=name, kind="integer", lower=lower, upper=upper, bins=d.get("bins", DEFAULT_BINS),
+                       fill=units(d["fill"]) if d.get("fill") is not None else None,
+                       special=tuple(units(v) for v in special), date_format=d.get("format", "%Y-%m-%d"),
+                       granularity=granularity)
+        except dates.DateError as exc:
+            raise SchemaError(f"column {name!r}: {exc}") from None
+
     @classmethod
     def from_dict(cls, d: dict) -> "Column":
         if not isinstance(d, dict):
             raise SchemaError(f"each column must be an object, got {type(d).__name__}")
+        if d.get("kind") == "date":
+            return cls._from_date_dict(d)
         unknown = set(d) - {"name", "kind", "lower", "upper", "categories", "bins", "fill", "other", "special",
                             "scale", "decimals"}
         if unknown:
@@ -419,12 +486,13 @@ class Schema:
             if c.is_numeric:
                 txt = s.astype(str).str.strip()
                 is_missing = txt.isin(markers) | s.isna()
-                num = pd.to_numeric(txt.where(~is_missing), errors="coerce")
+                num = c.parse_numbers(txt.where(~is_missing))
                 bad = num.isna() & ~is_missing
                 if bad.any():
                     example = txt[bad].iloc[0]
+                    what = f"dates in the format {c.date_format!r}" if c.is_date else "numbers"
                     raise SchemaMismatch(
-                        f"column {c.name!r}: {int(bad.sum())} value(s) are not numbers (e.g. {example[:40]!r})")
+                        f"column {c.name!r}: {int(bad.sum())} value(s) are not {what} (e.g. {example[:40]!r})")
                 num = num.replace([np.inf, -np.inf], np.nan)  # infinities count as missing
                 is_missing = num.isna()
                 if is_missing.any():
@@ -710,6 +778,10 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
                 cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing))
                 continue
             present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
+        found = dates.detect(present) if num.isna().any() else None
+        if found:
+            cols.append(_draft_date(str(name), present, *found, has_missing=has_missing))
+            continue
         levels = _levels(present)
         if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
             cols.append(Column(name=str(name), kind="excluded"))
@@ -747,6 +819,14 @@ def _levels(present: pd.Series) -> list[str]:
     if levels and all(re.fullmatch(r"-?\d{1,15}", v) for v in levels):
         return sorted(levels, key=int)
     return sorted(levels)
+
+
+def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, has_missing: bool) -> Column:
+    units = dates.parse(present, fmt, granularity)
+    lo, hi = dates.draft_bounds(units, granularity)
+    bins = hi - lo + 1 if hi - lo + 1 <= MAX_VALUE_CELLS else DRAFT_BINS
+    return Column(name=name, kind="integer", lower=lo, upper=hi, bins=bins, fill=lo if has_missing else None,
+                  date_format=fmt, granularity=granularity)
 
 
 def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool) -> Column:

@@ -56,12 +56,15 @@ def _number(value: str, what: str, col: str) -> float | None:
     return v
 
 
-COLUMN_FIELDS = ("kind", "lower", "upper", "bins", "fill", "special", "scale", "decimals", "categories", "other")
+COLUMN_FIELDS = ("kind", "lower", "upper", "bins", "fill", "special", "scale", "decimals", "granularity", "format",
+                 "categories", "other")
+FORM_KINDS = ("continuous", "integer", "date", "categorical", "excluded")  # "date": an integer count of time units
 
 
 def special_text(values) -> str:
-    """Special values as the schema page shows them: "0, 99999"."""
-    return ", ".join(str(int(v)) if float(v).is_integer() else repr(float(v)) for v in values or ())
+    """Special values as the schema page shows them: "0, 99999" (dates as ISO dates)."""
+    return ", ".join(v if isinstance(v, str) else str(int(v)) if float(v).is_integer() else repr(float(v))
+                     for v in values or ())
 
 
 def _whole(value: str, what: str, col: str, default: str = "") -> int | None:
@@ -81,13 +84,25 @@ def _specials(value: str, col: str) -> tuple[float, ...]:
     return tuple(int(v) if v.is_integer() else v for v in values)
 
 
+def _date_column(name: str, data) -> Column:
+    """A date column from the form: ISO bounds, fill and special values, a granularity and a format."""
+    text = lambda key: (data.get(key) or "").strip() or None  # noqa: E731
+    special = [p.strip() for p in (data.get("special") or "").split(",") if p.strip()]
+    return Column.from_dict({"name": name, "kind": "date", "lower": text("lower"), "upper": text("upper"),
+                             "granularity": text("granularity") or "day", "format": text("format") or "%Y-%m-%d",
+                             "bins": _whole(data.get("bins"), "bins", name, default="10"), "fill": text("fill"),
+                             "special": special})
+
+
 def column_from_form(name: str, data) -> Column:
     """One column from form fields (``kind``, ``lower``, ``upper``, ``bins``, ``fill``, ``special``
     comma-separated, ``scale``, ``decimals``, ``categories`` one per line, ``other``)."""
     kind = (data.get("kind") or "").strip()
-    if kind not in KINDS:
-        raise SchemaRejected(f"column {name!r}: choose a kind among {list(KINDS)}, got {kind!r}")
+    if kind not in FORM_KINDS:
+        raise SchemaRejected(f"column {name!r}: choose a kind among {list(FORM_KINDS)}, got {kind!r}")
     try:
+        if kind == "date":
+            return _date_column(name, data)
         if kind in ("continuous", "integer"):
             scale = (data.get("scale") or "linear").strip()
             if scale not in SCALES:

@@ -15,6 +15,7 @@ from dpportal.accounts.models import Profile
 from dpportal.ledger import services as ledger
 from dpportal.releases import services as release_services
 from dpportal.releases.models import Release
+from mechanisms.dates import UNITS
 from mechanisms.schema import KINDS
 
 from . import services
@@ -144,7 +145,7 @@ def dataset_schema(request, pk):
             messages.success(request, "Schema confirmed as public metadata.")
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
-        "dataset": dataset, "error": error, "kinds": KINDS, "import_form": SchemaImportForm(),
+        "dataset": dataset, "error": error, "kinds": services.FORM_KINDS, "granularities": list(UNITS), "import_form": SchemaImportForm(),
         "max_codes": services.MAX_CODES,
         "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
         "dp_bounds": dp_bounds, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,

@@ -177,3 +177,50 @@ def test_the_floor_of_identical_tables_is_zero_and_the_worst_column_is_named():
     rep = fidelity.report(schema, RAW, shifted, RAW)
     assert rep["floor"]["tvd_1way"] == 0 and rep["floor"]["unseen_pair_rows"] == 0
     assert rep["worst_column"]["column"] == "weeks worked" and rep["worst_column"]["far_off"]
+
+
+# -- dates ---------------------------------------------------------------------------------------------
+
+def dated(n: int = 600, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    day = pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 3000, n), unit="D")
+    stamp = day + pd.to_timedelta(rng.integers(0, 86_400, n), unit="s")
+    return pd.DataFrame({"opened": day.strftime("%d/%m/%Y"), "seen": stamp.strftime("%Y-%m-%d %H:%M:%S"),
+                         "kind": rng.choice(["a", "b"], n)})
+
+
+def test_dates_are_a_kind_with_iso_bounds_a_granularity_and_the_upload_format():
+    s = draft_schema(dated())
+    d = s.to_dict()["columns"][0]
+    assert d == {"name": "opened", "kind": "date", "lower": "2015-01-01", "upper": "2023-12-31", "granularity": "day",
+                 "format": "%d/%m/%Y", "bins": 20, "fill": None}  # bounds widened to whole years
+    assert s.to_dict()["columns"][1]["granularity"] == "second" and Schema.from_json(s.to_json()) == s
+
+
+def test_synthetic_dates_are_written_in_the_upload_format_within_the_bounds():
+    raw = dated()
+    schema = draft_schema(raw).confirmed()
+    mech = build("mst", schema, epsilon=1.0, delta=1e-5, noise=Noise.seeded(2), n=len(raw))
+    out = exported(schema, run(mech, TableSource.from_frame(schema, raw), 300).synthetic)
+    opened = pd.to_datetime(out["opened"], format="%d/%m/%Y", errors="raise")
+    assert opened.min() >= pd.Timestamp("2015-01-01") and opened.max() <= pd.Timestamp("2023-12-31")
+    assert out["seen"].str.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d").all()
+    assert fidelity.report(schema, raw, out, raw)["synthetic"]["foreign_labels"]["share"] == 0
+
+
+@pytest.mark.parametrize("column, message", [
+    ({"lower": "2020-13-01"}, "not an ISO date"), ({"granularity": "fortnight"}, "granularity must be one of"),
+    ({"format": "no percent"}, "strftime pattern"), ({"upper": "2019-01-01"}, "upper must exceed lower"),
+])
+def test_a_bad_date_column_is_refused_naming_it(column, message):
+    d = {"name": "d", "kind": "date", "lower": "2020-01-01", "upper": "2024-12-31", "granularity": "day",
+         "format": "%Y-%m-%d"} | column
+    with pytest.raises(SchemaError, match=message):
+        Schema.from_dict({"columns": [d]})
+
+
+def test_a_value_not_in_the_date_format_is_named():
+    schema = Schema.from_dict({"columns": [{"name": "d", "kind": "date", "lower": "2020-01-01", "upper": "2024-12-31",
+                                            "granularity": "day", "format": "%Y-%m-%d"}]})
+    with pytest.raises(ValueError, match=r"not dates in the format '%Y-%m-%d' \(e.g. '31/12/2021'\)"):
+        schema.prepare(pd.DataFrame({"d": ["2021-01-01", "31/12/2021"]}))

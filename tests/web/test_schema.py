@@ -171,3 +171,20 @@ def test_rare_categories_are_flagged_and_can_be_grouped_into_other(world):
     page = world.client(world.owner).post(url, post).content.decode()
     assert "Grouped the rare categories of 1 column(s)" in page and "astronaut" not in page.split('id="bulk-note"')[1]
     assert "clerk\n(other)" in page and 'name="col-0-other" value="(other)"' in page
+
+
+def test_a_date_column_is_suggested_and_confirmed_with_iso_bounds(world):
+    text = "opened,city\n" + "".join(f"{1 + i % 28:02d}/0{1 + i % 9}/20{10 + i % 12},Paris\n" for i in range(30))
+    d = make_dataset(world.owner, text=text, schema=None, budget=None)
+    url = f"/datasets/{d.pk}/schema/"
+    page = world.client(world.owner).get(url).content.decode()
+    assert 'value="2010-01-01"' in page and 'value="%d/%m/%Y"' in page
+    post = {"markers": "", "empty_is_missing": "1", "public_ack": "1", "col-0-kind": "date", "col-0-lower": "2000-01-01",
+            "col-0-upper": "2030-12-31", "col-0-granularity": "month", "col-0-format": "%d/%m/%Y",
+            "col-1-kind": "categorical", "col-1-categories": "Paris"}
+    assert world.client(world.owner).post(url, post).status_code == 302
+    d.refresh_from_db()
+    col = d.schema["columns"][0]
+    assert (col["kind"], col["lower"], col["upper"], col["granularity"]) == ("date", "2000-01", "2030-12", "month")
+    bad = world.client(world.owner).post(url, {**post, "col-0-lower": "yesterday"}).content.decode()
+    assert "not an ISO date" in bad
