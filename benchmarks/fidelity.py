@@ -79,6 +79,31 @@ def smartnoise(mechanism: str, schema: Schema, train, args) -> tuple:
         return read_raw_csv(out, skipinitialspace=False), seconds
 
 
+def tstr_auc(schema: Schema, synthetic, reference) -> float | None:
+    """Train on the synthetic file, test on the real reference half: ROC AUC of gradient boosting predicting
+    the table's last column (its label) when it has two classes, else None."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+
+    target = schema.names[-1]
+    col = schema.column(target)
+    if col.kind != "categorical" or len(col.categories) != 2:
+        return None
+    syn, ref = (schema.prepare(f.astype(str)) for f in (synthetic, reference))
+    cats = [c.kind == "categorical" for c in schema.kept if c.name != target]
+
+    def xy(frame):
+        X = np.column_stack([schema.category_codes(c, frame[c.name]) if c.kind == "categorical"
+                             else frame[c.name].to_numpy(dtype=float) for c in schema.kept if c.name != target])
+        return X, (frame[target] == col.categories[1]).to_numpy()
+
+    (Xs, ys), (Xr, yr) = xy(syn), xy(ref)
+    if ys.all() or not ys.any():
+        return 0.5
+    model = HistGradientBoostingClassifier(categorical_features=np.array(cats), random_state=0).fit(Xs, ys)
+    return float(roc_auc_score(yr, model.predict_proba(Xr)[:, 1]))
+
+
 def run_one(table: str, model: str, mechanism: str, args) -> dict:
     raw = read_raw_csv(dataset_path(f"{table}.csv"))
     order = np.random.default_rng(args.seed).permutation(len(raw))
@@ -89,16 +114,21 @@ def run_one(table: str, model: str, mechanism: str, args) -> dict:
     if model == "smartnoise":
         synthetic, seconds = smartnoise(mechanism, suggested, train, args)
     else:
+        params = dict(kv.split("=", 1) for kv in args.param)
+        if params.get("target") == "label":
+            params["target"] = schema.names[-1]
         mech = build(mechanism, schema, epsilon=args.epsilon, delta=args.delta, noise=Noise.secure_backend(),
-                     n=len(train))
+                     n=len(train), params=params)
         t0 = time.perf_counter()
         release = run(mech, TableSource.from_frame(schema, train), len(train))
         seconds = time.perf_counter() - t0
         synthetic = exported(schema, release.synthetic, guard=model == "coarse")
     rep = fidelity.report(suggested, reference.reset_index(drop=True), synthetic, train, real_labels=raw,
                           seed=args.seed)
-    row = {"table": table, "model": model, "mechanism": mechanism, "epsilon": args.epsilon, "delta": args.delta,
-           "seconds": round(seconds, 1), "cells": sum(schema.cell_sizes), "seed": args.seed}
+    row = {"table": table, "model": model, "mechanism": mechanism, "params": args.param, "epsilon": args.epsilon,
+           "delta": args.delta, "seconds": round(seconds, 1), "cells": sum(schema.cell_sizes), "seed": args.seed,
+           "tstr_auc": _scalar(tstr_auc(suggested, synthetic, reference)),
+           "tstr_auc_floor": _scalar(tstr_auc(suggested, train, reference))}
     for side in ("synthetic", "floor"):
         row[side] = {k: _scalar(rep[side][k]) for k, _ in MEASURES}
     row["worst_column"] = rep["worst_column"]
@@ -123,17 +153,20 @@ def write_doc(rows: list[dict], command: str) -> None:
              "upload page suggests; `coarse` is the former column model (10 equal-width bins, no special values,",
              "formula guard applied to the file). Epsilon 1, delta 1e-5, default parameters.", "",
              f"Command: `{command}`", "",
-             "| table | mechanism | model | seconds | " + " | ".join(label for _, label in MEASURES) + " | worst column |",
-             "|---" * (5 + len(MEASURES)) + "|"]
+             "| table | mechanism | model | seconds | " + " | ".join(label for _, label in MEASURES)
+             + " | TSTR AUC | worst column |",
+             "|---" * (6 + len(MEASURES)) + "|"]
     floors = {}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (r["table"], r["mechanism"], " ".join(r.get("params", [])), r["model"])):
         cells = " | ".join(_fmt(r["synthetic"][k]) for k, _ in MEASURES)
         w = r["worst_column"] or {}
-        lines.append(f"| {r['table']} | {r['mechanism']} | {r['model']} | {r['seconds']} | {cells} | "
+        mech = " ".join([r["mechanism"], *r.get("params", [])])
+        lines.append(f"| {r['table']} | {mech} | {r['model']} | {r['seconds']} | {cells} | {_fmt(r.get('tstr_auc'))} | "
                      f"{w.get('column', '')} ({_fmt(w.get('tvd'))} vs {_fmt(w.get('floor'))}) |")
-        floors[r["table"]] = r["floor"]
-    for table, f in floors.items():
-        lines.append(f"| {table} | floor | real rows | - | " + " | ".join(_fmt(f[k]) for k, _ in MEASURES) + " | |")
+        floors[r["table"]] = r
+    for table, r in sorted(floors.items()):
+        lines.append(f"| {table} | floor | real rows | - | " + " | ".join(_fmt(r["floor"][k]) for k, _ in MEASURES)
+                     + f" | {_fmt(r.get('tstr_auc_floor'))} | |")
     DOC.write_text("\n".join(lines) + "\n")
 
 
@@ -142,6 +175,7 @@ def _in_fresh_process(table: str, model: str, mechanism: str, args) -> dict:
     (JAX compiles per shape: a second release in one process was up to 2x faster)."""
     cmd = [sys.executable, "-m", "benchmarks.fidelity", "--one", table, model, mechanism, "--epsilon", str(args.epsilon),
            "--delta", str(args.delta), "--seed", str(args.seed), "--timeout", str(args.timeout)]
+    cmd += [f"--param={kv}" for kv in args.param]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if done.returncode:
         raise RuntimeError(f"{table} {model} {mechanism} failed: {done.stderr[-800:]}")
@@ -160,6 +194,8 @@ def main() -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="mechanism parameter (target=label: the table's last column), e.g. workload=target")
     p.add_argument("--timeout", type=int, default=3600, help="seconds for one SmartNoise run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write-doc", action="store_true", help="regenerate docs/benchmarks-fidelity.md from --out")

@@ -126,6 +126,8 @@ MATRIX: dict[str, list[Case]] = {
     "api/releases/<int:pk>/draws/": [Case("post", "/api/releases/{r}/draws/", api_owner(201), '{"rows": 5}',
                                           "application/json")],
     "api/releases/<int:pk>/synthetic.csv": [Case("get", "/api/releases/{r}/synthetic.csv", api_viewer())],
+    "api/releases/<int:pk>/synthetic-spreadsheet.csv": [Case("get", "/api/releases/{r}/synthetic-spreadsheet.csv",
+                                                             api_viewer())],
     "api/releases/<int:pk>/manifest.json": [Case("get", "/api/releases/{r}/manifest.json", api_viewer())],
     # datasets (web)
     "datasets/": [Case("get", "/datasets/", web_user())],
@@ -154,6 +156,8 @@ MATRIX: dict[str, list[Case]] = {
     "releases/<int:pk>/": [Case("get", "/releases/{r}/", web_viewer())],
     "releases/<int:pk>/status.json": [Case("get", "/releases/{r}/status.json", web_viewer())],
     "releases/<int:pk>/synthetic.csv": [Case("get", "/releases/{r}/synthetic.csv", web_viewer())],
+    "releases/<int:pk>/synthetic-spreadsheet.csv": [Case("get", "/releases/{r}/synthetic-spreadsheet.csv",
+                                                         web_viewer())],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
     "releases/<int:pk>/cancel/": [Case("post", "/releases/{r}/cancel/", web_owner(302))],
