@@ -65,14 +65,27 @@ def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
 TREE_NOISE_LIMIT = 2.5  # tree pairs measured only if their noise std is at most this x the mean pair-cell count
 
 
-def tree_is_informative(n: int, rho: float, sizes: list[int]) -> bool:
+def compressed_sizes(n: int, rho: float, sizes: list[int]) -> list[int]:
+    """A public upper bound on each column's cell count after compression: the tree's 1-way measurements
+    have sigma_1 = sqrt(d / (rho / 3)), the noisy counts sum to about n, so at most n / (3 sigma_1) values
+    clear the 3-sigma threshold, plus the merged cell (fewer than two: the column stays whole). Only n, rho and the schema are read: a column at
+    one cell per value (ages 0-100) is judged by the cells the model will really have."""
+    sigma1 = sigma_for_rho(rho / 3 / max(len(sizes), 1))
+    clear = int(n // (COMPRESS_THRESHOLD_SIGMAS * sigma1))
+    if clear < 2:  # compress_support leaves a column whole when fewer than two values clear the threshold
+        return [int(k) for k in sizes]
+    return [min(int(k), clear + 1) for k in sizes]
+
+
+def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool = True) -> bool:
     """Whether the spanning tree's 2-way measurements can say anything at this n and budget.
 
     The d - 1 tree pairs get sigma_2 = sqrt((d - 1) / (rho / 3)) each (replace-one). When sigma_2 is more
     than 2.5 times the mean count of a 2-way cell, n / (mean cells of a column pair), the pairs are mostly
     noise, and the third of the budget spent selecting them and the third measuring them are lost: then
     (``tree='auto'``) MST measures the 1-way marginals only, with the whole budget. Public inputs only (n,
-    rho, the schema's cell counts). Measured (docs/mechanisms/aim.md, "MST at small epsilon"): at epsilon
+    rho, the schema's cell counts, bounded by what compression keeps: :func:`compressed_sizes`). Measured
+    (docs/mechanisms/aim.md, "MST at small epsilon"): at epsilon
     0.1, german_credit (800 rows) and bank_marketing (3,616) are past the limit (ratio 11.7 and 4.2; the
     paper's split gave 2-way TVD 0.54 and 0.24 where the 1-way measurements alone give 0.40 and 0.19);
     the other four tables are within it (ratio 1.1-1.4, as german_credit at epsilon 1), where the tree
@@ -81,6 +94,7 @@ def tree_is_informative(n: int, rho: float, sizes: list[int]) -> bool:
     d = len(sizes)
     if d < 2:
         return False
+    sizes = compressed_sizes(n, rho, sizes) if compress else list(sizes)
     pairs = [a * b for a, b in itertools.combinations(sizes, 2)]
     sigma2 = sigma_for_rho(rho / 3 / (d - 1))
     return sigma2 <= TREE_NOISE_LIMIT * n / (sum(pairs) / len(pairs))
@@ -126,7 +140,8 @@ class MST(Mechanism):
         d, n = len(names), table.n
         self.rho = zcdp_rho(self.epsilon, self.delta)
         self.use_tree = d > 1 and (self.params["tree"] == "always"
-                                   or tree_is_informative(n, self.rho, [int(k) for k in sizes]))
+                                   or tree_is_informative(n, self.rho, [int(k) for k in sizes],
+                                                          compress=self.params["compress"]))
         parts = 3 if self.use_tree else 1  # no tree: the whole budget measures the 1-way marginals
         sigma1 = sigma_for_rho(self.rho / parts / d)
         self.progress(0.05, "measuring 1-way marginals")
