@@ -212,7 +212,11 @@ def main() -> None:
                     print(json.dumps(row), flush=True)
                     with open(args.out, "a") as fh:
                         fh.write(json.dumps(row) + "\n")
-    rows = [json.loads(line) for line in open(args.out)]
+    latest = {}  # the newest row of each table, model, mechanism and parameters
+    for line in open(args.out):
+        r = json.loads(line)
+        latest[(r["table"], r["model"], r["mechanism"], tuple(r.get("params") or ()))] = r
+    rows = list(latest.values())
     write_doc(rows, "python -m benchmarks.fidelity --tables ... (appends to docs/data/benchmarks-fidelity.jsonl); "
                     "python -m benchmarks.fidelity --write-doc")
 

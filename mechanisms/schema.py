@@ -53,6 +53,9 @@ MAX_CATEGORIES = 1000  # a categorical column with more levels than this is sugg
 DEFAULT_BINS = 10
 MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
 DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
+# ... and at most one cell per ROWS_PER_CELL rows on small tables (500 rows: 25 cells), where finer cells
+# would only spread the noise (measured on german_credit, docs/benchmarks-fidelity.md)
+ROWS_PER_CELL = 20
 MAX_SPECIAL = 10  # special values per numeric column
 MAX_DECIMALS = 12
 # Log-spaced bins (Column.unit_transform): the smallest cells are about 1/LOG_SPAN_RATIO of the range wide
@@ -755,7 +758,7 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
     until the steward confirms it.
 
     Numeric columns are suggested at full resolution: integers with a range of at most
-    ``MAX_VALUE_CELLS`` values get one cell per value; integer columns named like codes (``industry
+    ``MAX_VALUE_CELLS`` values (and one cell per ``ROWS_PER_CELL`` rows) get one cell per value; integer columns named like codes (``industry
     code``, ``zip``) become categorical with the codes seen; other numeric columns get ``DRAFT_BINS``
     bins, their point masses as special values, log-spaced bins when skewed, and the number of decimals
     the upload wrote. The missing-value marker written back is the one the upload used most.
@@ -775,7 +778,8 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
         if len(present) and num.notna().all() and len(finite) == len(num) and present.nunique() > 2:
             integer = bool(np.all(finite == np.round(finite)))
             if not (integer and CODE_NAME.search(str(name)) and finite.nunique() <= max_categories):
-                cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing))
+                cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing,
+                                           rows=len(raw)))
                 continue
             present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
         found = dates.detect(present) if num.isna().any() else None
@@ -829,13 +833,14 @@ def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, ha
                   date_format=fmt, granularity=granularity)
 
 
-def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool) -> Column:
+def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool,
+                   rows: int) -> Column:
     lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
                                    MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
     kind = "integer" if integer else "continuous"
     fill = lo if has_missing else None
     span = int(hi - lo) + 1 if integer else 0
-    if integer and span <= MAX_VALUE_CELLS:
+    if integer and span <= min(MAX_VALUE_CELLS, max(DEFAULT_BINS, rows // ROWS_PER_CELL)):
         return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
     counts = finite.value_counts()
     special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items()
@@ -849,6 +854,7 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
         decimals = min(int(frac.str.len().max()), MAX_DRAFT_DECIMALS) if len(frac) else 0
         if present.str.contains("[eE]").any():
             decimals = None  # scientific notation: keep every digit
-    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=DRAFT_BINS, fill=fill,
+    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=min(DRAFT_BINS, max(DEFAULT_BINS, rows // ROWS_PER_CELL)),
+                  fill=fill,
                   special=tuple(int(v) if integer else v for v in special), scale="log" if skewed else "linear",
                   decimals=decimals)
