@@ -42,7 +42,7 @@ import pandas as pd
 from . import dates
 from . import rules as rules_mod
 from . import safejson
-from .accounting import short_repr
+from .accounting import short_repr, zcdp_rho
 
 KINDS = ("continuous", "integer", "categorical", "excluded")
 SCALES = ("linear", "log")
@@ -53,9 +53,10 @@ MAX_CATEGORIES = 1000  # a categorical column with more levels than this is sugg
 DEFAULT_BINS = 10
 MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
 DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
-# ... and at most one cell per ROWS_PER_CELL rows on small tables (500 rows: 25 cells), where finer cells
-# would only spread the noise (measured on german_credit, docs/benchmarks-fidelity.md)
-ROWS_PER_CELL = 20
+# ... and at most the cells a reference release can resolve: n / (3 sigma) for the 1-way noise of MST at
+# epsilon 1, delta 1e-6 on a table of this width (below it, MST merges cells anyway and the finer ones only
+# spread noise: docs/benchmarks-fidelity.md). 32,561 rows x 15 columns: 214 cells; 4,521 x 17: 28.
+REFERENCE_EPSILON, REFERENCE_DELTA = 1.0, 1e-6
 MAX_SPECIAL = 10  # special values per numeric column
 MAX_DECIMALS = 12
 # Log-spaced bins (Column.unit_transform): the smallest cells are about 1/LOG_SPAN_RATIO of the range wide
@@ -758,7 +759,8 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
     until the steward confirms it.
 
     Numeric columns are suggested at full resolution: integers with a range of at most
-    ``MAX_VALUE_CELLS`` values (and one cell per ``ROWS_PER_CELL`` rows) get one cell per value; integer columns named like codes (``industry
+    ``MAX_VALUE_CELLS`` values (and what a reference release resolves, :func:`resolvable_cells`) get one
+    cell per value; integer columns named like codes (``industry
     code``, ``zip``) become categorical with the codes seen; other numeric columns get ``DRAFT_BINS``
     bins, their point masses as special values, log-spaced bins when skewed, and the number of decimals
     the upload wrote. The missing-value marker written back is the one the upload used most.
@@ -779,7 +781,7 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
             integer = bool(np.all(finite == np.round(finite)))
             if not (integer and CODE_NAME.search(str(name)) and finite.nunique() <= max_categories):
                 cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing,
-                                           rows=len(raw)))
+                                           max_cells=resolvable_cells(len(raw), len(raw.columns))))
                 continue
             present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
         found = dates.detect(present) if num.isna().any() else None
@@ -833,14 +835,21 @@ def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, ha
                   date_format=fmt, granularity=granularity)
 
 
+def resolvable_cells(rows: int, columns: int) -> int:
+    """Cells per numeric column a reference release resolves (see REFERENCE_EPSILON): at least DEFAULT_BINS."""
+    rho = zcdp_rho(REFERENCE_EPSILON, REFERENCE_DELTA)
+    sigma = math.sqrt(max(columns, 1) / (rho / 3))  # MST's 1-way noise under replace-one (mechanisms/mst.py)
+    return max(DEFAULT_BINS, int(rows // (3 * sigma)))
+
+
 def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool,
-                   rows: int) -> Column:
+                   max_cells: int) -> Column:
     lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
                                    MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
     kind = "integer" if integer else "continuous"
     fill = lo if has_missing else None
     span = int(hi - lo) + 1 if integer else 0
-    if integer and span <= min(MAX_VALUE_CELLS, max(DEFAULT_BINS, rows // ROWS_PER_CELL)):
+    if integer and span <= min(MAX_VALUE_CELLS, max_cells):
         return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
     counts = finite.value_counts()
     special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items()
@@ -854,7 +863,6 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
         decimals = min(int(frac.str.len().max()), MAX_DRAFT_DECIMALS) if len(frac) else 0
         if present.str.contains("[eE]").any():
             decimals = None  # scientific notation: keep every digit
-    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=min(DRAFT_BINS, max(DEFAULT_BINS, rows // ROWS_PER_CELL)),
-                  fill=fill,
+    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=min(DRAFT_BINS, max_cells), fill=fill,
                   special=tuple(int(v) if integer else v for v in special), scale="log" if skewed else "linear",
                   decimals=decimals)

@@ -14,7 +14,7 @@ from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.schema import (MISSING_CATEGORY, Column, Schema, SchemaError, TableSource, draft_schema,
-                               rare_categories, read_raw_csv)
+                               rare_categories, read_raw_csv, resolvable_cells)
 
 
 def census(n: int = 4000, seed: int = 7) -> pd.DataFrame:
@@ -45,7 +45,7 @@ def exported(schema: Schema, frame: pd.DataFrame) -> pd.DataFrame:
 # -- the draft suggests a full-resolution column model ---------------------------------------------
 
 def test_the_draft_suggests_per_value_cells_codes_special_values_log_bins_decimals_and_the_marker():
-    s = draft_schema(RAW)
+    s = draft_schema(census(12_000))  # 12,000 rows x 6 columns: up to 141 cells per numeric column
     weeks, gains, code, weight = (s.column(n) for n in ("weeks worked", "capital gains", "industry code", "weight"))
     assert weeks.kind == "integer" and weeks.n_cells == int(weeks.upper - weeks.lower) + 1  # one cell per value
     assert code.kind == "categorical" and code.categories[:3] == ("0", "1", "2") and len(code.categories) == 52
@@ -57,6 +57,12 @@ def test_the_draft_suggests_per_value_cells_codes_special_values_log_bins_decima
 def test_rare_categories_are_flagged_with_their_threshold():
     raw = pd.DataFrame({"job": ["a"] * 30 + ["b"] * 3 + ["c"], "x": ["1"] * 34})
     assert rare_categories(raw, draft_schema(raw), k=5) == {"job": ["b", "c"]}
+
+
+def test_small_tables_get_no_more_cells_than_a_reference_release_resolves():
+    weeks = draft_schema(census(1000)).column("weeks worked")
+    assert weeks.n_bins == resolvable_cells(1000, 6) == 12  # not one per value: 61 cells of ~16 rows
+    assert weeks.special[0] == 0  # its point mass at 0 stays exact
 
 
 # -- encoding -----------------------------------------------------------------------------------------
