@@ -89,6 +89,9 @@ def cmd_synthesize(args) -> int:
     if schema.draft:
         raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
     noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
+    if args.seed is not None:
+        print("warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
+              file=sys.stderr)
     mech = build(args.mechanism, schema, epsilon=args.epsilon, delta=args.delta,
                  params=_parse_params(args.param), noise=noise)
     try:
@@ -175,7 +178,8 @@ def make_parser() -> argparse.ArgumentParser:
     y.add_argument("--rows", type=int, default=None)
     y.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     y.add_argument("--out", required=True)
-    y.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded non-secure noise")
+    y.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded, reproducible noise; the output is NOT differentially private and "
+                        "its report says so (guarantee 'none (seeded: tests only)')")
     e = sub.add_parser("evaluate", help="utility metrics real vs synthetic (NOT private)")
     e.add_argument("--real", required=True)
     e.add_argument("--synthetic", required=True)
