@@ -119,11 +119,12 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     mech = validate(dataset, req)
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
+    seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params,
+                                epsilon=mech.epsilon, delta=mech.delta)
+    check_time_limit(seconds)
     try:
         with transaction.atomic():
             _lock_raw_file(dataset)
-            seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params,
-                                        epsilon=mech.epsilon, delta=mech.delta)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
@@ -201,6 +202,22 @@ def _estimate_seconds(mechanism: str, n: int, schema, params: dict, *, epsilon=N
     except (ValueError, TypeError, ArithmeticError):
         log.warning("no run-time estimate for %s", mechanism, exc_info=True)
         return None
+
+
+def over_time_limit(estimate_seconds: float | None) -> bool:
+    return estimate_seconds is not None and estimate_seconds > settings.CELERY_TASK_TIME_LIMIT
+
+
+def check_time_limit(estimate_seconds: float | None) -> None:
+    """Refuse a release whose estimate exceeds the task time limit: the worker would stop it after it read
+    the data, and its budget would be spent for nothing."""
+    if over_time_limit(estimate_seconds):
+        limit = settings.CELERY_TASK_TIME_LIMIT
+        raise ReleaseRequestError(
+            f"this release is estimated to take {runtime.describe_seconds(estimate_seconds)}, more than the "
+            f"time limit of {runtime.describe_seconds(limit)} per job (DPPORTAL_TASK_TIME_LIMIT={limit}): it would "
+            "be stopped after reading the data and its budget spent. Lower the rows or the parameters that "
+            "drive the time (see the estimate). Nothing was charged.")
 
 
 def queue_for(estimate_seconds: float | None) -> str:
@@ -408,7 +425,11 @@ def estimate_request(dataset, req: ReleaseRequest) -> dict:
                                             _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
     est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params,
                            epsilon=mech.epsilon, delta=mech.delta)
-    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+    return {**est.to_dict(), "queue": queue_for(est.seconds), **_limit_dict(est.seconds)}
+
+
+def _limit_dict(seconds: float | None) -> dict:
+    return {"time_limit_seconds": settings.CELERY_TASK_TIME_LIMIT, "over_time_limit": over_time_limit(seconds)}
 
 
 def form_estimate(name: str, schema, n_rows: int, values) -> dict:
@@ -429,7 +450,7 @@ def form_estimate(name: str, schema, n_rows: int, values) -> dict:
         est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params, **budget)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}
-    return {**est.to_dict(), "queue": queue_for(est.seconds)}
+    return {**est.to_dict(), "queue": queue_for(est.seconds), **_limit_dict(est.seconds)}
 
 
 def timing(release: Release) -> dict:
