@@ -25,7 +25,7 @@ from django.utils import timezone
 import dpportal
 from dpportal.ledger import services as ledger
 from mechanisms import registry, resources, runtime
-from mechanisms.accounting import check_epsilon, exact
+from mechanisms.accounting import canonical, check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
@@ -71,6 +71,14 @@ def _text(value, name: str) -> str:
     return str(value).strip()  # not truncated: exact() refuses more than MAX_AMOUNT_CHARS characters
 
 
+def _canonical(value: str, name: str) -> str:
+    """The amount's one stored form ('+5' -> '5'); a refusal names the field."""
+    try:
+        return canonical(value)
+    except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
+        raise ReleaseRequestError(f"{name}: {exc}") from None
+
+
 def parse_rows(value) -> int:
     limit = settings.DPPORTAL_MAX_SYNTHETIC_ROWS
     try:
@@ -111,11 +119,7 @@ def validate(dataset, req: ReleaseRequest):
 def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
     epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        try:
-            exact(value)
-        except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
-            raise ReleaseRequestError(f"{name}: {exc}") from None
+    epsilon, delta = _canonical(epsilon, "epsilon"), _canonical(delta, "delta")
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     mech = validate(dataset, req)
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
@@ -585,12 +589,10 @@ BOUNDS_CHUNK_ROWS = 100_000
 def plan_bounds(dataset, user, *, columns, epsilon) -> Release:
     """Validate, reserve ``epsilon`` and queue a bounds estimate of ``columns``. Raises
     ReleaseRequestError (nothing charged or queued)."""
-    epsilon = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
-    try:
-        if exact(epsilon) <= 0:
-            raise ValueError(f"expected a positive number, got {epsilon!r}")
-    except ValueError as exc:
-        raise ReleaseRequestError(f"epsilon: {exc}") from None
+    typed = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
+    epsilon = _canonical(typed, "epsilon")
+    if exact(epsilon) <= 0:
+        raise ReleaseRequestError(f"epsilon: expected a positive number, got {typed!r}")
     if not dataset.has_raw:
         raise ReleaseRequestError("the raw data of this dataset was deleted: nothing to estimate from")
     columns = list(dict.fromkeys(columns or []))
