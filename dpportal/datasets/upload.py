@@ -22,7 +22,8 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_text, draft_schema, read_raw_csv
+from mechanisms.schema import (DEFAULT_MISSING_MARKERS, SchemaError, check_header, check_text, draft_schema,
+                               read_raw_csv)
 
 from .models import Dataset
 
@@ -199,19 +200,10 @@ def inspect_csv(path: Path, limits: Limits) -> Inspection:
 def _check_header(header: list[str], limits: Limits) -> None:
     if len(header) > limits.max_columns:
         raise UploadError(f"the file has {len(header):,} columns; the limit is {limits.max_columns:,}")
-    empty = [i + 1 for i, h in enumerate(header) if not h]
-    if empty:
-        raise UploadError(f"column(s) {empty} have an empty name in the header row")
-    seen, dups = set(), []
-    for h in header:
-        if h in seen and h not in dups:
-            dups.append(h)
-        seen.add(h)
-    if dups:
-        raise UploadError(f"duplicate column names in the header: {[d[:40] for d in dups]}")
-    too_long = [h for h in header if len(h) > 200]
-    if too_long:
-        raise UploadError(f"column names may be at most 200 characters, got {too_long[0][:40]!r}...")
+    try:
+        check_header(header)
+    except SchemaError as exc:
+        raise UploadError(str(exc)) from None
 
 
 def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
