@@ -34,6 +34,10 @@ def upload(steward, text, limits=LIMITS, markers=("", "?", "NA")):
     ("a,b\n1,2\n3\n", "row 2 (line 3) has 1 fields, the header has 2"),
     ("a,a\n1,2\n", "duplicate column names"),
     ("a,\n1,2\n", "empty name"),
+    ("a,b\u202ec\n1,2\n", "invisible character U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("a,b\u200d\n1,2\n", "invisible character U+200D (ZERO WIDTH JOINER)"),
+    ("caf\u00e9,cafe\u0301\n1,2\n", "look identical in the header: 'caf\u00e9' and 'cafe\u0301'"),
+    ("\uff41,a\n1,2\n", "column names that look identical"),
     (b"a,b\n1,\x00\x00\n", "NUL bytes"),
     (b"a,b\n\x81\x8d,\x8f\x90\n", "neither UTF-8 nor Windows-1252"),
 ])
