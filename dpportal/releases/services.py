@@ -245,8 +245,8 @@ def queue_evaluation(release_id: int) -> None:
     informative; it never holds the worker that ran the release)."""
     from dpportal.dashboards.services import request_reevaluation
 
-    release = Release.objects.filter(pk=release_id, status=Release.DONE).first()
-    if release is not None:
+    release = Release.objects.filter(pk=release_id, status=Release.DONE).exclude(mechanism=BOUNDS_MECHANISM).first()
+    if release is not None:  # a bounds estimate has no table to evaluate
         request_reevaluation(release)
 
 
