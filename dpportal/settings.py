@@ -129,8 +129,14 @@ SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-if env_bool("DJANGO_BEHIND_PROXY", False):
+DPPORTAL_BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
+if DPPORTAL_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Login throttle (dpportal/accounts/throttle.py): failed logins per address and username in the window;
+# an address alone may fail 5 times as often
+DPPORTAL_LOGIN_MAX_FAILURES = env_int("DPPORTAL_LOGIN_MAX_FAILURES", 10, minimum=1)
+DPPORTAL_LOGIN_WINDOW_SECONDS = env_int("DPPORTAL_LOGIN_WINDOW_SECONDS", 900, minimum=1)
 
 # Upload limits (each checked while streaming, with a message naming the limit)
 DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)

@@ -8,7 +8,7 @@ from dpportal.releases import views as releases
 
 urlpatterns = [
     path("", datasets.home, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", account_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(success_url="/accounts/password/done/"),
          name="password_change"),

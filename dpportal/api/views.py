@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.http import JsonResponse
 
+from dpportal.accounts import throttle
 from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, release_for_owner,
                                       release_for_viewer, require_steward, visible_datasets)
 from dpportal.datasets import services as dataset_services
@@ -66,6 +67,9 @@ def token(request):
     if not isinstance(username, str) or not isinstance(password, str) or not username or not password:
         raise ApiError("send username and password")
     name = check_name(data.get("name", DEFAULT_NAME))
+    wait = throttle.retry_after(request, username)
+    if wait:
+        raise ApiError(throttle.refusal(wait), 429)
     user = authenticate(request, username=username, password=password)
     if user is None:
         raise ApiError("wrong username or password", 400)
