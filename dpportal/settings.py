@@ -137,6 +137,8 @@ if DPPORTAL_BEHIND_PROXY:
 # an address alone may fail 5 times as often
 DPPORTAL_LOGIN_MAX_FAILURES = env_int("DPPORTAL_LOGIN_MAX_FAILURES", 10, minimum=1)
 DPPORTAL_LOGIN_WINDOW_SECONDS = env_int("DPPORTAL_LOGIN_WINDOW_SECONDS", 900, minimum=1)
+# Upload temporaries and unnamed raw files untouched this long are removed by the sweep (releases/leftovers.py)
+DPPORTAL_LEFTOVER_SECONDS = env_int("DPPORTAL_LEFTOVER_SECONDS", 3600, minimum=60)
 
 # Upload limits (each checked while streaming, with a message naming the limit)
 DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
