@@ -69,3 +69,17 @@ def test_a_success_clears_the_count_and_old_failures_expire(user, settings):
     from datetime import timedelta
     LoginFailure.objects.update(at=LoginFailure.objects.first().at - timedelta(seconds=5))
     assert _web(PASSWORD).status_code == 302
+
+
+def test_the_address_comes_from_the_front_only_over_its_unix_socket(user):
+    def via(remote, forwarded):
+        return Client(REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded).post(
+            "/accounts/login/", {"username": "olivia", "password": "wrong"})
+
+    for _ in range(3):
+        via("", "10.9.9.9")  # gunicorn on its Unix socket: no REMOTE_ADDR, the front's X-Forwarded-For counts
+    assert via("", "10.9.9.9").status_code == 429
+    assert via("", "10.9.9.8").status_code == 200  # another client behind the front
+    for _ in range(3):
+        via("10.0.0.7", "10.9.9.7")  # a direct TCP client cannot choose its address by a header
+    assert via("10.0.0.7", "10.9.9.6").status_code == 429
