@@ -17,6 +17,8 @@ library, so ``make run`` needs no server installed:
 
 The client's address goes to Django as the last ``X-Forwarded-For`` entry (``accounts/throttle.py``
 trusts it only from the Unix socket or behind a proxy); client-sent ``X-Forwarded-*`` headers are dropped.
+Behind a TLS proxy (``DJANGO_BEHIND_PROXY=1``) the front's only client is that proxy: its
+``X-Forwarded-For`` (ending with the client's address) and ``X-Forwarded-Proto`` are passed on unchanged.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
+import resource
 import tempfile
 import time
+
+from dpportal.env import env_bool, env_int
 
 HEAD_LIMIT = 64 * 1024
 HEAD_SECONDS = 10.0
@@ -38,8 +42,8 @@ SEND_IDLE_SECONDS = 60.0
 SPOOL_MEMORY = 1024 * 1024
 CHUNK = 64 * 1024
 MULTIPART_OVERHEAD = 1024 * 1024  # form fields and boundaries beside the largest file
-HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"upgrade", b"expect",
-              b"transfer-encoding", b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded"}
+HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"upgrade", b"expect", b"transfer-encoding"}
+FORWARDED = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded"}
 REASONS = {400: "Bad Request", 408: "Request Timeout", 411: "Length Required", 413: "Content Too Large",
            431: "Request Header Fields Too Large", 502: "Bad Gateway", 503: "Service Unavailable"}
 
@@ -51,9 +55,10 @@ class Refused(Exception):
 
 
 class Front:
-    def __init__(self, upstream: str, max_body: int, spool_dir: str | None, max_connections: int = 4096):
+    def __init__(self, upstream: str, max_body: int, spool_dir: str | None, max_connections: int = 4096,
+                 behind_proxy: bool = False):
         self.upstream, self.max_body, self.spool_dir = upstream, max_body, spool_dir
-        self.slots = max_connections
+        self.slots, self.behind_proxy = max_connections, behind_proxy
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.slots <= 0:
@@ -105,7 +110,7 @@ class Front:
         except (OSError, asyncio.TimeoutError):
             raise Refused(502, "the application server is not answering; retry shortly") from None
         try:
-            up_writer.write(_upstream_head(request_line, headers, peer, length))
+            up_writer.write(_upstream_head(request_line, headers, None if self.behind_proxy else peer, length))
             body.seek(0)
             while chunk := body.read(CHUNK):
                 up_writer.write(chunk)
@@ -157,10 +162,13 @@ async def _read_body(reader, body, length: int) -> None:
 
 
 def _upstream_head(request_line: bytes, headers, peer, length: int) -> bytes:
-    kept = [(k, v) for k, v in headers if k not in HOP_BY_HOP and k != b"content-length"]
-    address = peer[0] if isinstance(peer, tuple) else ""
-    kept += [(b"x-forwarded-for", address.encode()), (b"content-length", str(length).encode()),
-             (b"connection", b"close")]
+    """The request's head for gunicorn: hop-by-hop headers dropped, the body's length, one request per
+    connection; the client's address as X-Forwarded-For (``peer`` None: the proxy's headers pass)."""
+    dropped = HOP_BY_HOP | {b"content-length"} | (FORWARDED if peer is not None else set())
+    kept = [(k, v) for k, v in headers if k not in dropped]
+    if peer is not None:
+        kept.append((b"x-forwarded-for", (peer[0] if isinstance(peer, tuple) else "").encode()))
+    kept += [(b"content-length", str(length).encode()), (b"connection", b"close")]
     return request_line + b"\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in kept) + b"\r\n"
 
 
@@ -198,10 +206,24 @@ def main(argv=None) -> None:
     p.add_argument("--spool-dir", default=None, help="where bodies and responses over 1 MB are spooled")
     args = p.parse_args(argv)
     host, _, port = args.listen.rpartition(":")
-    max_body = int(os.environ.get("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)) + MULTIPART_OVERHEAD
-    print(f"dpportal front: listening on {args.listen}, forwarding complete requests to {args.upstream}", flush=True)
+    max_body = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1) + MULTIPART_OVERHEAD
+    front = Front(args.upstream, max_body, args.spool_dir, max_connections=_connection_slots(),
+                  behind_proxy=env_bool("DJANGO_BEHIND_PROXY", False))
+    print(f"dpportal front: listening on {args.listen}, forwarding complete requests to {args.upstream} "
+          f"(at most {front.slots} connections)", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(host.strip("[]"), int(port), Front(args.upstream, max_body, args.spool_dir)))
+        asyncio.run(serve(host.strip("[]"), int(port), front))
+
+
+def _connection_slots(most: int = 4096) -> int:
+    """Connections the front holds at once: each may use 4 descriptors (client, gunicorn, two spool
+    files), so the soft limit on open files is raised to the hard one and a quarter of it used."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return max(16, min(most, soft // 4 - 16))
 
 
 if __name__ == "__main__":

@@ -64,6 +64,12 @@ def _record_failure(sender, credentials, request=None, **kwargs):
     LoginFailure.objects.bulk_create([LoginFailure(scope=s, at=now) for s in scopes])
 
 
+def forget_old(now=None) -> int:
+    """Delete failures past the window (the sweep calls this: addresses that never fail again)."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS)
+    return LoginFailure.objects.filter(at__lt=cutoff).delete()[0]
+
+
 def _clear_on_success(sender, request, user, **kwargs):
     if request is not None:
         LoginFailure.objects.filter(scope=_scopes(request, user.get_username())[1]).delete()

@@ -83,3 +83,17 @@ def test_the_address_comes_from_the_front_only_over_its_unix_socket(user):
     for _ in range(3):
         via("10.0.0.7", "10.9.9.7")  # a direct TCP client cannot choose its address by a header
     assert via("10.0.0.7", "10.9.9.6").status_code == 429
+
+
+def test_the_sweep_forgets_failures_past_the_window(user, settings):
+    from datetime import timedelta
+
+    from dpportal.releases.sweeper import sweep_once
+
+    for i in range(3):
+        _web("wrong", username=f"someone{i}")
+    assert LoginFailure.objects.count() == 6  # per address and per address and username
+    LoginFailure.objects.filter(scope__contains="someone0").update(
+        at=LoginFailure.objects.first().at - timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS + 1))
+    sweep_once()
+    assert LoginFailure.objects.count() == 5

@@ -111,3 +111,26 @@ def test_a_body_slower_than_the_minimum_rate_gets_408(tmp_path, monkeypatch):
 def test_no_application_server_is_a_502_not_a_hang(tmp_path):
     answer, _ = run(tmp_path, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", upstream_up=False)
     assert answer.startswith(b"HTTP/1.1 502")
+
+
+def test_behind_a_tls_proxy_its_forwarded_headers_pass(tmp_path):
+    async def scenario(port):
+        return await _exchange(port, b"GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6, 10.1.1.1\r\n"
+                                     b"X-Forwarded-Proto: https\r\n\r\n")
+
+    async def go():
+        upstream = Upstream()
+        sock = str(tmp_path / "p.sock")
+        up = await asyncio.start_unix_server(upstream.handle, sock)
+        server = await asyncio.start_server(Front(sock, 1000, str(tmp_path), behind_proxy=True).handle,
+                                            "127.0.0.1", 0)
+        try:
+            await scenario(server.sockets[0].getsockname()[1])
+        finally:
+            server.close()
+            up.close()
+        return upstream.requests
+
+    head = asyncio.run(go())[0].lower()
+    assert b"x-forwarded-for: 6.6.6.6, 10.1.1.1\r\n" in head and b"x-forwarded-proto: https\r\n" in head
+    assert head.count(b"x-forwarded-for") == 1
