@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import sys
 import time
 
 from . import registry, safejson
+from .accounting import exact
 from .io import write_synthetic_csv
 from .noise import Noise
 from .runner import build, run
@@ -181,13 +181,11 @@ def cmd_evaluate(args) -> int:
 
 
 def _amount(value: str, name: str) -> float:
+    """An amount parsed as everywhere else (``accounting.exact``: plain ASCII text, bounded)."""
     try:
-        v = float(value)
-    except ValueError:
-        raise CLIError(f"{name} must be a number, got {name}={value!r}") from None
-    if not math.isfinite(v):
-        raise CLIError(f"{name} must be finite, got {name}={value!r}")
-    return v
+        return float(exact(value))
+    except ValueError as exc:
+        raise CLIError(f"{name}: {exc}") from None
 
 
 def cmd_recommend(args) -> int:

@@ -116,3 +116,9 @@ def test_an_unwritable_out_is_refused_before_reading_data(files, capsys, where, 
         assert message in one_error(capsys)
     finally:
         os.chmod(tmp / "ro", 0o700)
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0661", "nan"])
+def test_recommend_parses_amounts_as_everywhere_else(files, capsys, value):
+    assert main(["recommend", "--schema", str(files[1]), "--rows", "100", "--epsilon", value]) == 2
+    assert one_error(capsys).startswith("error: epsilon: expected a")
