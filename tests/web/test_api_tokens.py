@@ -103,3 +103,20 @@ def test_the_tokens_page_lists_and_revokes(world):
     assert client.post("/accounts/tokens/", {"revoke": str(token.pk)}).status_code == 302
     assert not world.owner.api_tokens.exists()
     assert 'id="no-tokens"' in client.get("/accounts/tokens/").content.decode()
+
+
+def test_a_rehash_at_login_is_not_a_password_change(world, settings):
+    key = Token.issue(world.owner)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher",
+                                 "django.contrib.auth.hashers.MD5PasswordHasher"]
+    old_hash = type(world.owner).objects.get(pk=world.owner.pk).password
+    assert _issue().status_code == 201  # logs in: Django upgrades the stored MD5 hash to PBKDF2
+    assert type(world.owner).objects.get(pk=world.owner.pk).password != old_hash
+    assert _answers(key) == 200
+
+
+def test_an_unusable_password_revokes_tokens(world):
+    key = Token.issue(world.owner)
+    world.owner.set_unusable_password()
+    world.owner.save()
+    assert _answers(key) == 401
