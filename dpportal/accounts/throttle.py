@@ -5,7 +5,9 @@ database, so every web process shares them; no external service."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from datetime import timedelta
 
 from django.conf import settings
@@ -29,8 +31,10 @@ def client_address(request) -> str:
 
 
 def _scopes(request, username) -> tuple[str, str]:
-    address = client_address(request)
-    name = str(username or "").strip().lower()[:150]
+    """The address (printable characters only) and the address with a hash of the username (any text,
+    NUL included, which PostgreSQL cannot store)."""
+    address = re.sub(r"[^0-9A-Za-z.:\-\[\]]", "?", client_address(request))
+    name = hashlib.sha256(str(username or "").strip().lower().encode("utf-8", "replace")).hexdigest()
     return f"addr:{address}", f"user:{address}:{name}"
 
 
