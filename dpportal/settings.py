@@ -149,6 +149,9 @@ DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, 
 DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
 # Memory one release job may plan to use (Mechanism.planned_memory_bytes), refused before reservation
 DPPORTAL_MAX_JOB_MEMORY_MB = env_int("DPPORTAL_MAX_JOB_MEMORY_MB", 8192, minimum=64)
+# The hard cap on each worker pool process's data memory (RLIMIT_DATA): the plan's limit plus room for the
+# interpreter, libraries and estimate error; a job past it fails with MemoryError (0: no cap)
+DPPORTAL_JOB_MEMORY_LIMIT_MB = env_int("DPPORTAL_JOB_MEMORY_LIMIT_MB", DPPORTAL_MAX_JOB_MEMORY_MB + 2048, minimum=0)
 # The whole request body (file included) may not exceed the upload cap by much; Django itself does
 # not count file data against DATA_UPLOAD_MAX_MEMORY_SIZE, so the upload view enforces the cap.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -354,6 +354,10 @@ def failure_text(exc: BaseException) -> str:
                 how = f" (exit code {code})"
         return (f"the worker was shut down{how} while this job ran ({type(exc).__name__}); "
                 "submit the release again")
+    if isinstance(exc, MemoryError):
+        return (f"the job needed more memory than the limit of {settings.DPPORTAL_JOB_MEMORY_LIMIT_MB:,} MiB per "
+                "job (DPPORTAL_JOB_MEMORY_LIMIT_MB) and was stopped: ask for fewer rows or smaller parameters, "
+                "or exclude or coarsen columns")
     return (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
 
 

@@ -59,3 +59,25 @@ def test_the_form_warns_and_refuses(world, settings):
                              "param_epochs": "100000"})
     assert resp.status_code == 200 and "more than the time limit" in resp.content.decode()
     assert _state(world) == before
+
+
+def test_a_job_past_its_memory_limit_fails_as_a_job_and_stays_spent(world, monkeypatch, settings):
+    """The pool process's memory cap (DPPORTAL_JOB_MEMORY_LIMIT_MB) turns a runaway allocation into a
+    MemoryError inside fit: the release fails with a message naming the limit; it had read the data, so
+    its budget stays spent."""
+    from mechanisms.baseline import Baseline
+
+    def runaway(self, source):
+        source.frame()
+        raise MemoryError
+
+    settings.DPPORTAL_JOB_MEMORY_LIMIT_MB = 1024
+    monkeypatch.setattr(Baseline, "_fit", runaway)
+    release = services.plan_release(world.dataset, world.owner, services.ReleaseRequest(
+        mechanism="baseline", epsilon="0.25", delta="0", params={}, rows=20))
+    assert services.claim(release.pk)
+    services.execute(release.pk)
+    release.refresh_from_db()
+    assert release.status == Release.FAILED and release.data_touched
+    assert "more memory than the limit of 1,024 MiB per job (DPPORTAL_JOB_MEMORY_LIMIT_MB)" in release.error
+    assert ledger.remaining(Dataset.objects.get(pk=world.dataset.pk))["epsilon"]["spent"] == "0.75"
