@@ -57,7 +57,8 @@ start() {  # name
 }
 
 STOPPING=
-cleanup() {
+cleanup() {  # [exit status]
+  local status=${1:-0}
   STOPPING=1
   trap - EXIT
   # A second Ctrl-C reaches Celery directly and aborts the running job (cold shutdown).
@@ -65,7 +66,7 @@ cleanup() {
   echo "dpportal: stopping; a running job is finished first (Ctrl-C again aborts it)"
   kill -TERM "${PIDS[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
-  exit 0
+  exit "$status"
 }
 trap cleanup INT TERM EXIT
 
@@ -74,15 +75,25 @@ for name in synthesis fast evaluation web; do start "$name"; done
 echo "dpportal: serving http://$HOST:$PORT (Ctrl-C stops web and workers)"
 
 # Supervise: a child that exits (killed, out of memory) is restarted after a second; the others keep
-# serving. The restarted worker's sweep settles the release its predecessor was running (no heartbeat).
+# serving. The sweep settles the release a killed worker was running (no heartbeat). A child that exits
+# 5 times within a minute (the port is taken, a broken setting) stops everything instead of looping.
+declare -A EXITS=() SINCE=()
+restart() {  # name
+  local now; now=$(date +%s)
+  if [ $(( now - ${SINCE[$1]:-0} )) -gt 60 ]; then SINCE[$1]=$now; EXITS[$1]=0; fi
+  EXITS[$1]=$(( ${EXITS[$1]} + 1 ))
+  if [ "${EXITS[$1]}" -gt 5 ]; then
+    echo "dpportal: $1 exited ${EXITS[$1]} times within a minute; stopping (see its messages above)"
+    cleanup 1
+  fi
+  echo "dpportal: $1 (pid ${PIDS[$1]}) exited; restarting it"
+  sleep 1
+  start "$1"
+}
 while [ -z "$STOPPING" ]; do
   wait -n "${PIDS[@]}" 2>/dev/null || true
   [ -n "$STOPPING" ] && break
   for name in "${!PIDS[@]}"; do
-    if ! kill -0 "${PIDS[$name]}" 2>/dev/null; then
-      echo "dpportal: $name (pid ${PIDS[$name]}) exited; restarting it"
-      sleep 1
-      start "$name"
-    fi
+    kill -0 "${PIDS[$name]}" 2>/dev/null || restart "$name"
   done
 done

@@ -156,3 +156,20 @@ def test_a_killed_worker_is_restarted_and_its_release_settled(run_sh):
     assert f"synthesis (pid {victims[0]}) exited; restarting it" in log_path.read_text()
     fresh = _release(port, token, dataset, "dpmerf", "1", "1e-6", {"epochs": 50})
     assert _wait(port, token, fresh, ("done", "failed"), 180)["status"] == "done"
+
+
+def test_a_child_that_keeps_exiting_stops_the_run_instead_of_looping(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEV")}
+    env.update(PY=sys.executable, PORT=str(taken.getsockname()[1]), DPPORTAL_DATA_DIR=str(tmp_path),
+               DJANGO_SETTINGS_MODULE="dpportal.settings")
+    try:
+        out = subprocess.run(["bash", "scripts/run.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=240, start_new_session=True)
+    finally:
+        taken.close()
+    assert out.returncode == 1
+    assert "dpportal: front exited 6 times within a minute; stopping" in out.stdout
+    assert out.stdout.count("dpportal: front (pid") == 5
