@@ -90,6 +90,21 @@ def parse_markers(text: str | list | None, *, empty_is_missing: bool = True) -> 
     return out
 
 
+def take_limited(fileobj, dest: Path, max_bytes: int) -> int:
+    """Put the upload at ``dest``: Django's spooled temporary file is renamed there (it is already on disk in
+    ``uploads/tmp``: no second copy, so an upload needs its size on disk once); anything else is copied."""
+    path = getattr(fileobj, "temporary_file_path", None)
+    if path is None or os.stat(path()).st_dev != os.stat(dest.parent).st_dev:
+        return copy_limited(fileobj, dest, max_bytes)
+    size = os.path.getsize(path())
+    if size > max_bytes:
+        raise UploadError(f"the file is larger than the upload limit of {_mb(max_bytes)}")
+    if size == 0:
+        raise UploadError("the file is empty")
+    os.replace(path(), dest)
+    return size
+
+
 def copy_limited(fileobj, dest: Path, max_bytes: int) -> int:
     size = 0
     with open(dest, "wb") as out:
@@ -238,7 +253,7 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
     tmp = upload_dir / "tmp" / f"{key}.part"
     final = upload_dir / f"{key}.csv"
     try:
-        size = copy_limited(fileobj, tmp, limits.max_bytes)
+        size = take_limited(fileobj, tmp, limits.max_bytes)
         info = inspect_csv(tmp, limits)
         draft = draft_for(tmp, info, markers)
         os.replace(tmp, final)
