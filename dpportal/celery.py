@@ -17,7 +17,10 @@ app.autodiscover_tasks()
 @worker_process_init.connect
 def _size_threads(**_kwargs) -> None:
     """Each pool process gets its share of the cores (mechanisms.resources) before any job runs, so
-    XLA's flags are set before JAX is first imported."""
-    from mechanisms.resources import limit_threads, threads_per_job
+    XLA's flags are set before JAX is first imported, and its memory limit (DPPORTAL_JOB_MEMORY_LIMIT_MB)."""
+    from django.conf import settings
+
+    from mechanisms.resources import limit_memory, limit_threads, threads_per_job
 
     limit_threads(threads_per_job())
+    limit_memory(settings.DPPORTAL_JOB_MEMORY_LIMIT_MB)

@@ -129,8 +129,16 @@ SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-if env_bool("DJANGO_BEHIND_PROXY", False):
+DPPORTAL_BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
+if DPPORTAL_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Login throttle (dpportal/accounts/throttle.py): failed logins per address and username in the window;
+# an address alone may fail 5 times as often
+DPPORTAL_LOGIN_MAX_FAILURES = env_int("DPPORTAL_LOGIN_MAX_FAILURES", 10, minimum=1)
+DPPORTAL_LOGIN_WINDOW_SECONDS = env_int("DPPORTAL_LOGIN_WINDOW_SECONDS", 900, minimum=1)
+# Upload temporaries and unnamed raw files untouched this long are removed by the sweep (releases/leftovers.py)
+DPPORTAL_LEFTOVER_SECONDS = env_int("DPPORTAL_LEFTOVER_SECONDS", 3600, minimum=60)
 
 # Upload limits (each checked while streaming, with a message naming the limit)
 DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
@@ -141,6 +149,9 @@ DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, 
 DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
 # Memory one release job may plan to use (Mechanism.planned_memory_bytes), refused before reservation
 DPPORTAL_MAX_JOB_MEMORY_MB = env_int("DPPORTAL_MAX_JOB_MEMORY_MB", 8192, minimum=64)
+# The hard cap on each worker pool process's data memory (RLIMIT_DATA): the plan's limit plus room for the
+# interpreter, libraries and estimate error; a job past it fails with MemoryError (0: no cap)
+DPPORTAL_JOB_MEMORY_LIMIT_MB = env_int("DPPORTAL_JOB_MEMORY_LIMIT_MB", DPPORTAL_MAX_JOB_MEMORY_MB + 2048, minimum=0)
 # The whole request body (file included) may not exceed the upload cap by much; Django itself does
 # not count file data against DATA_UPLOAD_MAX_MEMORY_SIZE, so the upload view enforces the cap.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -6,16 +6,18 @@ Errors exit non-zero with one line naming the problem.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
-import math
+import os
 import sys
 import time
 
-from . import registry
+from . import registry, safejson
+from .accounting import exact
 from .io import write_synthetic_csv
 from .noise import Noise
 from .runner import build, run
-from .schema import Schema, SchemaError, SchemaMismatch, TableSource, draft_schema, read_raw_csv
+from .schema import Schema, SchemaError, SchemaMismatch, TableSource, check_header, draft_schema, read_raw_csv
 
 
 class CLIError(Exception):
@@ -33,11 +35,71 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def _load_schema(path: str) -> Schema:
+    """The schema file, read at most to its size limit (``--schema /dev/zero`` must not fill memory)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return Schema.from_json(fh.read())
+        with open(path, "rb") as fh:
+            data = fh.read(safejson.MAX_BYTES + 1)
     except OSError as exc:
         raise CLIError(f"cannot read schema {path!r}: {exc.strerror}") from None
+    if len(data) > safejson.MAX_BYTES:
+        raise CLIError(f"schema {path!r} is larger than the limit of {safejson.MAX_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CLIError(f"schema {path!r} is not UTF-8 text") from None
+    return Schema.from_json(text)
+
+
+NUL_SCAN_BYTES = 1 << 20
+
+
+def _check_data(path: str) -> list[str]:
+    """The data file's header, checked as the web upload checks it (no empty, duplicate, invisible or
+    look-alike names), and no NUL byte anywhere (a binary or UTF-16 file). Returns the header."""
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(NUL_SCAN_BYTES):
+                if b"\x00" in chunk:
+                    raise CLIError(f"data {path!r} contains NUL bytes: it looks binary (or UTF-16), not a CSV "
+                                   "text file")
+        with open(path, encoding="utf-8", newline="") as fh:
+            header = [h.strip() for h in next(csv.reader(fh), [])]
+    except OSError as exc:
+        raise CLIError(f"cannot read data {path!r}: {exc.strerror}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise CLIError(f"cannot read the header of {path!r}: {exc}") from None
+    if not header:
+        raise CLIError(f"data {path!r} has no header row (the first line must name the columns)")
+    check_header(header)
+    return header
+
+
+def max_rows() -> int:
+    """The largest --rows (``DPPORTAL_MAX_SYNTHETIC_ROWS``, as for the web app; default 1,000,000)."""
+    text = os.environ.get("DPPORTAL_MAX_SYNTHETIC_ROWS", "1000000")
+    if not (text.isascii() and text.isdigit() and 0 < int(text) <= 10**9):
+        raise CLIError(f"DPPORTAL_MAX_SYNTHETIC_ROWS must be a whole number from 1 to 10^9, got {text[:40]!r}")
+    return int(text)
+
+
+def _check_rows(rows: int | None, n: int) -> int:
+    rows = n if rows is None else rows
+    limit = max_rows()
+    if not 1 <= rows <= limit:
+        raise CLIError(f"--rows must be between 1 and {limit:,} (DPPORTAL_MAX_SYNTHETIC_ROWS), got {rows:,}")
+    return rows
+
+
+def _check_out(path: str) -> None:
+    """Refuse an output the CLI could not write before any private data is read."""
+    target = os.path.abspath(path)
+    parent = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise CLIError(f"--out {path!r} is a directory; give a file name")
+    if not os.path.isdir(parent):
+        raise CLIError(f"--out {path!r}: the directory {parent!r} does not exist")
+    if not os.access(target if os.path.exists(target) else parent, os.W_OK):
+        raise CLIError(f"--out {path!r} is not writable (permission denied)")
 
 
 def cmd_list(args) -> int:
@@ -71,6 +133,7 @@ def list_summary(mechs: list[dict]) -> str:
 def cmd_schema(args) -> int:
     if args.action != "draft":
         raise CLIError(f"unknown schema action {args.action!r}; use 'draft'")
+    _check_data(args.data)
     try:
         raw = read_raw_csv(args.data)
     except OSError as exc:
@@ -89,18 +152,22 @@ def cmd_synthesize(args) -> int:
     if schema.draft:
         raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
     noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
+    if args.seed is not None:
+        print("warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
+              file=sys.stderr)
     mech = build(args.mechanism, schema, epsilon=args.epsilon, delta=args.delta,
                  params=_parse_params(args.param), noise=noise)
-    try:
-        header = list(read_raw_csv(args.data, nrows=0).columns)
-    except OSError as exc:
-        raise CLIError(f"cannot read data {args.data!r}: {exc.strerror}") from None
-    schema.check_columns(header)
+    schema.check_columns(_check_data(args.data))
+    _check_out(args.out)
     source = TableSource(schema, path=args.data)
+    rows = _check_rows(args.rows, source.n)
     mech.check_plan(source.n)  # n is public: refuse plan errors before any private value is read
     t0 = time.perf_counter()
-    release = run(mech, source, args.rows or source.n)
-    write_synthetic_csv(release.synthetic, args.out, schema)
+    release = run(mech, source, rows)
+    try:
+        write_synthetic_csv(release.synthetic, args.out, schema)
+    except OSError as exc:
+        raise CLIError(f"cannot write --out {args.out!r}: {exc.strerror}") from None
     out = release.report()
     out.update(rows=len(release.synthetic), seconds=round(time.perf_counter() - t0, 3), out=args.out)
     print(json.dumps(out, default=str))
@@ -114,13 +181,11 @@ def cmd_evaluate(args) -> int:
 
 
 def _amount(value: str, name: str) -> float:
+    """An amount parsed as everywhere else (``accounting.exact``: plain ASCII text, bounded)."""
     try:
-        v = float(value)
-    except ValueError:
-        raise CLIError(f"{name} must be a number, got {name}={value!r}") from None
-    if not math.isfinite(v):
-        raise CLIError(f"{name} must be finite, got {name}={value!r}")
-    return v
+        return float(exact(value))
+    except ValueError as exc:
+        raise CLIError(f"{name}: {exc}") from None
 
 
 def cmd_recommend(args) -> int:
@@ -175,7 +240,8 @@ def make_parser() -> argparse.ArgumentParser:
     y.add_argument("--rows", type=int, default=None)
     y.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     y.add_argument("--out", required=True)
-    y.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded non-secure noise")
+    y.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded, reproducible noise; the output is NOT differentially private and "
+                        "its report says so (guarantee 'none (seeded: tests only)')")
     e = sub.add_parser("evaluate", help="utility metrics real vs synthetic (NOT private)")
     e.add_argument("--real", required=True)
     e.add_argument("--synthetic", required=True)
@@ -195,7 +261,8 @@ def main(argv=None) -> int:
                 "recommend": cmd_recommend}
     try:
         return handlers[args.command](args)
-    except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError) as exc:
+    except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError,
+            OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2

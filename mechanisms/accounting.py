@@ -11,6 +11,7 @@ count n is public.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -92,6 +93,7 @@ def exact(value) -> Fraction:
         text = value.strip()
         if len(text) > MAX_AMOUNT_CHARS:
             raise ValueError(f"expected a number of at most {MAX_AMOUNT_CHARS} characters, got {short_repr(value)}")
+        _check_amount_text(text, value)
         try:
             if "/" in text:
                 num, den = text.split("/", 1)
@@ -103,6 +105,65 @@ def exact(value) -> Fraction:
             raise ValueError(f"expected a number, got {short_repr(value)}") from None
         return _decimal(d, value)
     raise ValueError(f"expected a number, got {type(value).__name__}")
+
+
+# What an amount may look like as text: ASCII digits, one leading sign, a decimal point, an exponent, or a
+# fraction of two unsigned integers. Python's own parsers also take "1_0", other scripts' digits ("١") and
+# "-1/-1"; such text was stored and shown as typed.
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_FRACTION_TEXT = re.compile(r"[+-]?[0-9]+/[0-9]+")
+_NOT_FINITE_TEXT = re.compile(r"[+-]?(?:nan|snan|inf|infinity)", re.IGNORECASE)
+
+
+def _check_amount_text(text: str, value) -> None:
+    if _DECIMAL_TEXT.fullmatch(text) or _FRACTION_TEXT.fullmatch(text):
+        return
+    if _NOT_FINITE_TEXT.fullmatch(text):
+        raise ValueError(f"expected a finite number, got {short_repr(value)}")
+    raise ValueError(f"expected a number like 0.5, 1e-6 or 1/9 (digits 0-9; no spaces, underscores or signs "
+                     f"inside), got {short_repr(value)}")
+
+
+CANONICAL_FIXED_CHARS = 20  # longer decimals are written with an exponent: 1e-30, not 0.000...1
+
+
+def canonical(value) -> str:
+    """The one text form of an amount, as stored and shown: '+5' -> '5', ' 0.10 ' -> '0.1', '2/4' -> '0.5',
+    '1e-5' -> '0.00001', '1e-30' -> '1e-30', '1/3' -> '1/3' (a fraction when no decimal is exact)."""
+    f = exact(value)
+    den = f.denominator
+    while den % 2 == 0:
+        den //= 2
+    while den % 5 == 0:
+        den //= 5
+    if den != 1:
+        return f"{f.numerator}/{f.denominator}"
+    if f.denominator == 1:
+        return str(f.numerator) if abs(f.numerator) < 10**CANONICAL_FIXED_CHARS else _scientific(f)
+    fixed = _fixed(f)
+    return fixed if len(fixed) <= CANONICAL_FIXED_CHARS else _scientific(f)
+
+
+def _terminating_decimal(f: Fraction) -> Decimal:
+    scale = max(_power(f.denominator, 2), _power(f.denominator, 5))  # f x 10**scale is an integer
+    return Decimal(f.numerator * 10**scale // f.denominator).scaleb(-scale)
+
+
+def _power(n: int, p: int) -> int:
+    k = 0
+    while n % p == 0:
+        n //= p
+        k += 1
+    return k
+
+
+def _fixed(f: Fraction) -> str:
+    return format(_terminating_decimal(f).normalize(), "f")
+
+
+def _scientific(f: Fraction) -> str:
+    mantissa, _, exponent = format(_terminating_decimal(f).normalize(), "e").partition("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def check_epsilon(epsilon, *, maximum: float = 100.0) -> float:

@@ -150,6 +150,11 @@ class AIM(Mechanism):
 
     def check_plan(self, n: int) -> None:
         names, sizes, weights = self._plan()
+        rounds = self.params["max_rounds"]
+        if rounds is not None and rounds < len(names):
+            raise ValueError(f"aim: max_rounds={rounds} is below the number of kept columns ({len(names)}): the "
+                             "first rounds measure every column's 1-way marginal with one round's budget each, "
+                             f"so max_rounds must be at least {len(names)} (or left empty for the default)")
         limit = self.params["max_model_size"]
         one_way_mb = sum(sizes.values()) * 8 / 2 ** 20
         if one_way_mb > limit:

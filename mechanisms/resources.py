@@ -146,3 +146,19 @@ def start_jax_cpu_backend(n: int) -> None:
 def _check(n: int) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"threads must be a positive whole number, got n={n!r}")
+
+
+def limit_memory(megabytes: int) -> bool:
+    """Cap this process's data memory (RLIMIT_DATA: heap and private mappings, what numpy, torch and XLA
+    allocate) at ``megabytes`` MiB, so a job that outgrows its plan gets a MemoryError and fails as a job
+    instead of the kernel's OOM killer ending the whole worker. 0: no limit. Returns whether one was set."""
+    import resource
+
+    if megabytes <= 0:
+        return False
+    limit = int(megabytes) * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    return True

@@ -23,13 +23,26 @@ class Release:
 
     def report(self) -> dict:
         cost = self.mechanism.privacy_cost()
-        return {
+        out = {
             "mechanism": self.mechanism.name,
             "parameters": self.mechanism.params,
             **cost.to_dict(),
             "noise_backend": self.mechanism.noise.backend,
             "mechanism_report": self.mechanism.report(),
         }
+        return out if self.mechanism.noise.secure else seeded_report(out)
+
+
+SEEDED_GUARANTEE = "none (seeded: tests only)"
+
+
+def seeded_report(out: dict) -> dict:
+    """A release made with seeded noise carries no DP label: anyone with the seed can recompute the
+    noise and subtract it. The guarantee the secure noise would give is kept under its own name."""
+    return {**out, "guarantee": SEEDED_GUARANTEE, "differentially_private": False,
+            "guarantee_meaning": "NOT differentially private: the noise was drawn from a seeded generator and "
+                                 "can be reproduced from the seed; for tests only",
+            "guarantee_with_secure_noise": out["guarantee"]}
 
 
 def build(name: str, schema: Schema, *, epsilon, delta=0.0, params: dict | None = None,

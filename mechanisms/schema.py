@@ -33,6 +33,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -85,6 +86,38 @@ def check_text(value: str, what: str, *, allow_newlines: bool = False) -> str:
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _CONTROL_IN_CELLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+MAX_NAME_CHARS = 200
+
+
+def check_column_name(name: str) -> str:
+    """A column name people can read as it is: no control characters, no invisible format characters
+    (bidi overrides such as U+202E, zero-width spaces and joiners), at most 200 characters."""
+    check_text(name, "column name")
+    hidden = next((c for c in name if unicodedata.category(c) == "Cf"), None)
+    if hidden is not None:
+        raise SchemaError(f"column name {name[:40]!r} contains the invisible character U+{ord(hidden):04X} "
+                          f"({unicodedata.name(hidden, 'format character')}): rename the column")
+    if len(name) > MAX_NAME_CHARS:
+        raise SchemaError(f"column names may be at most {MAX_NAME_CHARS} characters, got {name[:40]!r}...")
+    return name
+
+
+def check_header(header: Sequence[str]) -> None:
+    """A header row the web upload and the command line both accept: every name non-empty and readable
+    (``check_column_name``), no duplicates, and no two names that differ only in their Unicode form
+    (NFC/NFD, compatibility characters: they look identical)."""
+    empty = [i + 1 for i, h in enumerate(header) if not h.strip()]
+    if empty:
+        raise SchemaError(f"column(s) {empty} have an empty name in the header row")
+    for h in header:
+        check_column_name(h)
+    seen: dict[str, str] = {}
+    for h in header:
+        key = unicodedata.normalize("NFKC", h)
+        if key in seen:
+            what = "duplicate column names" if seen[key] == h else "column names that look identical"
+            raise SchemaError(f"{what} in the header: {seen[key][:40]!r} and {h[:40]!r}")
+        seen[key] = h
 
 
 def _fmt(x: float) -> str:
@@ -119,7 +152,7 @@ class Column:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise SchemaError(f"column name must be a non-empty string, got {self.name!r}")
-        check_text(self.name, "column name")
+        check_column_name(self.name)
         if self.kind not in KINDS:
             raise SchemaError(f"column {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
         if self.kind in NUMERIC_KINDS:

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# `make run`: migrate, create the demo steward (once), start a Celery worker and the web server.
-# Ctrl-C stops both. Embedded defaults (SQLite + filesystem broker) need no server; DATABASE_URL and
+# `make run`: migrate, create the demo steward (once), then start and supervise the Celery workers, the web
+# server and its buffering front. A child that exits is restarted (the others keep serving); Ctrl-C stops
+# them all. Embedded defaults (SQLite + filesystem broker) need no server; DATABASE_URL and
 # CELERY_BROKER_URL / REDIS_URL switch to PostgreSQL / Redis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 PORT=${PORT:-8000}
 HOST=${HOST:-127.0.0.1}
+DATA_DIR=${DPPORTAL_DATA_DIR:-var}
+mkdir -p "$DATA_DIR/uploads/tmp"
+SOCK="$(cd "$DATA_DIR" && pwd)/web.sock"
 
 "$PY" manage.py migrate --noinput -v0
 "$PY" manage.py create_demo_steward
+"$PY" manage.py sweep_releases  # releases and files a previous run left (killed jobs, upload temporaries)
 
-# One worker per queue (issue 19, docs/operations.md): long fits on "synthesis" (WORKERS jobs at once, each
-# with cores / WORKERS threads), draws and short releases on "fast", utility evaluations on "evaluation"
-# (one thread each), so a draw never waits behind a long fit, on the embedded broker as on Redis.
+# One worker per queue (docs/operations.md): long fits on "synthesis" (WORKERS jobs at once, each with
+# cores / WORKERS threads), draws and short releases on "fast", utility evaluations on "evaluation" (one
+# thread each), so a draw never waits behind a long fit, on the embedded broker as on Redis.
 worker() {  # queue concurrency threads-per-job
   DPPORTAL_WORKER_CONCURRENCY="$2" DPPORTAL_THREADS_PER_JOB="$3" "$PY" -m celery -A dpportal worker -Q "$1" \
     -n "$1@%h" --loglevel=INFO --concurrency="$2" --prefetch-multiplier=1 &
@@ -23,29 +28,72 @@ worker() {  # queue concurrency threads-per-job
 # machine, 2.5x the CPU for the same burst, docs/operations.md). DPPORTAL_THREADS_PER_JOB overrides.
 CORES=$(nproc)
 FIT_THREADS=${DPPORTAL_THREADS_PER_JOB:-$(( (CORES - 1) / ${WORKERS:-1} > 1 ? (CORES - 1) / ${WORKERS:-1} : 1 ))}
-worker synthesis "${WORKERS:-1}" "$FIT_THREADS"
-WORKER=$!
-worker fast 1 1
-FAST=$!
-worker evaluation 1 1
-EVAL=$!
-cleanup() {
+
+# gunicorn (WEB_WORKERS processes x WEB_THREADS threads) listens on a Unix socket in the data directory;
+# clients reach it only through dpportal.front, which reads each request whole (with time limits) before
+# handing it over, so slow clients never hold gunicorn's threads (dpportal/front.py).
+web() {
+  if [ -n "${DEV:-}" ]; then  # DEV=1 make run: Django's development server (one process, not for load)
+    "$PY" manage.py runserver "$HOST:$PORT" --noreload &
+  else
+    "$PY" -m gunicorn dpportal.wsgi:application --bind "unix:$SOCK" --workers "${WEB_WORKERS:-2}" \
+      --threads "${WEB_THREADS:-8}" --timeout 120 --graceful-timeout 10 --backlog 2048 --access-logfile - &
+  fi
+}
+front() {
+  "$PY" -m dpportal.front --listen "$HOST:$PORT" --upstream "$SOCK" --spool-dir "$DATA_DIR/uploads/tmp" &
+}
+
+declare -A PIDS=()
+start() {  # name
+  case "$1" in
+    synthesis) worker synthesis "${WORKERS:-1}" "$FIT_THREADS" ;;
+    fast) worker fast 1 1 ;;
+    evaluation) worker evaluation 1 1 ;;
+    web) web ;;
+    front) front ;;
+  esac
+  PIDS[$1]=$!
+}
+
+STOPPING=
+cleanup() {  # [exit status]
+  local status=${1:-0}
+  STOPPING=1
   trap - EXIT
   # A second Ctrl-C reaches Celery directly and aborts the running job (cold shutdown).
-  trap 'kill -QUIT "$WORKER" "$FAST" "$EVAL" 2>/dev/null || true' INT TERM
+  trap 'kill -QUIT "${PIDS[synthesis]}" "${PIDS[fast]}" "${PIDS[evaluation]}" 2>/dev/null || true' INT TERM
   echo "dpportal: stopping; a running job is finished first (Ctrl-C again aborts it)"
-  [ -n "${WEB:-}" ] && kill -TERM "$WEB" 2>/dev/null || true
-  kill -TERM "$WORKER" "$FAST" "$EVAL" 2>/dev/null || true
+  kill -TERM "${PIDS[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
+  exit "$status"
 }
 trap cleanup INT TERM EXIT
 
-echo "dpportal: serving http://$HOST:$PORT (Ctrl-C stops web and worker)"
-if [ -n "${DEV:-}" ]; then  # DEV=1 make run: Django's development server (one process, not for load)
-  "$PY" manage.py runserver "$HOST:$PORT" --noreload &
-else  # gunicorn: WEB_WORKERS processes x WEB_THREADS threads, so concurrent requests queue, not drop
-  "$PY" -m gunicorn dpportal.wsgi:application --bind "$HOST:$PORT" --workers "${WEB_WORKERS:-2}" \
-    --threads "${WEB_THREADS:-8}" --timeout 120 --graceful-timeout 10 --backlog 2048 --access-logfile - &
-fi
-WEB=$!
-wait -n "$WORKER" "$FAST" "$EVAL" "$WEB"
+for name in synthesis fast evaluation web; do start "$name"; done
+[ -z "${DEV:-}" ] && start front
+echo "dpportal: serving http://$HOST:$PORT (Ctrl-C stops web and workers)"
+
+# Supervise: a child that exits (killed, out of memory) is restarted after a second; the others keep
+# serving. The sweep settles the release a killed worker was running (no heartbeat). A child that exits
+# 5 times within a minute (the port is taken, a broken setting) stops everything instead of looping.
+declare -A EXITS=() SINCE=()
+restart() {  # name
+  local now; now=$(date +%s)
+  if [ $(( now - ${SINCE[$1]:-0} )) -gt 60 ]; then SINCE[$1]=$now; EXITS[$1]=0; fi
+  EXITS[$1]=$(( ${EXITS[$1]} + 1 ))
+  if [ "${EXITS[$1]}" -gt 5 ]; then
+    echo "dpportal: $1 exited ${EXITS[$1]} times within a minute; stopping (see its messages above)"
+    cleanup 1
+  fi
+  echo "dpportal: $1 (pid ${PIDS[$1]}) exited; restarting it"
+  sleep 1
+  start "$1"
+}
+while [ -z "$STOPPING" ]; do
+  wait -n "${PIDS[@]}" 2>/dev/null || true
+  [ -n "$STOPPING" ] && break
+  for name in "${!PIDS[@]}"; do
+    kill -0 "${PIDS[$name]}" 2>/dev/null || restart "$name"
+  done
+done

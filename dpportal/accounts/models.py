@@ -41,3 +41,11 @@ def make_user(username: str, password: str, *, role: str, email: str = ""):
     user = get_user_model().objects.create_user(username=username, password=password, email=email)
     Profile.objects.create(user=user, role=role)
     return user
+
+
+class LoginFailure(models.Model):
+    """One failed login, kept for the throttle's window (``dpportal/accounts/throttle.py``): ``scope`` is
+    the client address alone, or the address and the username tried."""
+
+    scope = models.CharField(max_length=300, db_index=True)
+    at = models.DateTimeField(db_index=True)

@@ -14,7 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from mechanisms import safejson
 
-from .models import Token
+from .models import Token, TokenRefused
 
 
 class ApiError(Exception):
@@ -61,16 +61,16 @@ def api_view(*methods: str, auth: bool = True):
             if auth:
                 header = request.META.get("HTTP_AUTHORIZATION", "")
                 scheme, _, key = header.partition(" ")
-                user = Token.user_for(key.strip()) if scheme.lower() in ("token", "bearer") and key else None
-                if user is None:
+                token = Token.for_key(key.strip()) if scheme.lower() in ("token", "bearer") and key else None
+                if token is None:
                     return error("authentication required: send 'Authorization: Token <key>' "
                                  "(POST /api/auth/token/ issues one)", 401)
-                request.user = user
+                request.user, request.api_token = token.user, token
             try:
                 return view(request, *args, **kwargs)
             except Http404:
                 return error("not found", 404)
-            except ApiError as exc:
+            except (ApiError, TokenRefused) as exc:
                 return error(str(exc), exc.status)
         return wrapper
     return decorator

@@ -4,6 +4,8 @@ from . import views
 
 urlpatterns = [
     path("auth/token/", views.token, name="dpportal-api-token"),
+    path("auth/tokens/", views.tokens, name="dpportal-api-tokens"),
+    path("auth/tokens/<int:pk>/", views.token_revoke, name="dpportal-api-token-revoke"),
     path("mechanisms/", views.mechanisms, name="dpportal-api-mechanisms"),
     # datasets
     path("datasets/", views.datasets, name="dpportal-api-datasets"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.http import JsonResponse
 
+from dpportal.accounts import throttle
 from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, release_for_owner,
                                       release_for_viewer, require_steward, visible_datasets)
 from dpportal.datasets import services as dataset_services
@@ -18,7 +19,7 @@ from dpportal.releases.views import csv_response, status_dict
 from mechanisms import registry
 
 from .auth import ApiError, api_view, json_body
-from .models import Token
+from .models import DEFAULT_NAME, MAX_TOKENS_PER_USER, Token, check_name
 
 
 def dataset_dict(dataset, *, for_owner: bool) -> dict:
@@ -65,10 +66,31 @@ def token(request):
     username, password = data.get("username"), data.get("password")
     if not isinstance(username, str) or not isinstance(password, str) or not username or not password:
         raise ApiError("send username and password")
+    name = check_name(data.get("name", DEFAULT_NAME))
+    wait = throttle.retry_after(request, username)
+    if wait:
+        raise ApiError(throttle.refusal(wait), 429)
     user = authenticate(request, username=username, password=password)
     if user is None:
         raise ApiError("wrong username or password", 400)
-    return JsonResponse({"token": Token.issue(user)}, status=201)
+    return JsonResponse({"token": Token.issue(user, name=name), "name": name}, status=201)
+
+
+@api_view("GET")
+def tokens(request):
+    """The caller's API tokens (names and dates; keys are never stored)."""
+    mine = request.user.api_tokens.order_by("created_at", "pk")
+    return JsonResponse({"tokens": [t.as_dict(request.api_token) for t in mine],
+                         "limit": MAX_TOKENS_PER_USER})
+
+
+@api_view("DELETE")
+def token_revoke(request, pk):
+    """Revoke one of the caller's tokens (another user's id is 404, as a missing one)."""
+    deleted, _ = request.user.api_tokens.filter(pk=pk).delete()
+    if not deleted:
+        raise ApiError("not found", 404)
+    return JsonResponse({"revoked": pk})
 
 
 @api_view("GET")

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, release_for_owner
 from dpportal.releases.models import Release
+from dpportal.releases.services import BOUNDS_MECHANISM
 
 from . import charts, services
 from .models import Evaluation
@@ -86,7 +87,7 @@ def evaluation_status(request, pk):
 @require_POST
 def release_reevaluate(request, pk):
     release = release_for_owner(request.user, pk)
-    if release.status != Release.DONE:
+    if release.status != Release.DONE or release.mechanism == BOUNDS_MECHANISM:  # bounds: no table
         raise Http404("not available")
     services.request_reevaluation(release)
     messages.success(request, f"Evaluation of release {release.pk} queued.")

@@ -4,3 +4,19 @@ from django.apps import AppConfig
 class DatasetsConfig(AppConfig):
     name = "dpportal.datasets"
     label = "datasets"
+
+    def ready(self):
+        from django.db.models.signals import post_delete
+
+        from .models import Dataset
+
+        post_delete.connect(_remove_raw_file, sender=Dataset, dispatch_uid="dpportal-dataset-raw-file")
+
+
+def _remove_raw_file(sender, instance, **kwargs):
+    """A dataset deleted (the admin, a shell) takes its raw file with it, once the deletion commits."""
+    from django.db import transaction
+
+    if instance.file_path:
+        path = instance.raw_path()
+        transaction.on_commit(lambda: path.unlink(missing_ok=True))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
 from fractions import Fraction
@@ -221,7 +220,10 @@ def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
         raise SchemaRejected(f"choose a kind among {list(KINDS)}, got {kind!r}")
     if not pattern:
         raise SchemaRejected("enter a column name pattern, e.g. q* or *_id")
-    hit = [r for r in rows if fnmatch.fnmatchcase(r["name"].lower(), pattern.lower())]
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise SchemaRejected(f"a column name pattern may be at most {MAX_PATTERN_LENGTH} characters, "
+                             f"got {len(pattern)}")
+    hit = [r for r in rows if glob_match(r["name"].lower(), pattern.lower())]
     if not hit:
         raise SchemaRejected(f"no column name matches the pattern {pattern[:80]!r} (* = any text, ? = one character)")
     for r in hit:
@@ -238,6 +240,28 @@ def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
         r["ok"] = kind == "excluded"
     return f"Set kind {kind} on {len(hit)} column(s) matching {pattern!r}: {_names(hit)}. Review their values, " \
            "then confirm the schema."
+
+
+MAX_PATTERN_LENGTH = 200
+
+
+def glob_match(name: str, pattern: str) -> bool:
+    """Whether ``name`` matches ``pattern``, where ``*`` is any text, ``?`` one character and every other
+    character itself (no ``[...]`` classes). Greedy with one backtrack point: at most
+    len(name) x len(pattern) steps, whatever the pattern (fnmatch's regex could take minutes)."""
+    i = j = 0
+    star, mark = -1, 0
+    while i < len(name):
+        if j < len(pattern) and pattern[j] == "*":
+            star, mark, j = j, i, j + 1
+        elif j < len(pattern) and pattern[j] in ("?", name[i]):
+            i, j = i + 1, j + 1
+        elif star >= 0:
+            mark += 1
+            i, j = mark, star + 1
+        else:
+            return False
+    return all(c == "*" for c in pattern[j:])
 
 
 MAX_CODES = 200  # an integer column becomes a categorical one with a category per value up to this many

@@ -22,7 +22,8 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from mechanisms.schema import (DEFAULT_MISSING_MARKERS, RARE_K, SchemaError, check_text, draft_schema, rare_categories,
+from mechanisms.schema import (DEFAULT_MISSING_MARKERS, RARE_K, SchemaError, check_header, check_text, draft_schema,
+                               rare_categories,
                                read_raw_csv)
 
 from .models import Dataset
@@ -88,6 +89,21 @@ def parse_markers(text: str | list | None, *, empty_is_missing: bool = True) -> 
     if "" in markers and "" not in out:
         out.insert(0, "")
     return out
+
+
+def take_limited(fileobj, dest: Path, max_bytes: int) -> int:
+    """Put the upload at ``dest``: Django's spooled temporary file is renamed there (it is already on disk in
+    ``uploads/tmp``: no second copy, so an upload needs its size on disk once); anything else is copied."""
+    path = getattr(fileobj, "temporary_file_path", None)
+    if path is None or os.stat(path()).st_dev != os.stat(dest.parent).st_dev:
+        return copy_limited(fileobj, dest, max_bytes)
+    size = os.path.getsize(path())
+    if size > max_bytes:
+        raise UploadError(f"the file is larger than the upload limit of {_mb(max_bytes)}")
+    if size == 0:
+        raise UploadError("the file is empty")
+    os.replace(path(), dest)
+    return size
 
 
 def copy_limited(fileobj, dest: Path, max_bytes: int) -> int:
@@ -200,19 +216,10 @@ def inspect_csv(path: Path, limits: Limits) -> Inspection:
 def _check_header(header: list[str], limits: Limits) -> None:
     if len(header) > limits.max_columns:
         raise UploadError(f"the file has {len(header):,} columns; the limit is {limits.max_columns:,}")
-    empty = [i + 1 for i, h in enumerate(header) if not h]
-    if empty:
-        raise UploadError(f"column(s) {empty} have an empty name in the header row")
-    seen, dups = set(), []
-    for h in header:
-        if h in seen and h not in dups:
-            dups.append(h)
-        seen.add(h)
-    if dups:
-        raise UploadError(f"duplicate column names in the header: {[d[:40] for d in dups]}")
-    too_long = [h for h in header if len(h) > 200]
-    if too_long:
-        raise UploadError(f"column names may be at most 200 characters, got {too_long[0][:40]!r}...")
+    try:
+        check_header(header)
+    except SchemaError as exc:
+        raise UploadError(str(exc)) from None
 
 
 def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
@@ -248,7 +255,7 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
     tmp = upload_dir / "tmp" / f"{key}.part"
     final = upload_dir / f"{key}.csv"
     try:
-        size = copy_limited(fileobj, tmp, limits.max_bytes)
+        size = take_limited(fileobj, tmp, limits.max_bytes)
         info = inspect_csv(tmp, limits)
         draft = draft_for(tmp, info, markers)
         os.replace(tmp, final)

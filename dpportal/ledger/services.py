@@ -31,6 +31,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from mechanisms.accounting import canonical
+
 from . import anchor
 from .models import Budget, LedgerEntry
 from .units import (DELTA_UNIT, EPS_UNIT, GENESIS_HASH, canonical_json, chain_hash, delta_cap_units,
@@ -223,7 +225,7 @@ def reserve(*, dataset, release, user, epsilon: str, delta: str) -> LedgerEntry:
         return _append(
             dataset.pk, kind=LedgerEntry.RESERVE, user=user, release=release,
             mechanism=str(getattr(release, "mechanism", "") or ""), params_json=_release_params_json(release),
-            epsilon=str(epsilon).strip(), delta=str(delta if delta not in (None, "") else "0").strip(),
+            epsilon=canonical(epsilon), delta=canonical(delta if delta not in (None, "") else "0"),
             eps_units=eps_units, delta_units=delta_units,
             guarantee="approximate" if delta_units else "pure",
         )
@@ -296,7 +298,7 @@ def set_caps(dataset, *, epsilon, delta, user) -> LedgerEntry | None:
         note = warning or ("cap set" if first else "cap corrected before any release" if unused else "cap lowered")
         Budget.objects.filter(dataset_id=dataset.pk).update(eps_cap=eps_cap, delta_cap=delta_cap)
         entry = _append(dataset.pk, kind=LedgerEntry.CAP, user=user, release=None,
-                        epsilon=str(epsilon).strip(), delta=str(delta if delta not in (None, "") else "0").strip(),
+                        epsilon=canonical(epsilon), delta=canonical(delta if delta not in (None, "") else "0"),
                         eps_units=eps_cap, delta_units=delta_cap, note=note)
     if warning:
         log.warning("dataset %s: %s (by %s)", dataset.pk, warning, entry.username)

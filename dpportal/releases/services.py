@@ -25,7 +25,7 @@ from django.utils import timezone
 import dpportal
 from dpportal.ledger import services as ledger
 from mechanisms import registry, resources, runtime
-from mechanisms.accounting import check_epsilon, exact
+from mechanisms.accounting import canonical, check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
@@ -72,6 +72,14 @@ def _text(value, name: str) -> str:
     return str(value).strip()  # not truncated: exact() refuses more than MAX_AMOUNT_CHARS characters
 
 
+def _canonical(value: str, name: str) -> str:
+    """The amount's one stored form ('+5' -> '5'); a refusal names the field."""
+    try:
+        return canonical(value)
+    except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
+        raise ReleaseRequestError(f"{name}: {exc}") from None
+
+
 def parse_rows(value) -> int:
     limit = settings.DPPORTAL_MAX_SYNTHETIC_ROWS
     try:
@@ -114,11 +122,7 @@ def check_request(dataset, req: ReleaseRequest):
     raises ReleaseRequestError naming the problem. Callers that ask for confirmations run it first, so
     a bad value is named before any confirmation is asked for."""
     epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        try:
-            exact(value)
-        except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
-            raise ReleaseRequestError(f"{name}: {exc}") from None
+    epsilon, delta = _canonical(epsilon, "epsilon"), _canonical(delta, "delta")
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     return req, validate(dataset, req)
 
@@ -128,11 +132,12 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
     req, mech = check_request(dataset, req)
     epsilon, delta = req.epsilon, req.delta
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
+    seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params,
+                                epsilon=mech.epsilon, delta=mech.delta)
+    check_time_limit(seconds)
     try:
         with transaction.atomic():
             _lock_raw_file(dataset)
-            seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params,
-                                        epsilon=mech.epsilon, delta=mech.delta)
             release = Release.objects.create(
                 dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
@@ -212,6 +217,22 @@ def _estimate_seconds(mechanism: str, n: int, schema, params: dict, *, epsilon=N
         return None
 
 
+def over_time_limit(estimate_seconds: float | None) -> bool:
+    return estimate_seconds is not None and estimate_seconds > settings.CELERY_TASK_TIME_LIMIT
+
+
+def check_time_limit(estimate_seconds: float | None) -> None:
+    """Refuse a release whose estimate exceeds the task time limit: the worker would stop it after it read
+    the data, and its budget would be spent for nothing."""
+    if over_time_limit(estimate_seconds):
+        limit = settings.CELERY_TASK_TIME_LIMIT
+        raise ReleaseRequestError(
+            f"this release is estimated to take {runtime.describe_seconds(estimate_seconds)}, more than the "
+            f"time limit of {runtime.describe_seconds(limit)} per job (DPPORTAL_TASK_TIME_LIMIT={limit}): it would "
+            "be stopped after reading the data and its budget spent. Lower the rows or the parameters that "
+            "drive the time (see the estimate). Nothing was charged.")
+
+
 def queue_for(estimate_seconds: float | None) -> str:
     """Releases predicted to finish within DPPORTAL_FAST_JOB_SECONDS go to the fast queue (beside draws),
     the rest to the synthesis queue: a short job never waits behind a long fit."""
@@ -233,8 +254,8 @@ def queue_evaluation(release_id: int) -> None:
     informative; it never holds the worker that ran the release)."""
     from dpportal.dashboards.services import request_reevaluation
 
-    release = Release.objects.filter(pk=release_id, status=Release.DONE).first()
-    if release is not None:
+    release = Release.objects.filter(pk=release_id, status=Release.DONE).exclude(mechanism=BOUNDS_MECHANISM).first()
+    if release is not None:  # a bounds estimate has no table to evaluate
         request_reevaluation(release)
 
 
@@ -342,6 +363,10 @@ def failure_text(exc: BaseException) -> str:
                 how = f" (exit code {code})"
         return (f"the worker was shut down{how} while this job ran ({type(exc).__name__}); "
                 "submit the release again")
+    if isinstance(exc, MemoryError):
+        return (f"the job needed more memory than the limit of {settings.DPPORTAL_JOB_MEMORY_LIMIT_MB:,} MiB per "
+                "job (DPPORTAL_JOB_MEMORY_LIMIT_MB) and was stopped: ask for fewer rows or smaller parameters, "
+                "or exclude or coarsen columns")
     return (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
 
 
@@ -426,7 +451,11 @@ def _with_wait(est: runtime.Estimate) -> dict:
     queue = queue_for(est.seconds)
     ahead, wait = queue_wait(queue)
     return {**est.to_dict(), "queue": queue, "jobs_ahead": ahead, "wait_seconds": round(wait, 1),
-            "wait_text": _wait_text(ahead, wait)}
+            "wait_text": _wait_text(ahead, wait), **_limit_dict(est.seconds)}
+
+
+def _limit_dict(seconds: float | None) -> dict:
+    return {"time_limit_seconds": settings.CELERY_TASK_TIME_LIMIT, "over_time_limit": over_time_limit(seconds)}
 
 
 def form_estimate(name: str, schema, n_rows: int, values) -> dict:
@@ -622,12 +651,10 @@ BOUNDS_CHUNK_ROWS = 100_000
 def plan_bounds(dataset, user, *, columns, epsilon) -> Release:
     """Validate, reserve ``epsilon`` and queue a bounds estimate of ``columns``. Raises
     ReleaseRequestError (nothing charged or queued)."""
-    epsilon = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
-    try:
-        if exact(epsilon) <= 0:
-            raise ValueError(f"expected a positive number, got {epsilon!r}")
-    except ValueError as exc:
-        raise ReleaseRequestError(f"epsilon: {exc}") from None
+    typed = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
+    epsilon = _canonical(typed, "epsilon")
+    if exact(epsilon) <= 0:
+        raise ReleaseRequestError(f"epsilon: expected a positive number, got {typed!r}")
     if not dataset.has_raw:
         raise ReleaseRequestError("the raw data of this dataset was deleted: nothing to estimate from")
     columns = list(dict.fromkeys(columns or []))

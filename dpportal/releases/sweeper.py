@@ -118,13 +118,20 @@ def fail_stranded(release_id: int, now=None) -> bool:
 def sweep_once() -> list[int]:
     """One sweep that never raises (the next one retries, e.g. while the database restarts) and
     holds no database connection while the loop sleeps."""
+    from dpportal.accounts.throttle import forget_old
+
+    from .leftovers import sweep_files
+
+    failed = []
     try:
-        return sweep()
+        failed = sweep()
+        sweep_files()
+        forget_old()
     except Exception:  # noqa: BLE001
-        log.warning("sweeping stranded releases failed", exc_info=True)
-        return []
+        log.warning("sweeping stranded releases or leftover files failed", exc_info=True)
     finally:
         connection.close()
+    return failed
 
 
 def spawn_loop() -> subprocess.Popen:

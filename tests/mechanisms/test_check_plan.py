@@ -66,3 +66,10 @@ def test_every_mechanism_has_a_positive_memory_plan_within_a_small_limit(name, k
     assert 0 <= mech.planned_memory_bytes(1000) < 2**30
     with pytest.raises(ValueError, match="memory limit per job"):
         build(name, schema, epsilon=1, n=10**9, memory_limit=2**20)
+
+
+def test_aim_with_fewer_rounds_than_columns_is_refused_by_its_plan():
+    with pytest.raises(ValueError, match=r"max_rounds=8 is below the number of kept columns \(9\)"):
+        build("aim", WIDE, epsilon=1.0, delta=1e-6, params={"max_rounds": 8}, n=1_000)
+    mech = build("aim", WIDE, epsilon=1.0, delta=1e-6, params={"max_rounds": 9}, n=1_000)
+    mech.check_plan(1_000)

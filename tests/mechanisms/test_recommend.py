@@ -182,7 +182,7 @@ def test_cli_prints_a_human_summary_and_json():
 def test_cli_errors_are_one_line():
     schema = str(ROOT / "benchmarks" / "schemas" / "adult.json")
     out = _cli("--schema", schema, "--rows", "100", "--epsilon", "nan")
-    assert out.returncode == 2 and out.stderr.strip() == "error: epsilon must be finite, got epsilon='nan'"
+    assert out.returncode == 2 and out.stderr.strip() == "error: epsilon: expected a finite number, got 'nan'"
     out = _cli("--schema", schema, "--rows", "100", "--epsilon", "1", "--purpose", "ml")
     assert out.returncode == 2 and "needs a target column" in out.stderr
 

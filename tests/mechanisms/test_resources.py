@@ -145,3 +145,15 @@ def test_xla_intra_op_pool_has_the_jobs_threads_and_every_thread_all_cpus(thread
     assert got["pool"] == threads
     assert got["masks"] == [got["cpus"]], "a thread kept the narrowed affinity mask"
     assert f"--xla_cpu_parallel_codegen_split_count={threads}" in got["xla"].split()
+
+
+def test_limit_memory_turns_an_allocation_past_it_into_a_memory_error():
+    import subprocess
+    import sys
+
+    code = ("import numpy as np\nfrom mechanisms.resources import limit_memory\n"
+            "assert not limit_memory(0)\nassert limit_memory(512)\n"
+            "small = np.ones(2**24)\n"  # 128 MiB: within the limit
+            "try:\n    np.ones(2**27)\nexcept MemoryError:\n    print('MemoryError')\n")  # 1 GiB: past it
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "MemoryError", out.stderr[-500:]

@@ -92,10 +92,14 @@ MATRIX: dict[str, list[Case]] = {
                          Case("post", "/accounts/logout/", everyone(302))],
     "accounts/password/": [Case("get", "/accounts/password/", web_user())],
     "accounts/password/done/": [Case("get", "/accounts/password/done/", web_user())],
+    "accounts/tokens/": [Case("get", "/accounts/tokens/", web_user()),
+                         Case("post", "/accounts/tokens/", _row(LOGIN, 404, 404, 404, 404, 404), {"revoke": "0"})],
     # API
     "api/auth/token/": [Case("get", "/api/auth/token/", everyone(405)),
                         Case("post", "/api/auth/token/", everyone(400), '{"username": "x", "password": "y"}',
                              "application/json")],
+    "api/auth/tokens/": [Case("get", "/api/auth/tokens/", api_user())],
+    "api/auth/tokens/<int:pk>/": [Case("delete", "/api/auth/tokens/{t}/", api_owner())],
     "api/mechanisms/": [Case("get", "/api/mechanisms/", api_user())],
     "api/datasets/<int:pk>/recommendation/": [Case("get", "/api/datasets/{d}/recommendation/?epsilon=1",
                                                    api_owner())],
@@ -207,10 +211,18 @@ def people(world):
             "other": world.other_steward, "staff": staff, "owner": world.owner}
 
 
+def _owner_token(world) -> int:
+    """A token of the owner's that only the owner may revoke."""
+    from dpportal.api.models import Token
+
+    Token.issue(world.owner, name="matrix")
+    return world.owner.api_tokens.get(name="matrix").pk
+
+
 def _call(world, user, case: Case):
     from django.test import Client
 
-    url = case.url.format(d=world.dataset.pk, r=world.release.pk)
+    url = case.url.format(d=world.dataset.pk, r=world.release.pk, t=_owner_token(world))
     api = url.startswith("/api/")
     client = Client()
     extra = {}

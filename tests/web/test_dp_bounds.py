@@ -40,6 +40,10 @@ def test_an_estimate_is_reserved_run_and_spent_then_used_on_the_schema_page(worl
     bounds = r.report["details"]["bounds"]
     assert bounds["age"]["lower"] <= 18 and bounds["age"]["upper"] >= 80  # ages 18-87, 3000 rows, eps 0.25
     assert not Evaluation.objects.filter(release=r).exists()  # nothing to evaluate: no table
+    release_services.queue_evaluation(r.pk)  # what the worker calls after every finished job
+    assert not Evaluation.objects.filter(release=r).exists()
+    assert world.client(world.owner).post(f"/releases/{r.pk}/evaluate/").status_code == 404
+    assert not Evaluation.objects.filter(release=r).exists()
     page = world.client(world.owner).get(f"/datasets/{d.pk}/schema/").content.decode()
     assert "private estimate (ε 0.5, release" in page and 'id="bulk-use-dp"' in page
     post = {"markers": "", "empty_is_missing": "1", "bulk": "use_dp"}

@@ -26,7 +26,7 @@ BAD_REQUESTS = [
     ({"mechanism": "baseline", "epsilon": "0"}, "epsilon must be positive"),
     ({"mechanism": "baseline", "epsilon": "nan"}, "expected a finite number"),
     ({"mechanism": "baseline", "epsilon": "1e400"}, "between 1e-30 and 1e30"),
-    ({"mechanism": "baseline", "epsilon": "abc"}, "expected a number, got 'abc'"),
+    ({"mechanism": "baseline", "epsilon": "abc"}, "expected a number like 0.5, 1e-6 or 1/9 (digits 0-9; no spaces, underscores or signs inside), got 'abc'"),
     ({"mechanism": "baseline", "epsilon": True}, "epsilon must be a number"),
     ({"mechanism": "baseline", "epsilon": "0.1", "delta": "1"}, "delta must be in [0, 1)"),
     ({"mechanism": "baseline", "epsilon": "0.1", "delta": "1e-6"}, "pure epsilon-DP and takes no delta"),

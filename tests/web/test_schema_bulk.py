@@ -84,3 +84,39 @@ def test_confirming_still_needs_only_the_acknowledgement(world):
     d = make_dataset(world.owner, text=WIDE, schema=None, budget=None)
     resp = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", _post_from_page(d, {"public_ack": "1"}))
     assert resp.status_code == 302 and Dataset.objects.get(pk=d.pk).schema is not None
+
+
+def test_glob_match_agrees_with_fnmatch_on_stars_and_question_marks():
+    import fnmatch
+    import itertools
+
+    from dpportal.datasets.services import glob_match
+    names = ["", "a", "ab", "abc", "a*bc", "q1", "score_a", "x_id", "aaa", "a?c"]
+    patterns = ["", "*", "?", "a*", "*c", "a?c", "*_id", "a*b*c", "**", "*a*a*", "?*?", "q?", "a*bc*"]
+    for name, pattern in itertools.product(names, patterns):
+        assert glob_match(name, pattern) == fnmatch.fnmatchcase(name, pattern.replace("[", "[[]")), (name, pattern)
+    assert glob_match("a[b]", "a[b]") and not glob_match("ab", "a[b]")  # brackets are literal characters
+
+
+def test_a_hostile_pattern_is_answered_at_once(world):
+    import time
+    d = make_dataset(world.owner, text=WIDE, schema=None, budget=None)
+    started = time.perf_counter()
+    page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": "[" * 20_000,
+                                               "bulk_set_kind": "integer"}))
+    assert "a column name pattern may be at most 200 characters, got 20000" in page
+    worst = "*a" * 99  # with "b": 199 characters, the bounded matcher's worst case
+    page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": worst + "b",
+                                               "bulk_set_kind": "integer"}))
+    assert "no column name matches the pattern" in page
+    assert time.perf_counter() - started < 5
+    assert Dataset.objects.get(pk=d.pk).schema is None
+
+
+def test_bounded_matcher_is_fast_on_long_names():
+    import time
+
+    from dpportal.datasets.services import glob_match
+    started = time.perf_counter()
+    assert not glob_match("a" * 1000, "*a" * 99 + "b")
+    assert time.perf_counter() - started < 1

@@ -34,6 +34,10 @@ def upload(steward, text, limits=LIMITS, markers=("", "?", "NA")):
     ("a,b\n1,2\n3\n", "row 2 (line 3) has 1 fields, the header has 2"),
     ("a,a\n1,2\n", "duplicate column names"),
     ("a,\n1,2\n", "empty name"),
+    ("a,b\u202ec\n1,2\n", "invisible character U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("a,b\u200d\n1,2\n", "invisible character U+200D (ZERO WIDTH JOINER)"),
+    ("caf\u00e9,cafe\u0301\n1,2\n", "look identical in the header: 'caf\u00e9' and 'cafe\u0301'"),
+    ("\uff41,a\n1,2\n", "column names that look identical"),
     (b"a,b\n1,\x00\x00\n", "NUL bytes"),
     (b"a,b\n\x81\x8d,\x8f\x90\n", "neither UTF-8 nor Windows-1252"),
 ])
@@ -87,3 +91,35 @@ def test_an_oversized_request_is_refused_before_it_is_read(world, settings):
     assert resp.status_code == 413 and b"upload limit" in resp.content
     api = world.client(None).post("/api/datasets/", {"file": csv_file(big)}, **world.api(world.owner))
     assert api.status_code == 413 and "upload limit" in api.json()["error"]
+
+
+def test_a_spooled_upload_is_moved_into_place_not_copied(world, settings, monkeypatch):
+    """Django spools bodies over FILE_UPLOAD_MAX_MEMORY_SIZE to uploads/tmp/; that file is renamed into
+    place, so an upload needs its size on disk once, and nothing is left in uploads/tmp/."""
+    from dpportal.datasets import upload as upload_module
+
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1000
+    settings.FILE_UPLOAD_TEMP_DIR = str(settings.UPLOAD_DIR / "tmp")
+
+    def no_copy(*args, **kwargs):
+        raise AssertionError("a spooled upload was copied")
+
+    monkeypatch.setattr(upload_module, "copy_limited", no_copy)
+    text = "age,city\n" + "".join(f"{20 + i % 50},Paris\n" for i in range(500))  # 6 KB: spooled to disk
+    resp = world.client(world.owner).post("/datasets/upload/", {"file": csv_file(text), "name": "big", "markers": ""})
+    assert resp.status_code == 302, resp.content.decode()[-500:]
+    d = Dataset.objects.get(name="big")
+    assert d.raw_path().read_text() == text and d.n_rows == 500
+    assert list((settings.UPLOAD_DIR / "tmp").iterdir()) == []
+
+
+def test_a_spooled_upload_over_the_limit_is_refused_and_removed(world, settings):
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1000
+    settings.FILE_UPLOAD_TEMP_DIR = str(settings.UPLOAD_DIR / "tmp")
+    settings.DPPORTAL_MAX_UPLOAD_BYTES = 3000
+    text = "age,city\n" + "".join(f"{20 + i % 50},Paris\n" for i in range(500))
+    before = stored_files(settings.DATA_DIR)
+    resp = world.client(world.owner).post("/datasets/upload/", {"file": csv_file(text), "name": "big", "markers": ""})
+    assert resp.status_code == 200 and "larger than the upload limit" in resp.content.decode()
+    assert not Dataset.objects.filter(name="big").exists()
+    assert stored_files(settings.DATA_DIR) == before

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from dpportal.releases.leftovers import sweep_files
 from dpportal.releases.sweeper import run_loop, stale_seconds, sweep
 
 
 class Command(BaseCommand):
-    help = "Fail and settle running releases with no heartbeat for DPPORTAL_STALE_SECONDS (spent if data was read)."
+    help = ("Fail and settle running releases with no heartbeat for DPPORTAL_STALE_SECONDS (spent if data was read); "
+            "remove files killed processes left (dpportal/releases/leftovers.py).")
 
     def add_arguments(self, parser):
         parser.add_argument("--loop", action="store_true", help="sweep every DPPORTAL_SWEEP_SECONDS (one loop per "
@@ -22,3 +24,6 @@ class Command(BaseCommand):
         failed = sweep()
         self.stdout.write(f"{len(failed)} stranded release(s) failed and settled (no heartbeat for "
                           f"{stale_seconds():g} s){': ' + ', '.join(map(str, failed)) if failed else ''}")
+        removed = sweep_files()
+        self.stdout.write(f"{len(removed)} leftover file(s) removed (upload temporaries, unnamed raw files, "
+                          "release work folders)")
