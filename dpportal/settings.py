@@ -200,9 +200,12 @@ CELERY_TASK_QUEUES = [Queue("synthesis"), Queue("fast"), Queue("evaluation")]
 CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"},
                       "dpportal.dashboards.tasks.risk_report_task": {"queue": "evaluation"}}
 # Privacy risk reports (dpportal/dashboards/risk.py): computed on the evaluation queue after each release;
-# RUNS refits of the mechanism on random halves (each about one release's time).
+# up to RUNS refits of the mechanism on random halves plus one with its noise off, skipped past
+# max(TIME_FACTOR x the release's time, MIN_SECONDS) (the first refit always runs).
 DPPORTAL_RISK_REPORT = env_bool("DPPORTAL_RISK_REPORT", True)
 DPPORTAL_RISK_RUNS = env_int("DPPORTAL_RISK_RUNS", 2, minimum=1)
+DPPORTAL_RISK_TIME_FACTOR = env_float("DPPORTAL_RISK_TIME_FACTOR", 3.0, minimum=0.0)
+DPPORTAL_RISK_MIN_SECONDS = env_float("DPPORTAL_RISK_MIN_SECONDS", 10.0, minimum=0.0)
 DPPORTAL_FAST_JOB_SECONDS = env_float("DPPORTAL_FAST_JOB_SECONDS", 10.0, minimum=0.0)
 
 LOGGING = {

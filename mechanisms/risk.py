@@ -311,13 +311,17 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                 noise: Noise | None = None, confidence: float = DEFAULT_CONFIDENCE,
                 noise_off_control: bool = True, max_rows: int = MAX_ROWS,
                 progress: ProgressFn | None = None, release_seconds: float | None = None,
-                attack_noise: Noise | None = None) -> dict[str, Any]:
+                attack_noise: Noise | None = None, time_budget: float | None = None) -> dict[str, Any]:
     """The risk report of ``mechanism`` at (``epsilon``, ``delta``) with ``params`` on ``prepared``
     (the table as :meth:`Schema.prepare` returns it). Never raises for bad input: a report with
     status "not computable" and the reason instead.
 
     ``attack_noise`` replaces the noise of the attacked refits (tests and benchmarks: a broken
-    variant such as :class:`~mechanisms.noise.ScaledNoise`); the claim stays ``epsilon``."""
+    variant such as :class:`~mechanisms.noise.ScaledNoise`); the claim stays ``epsilon``.
+
+    ``time_budget`` (seconds): refits after the first are skipped when the slowest refit-and-attack
+    step so far would end past it (the web app passes 3x the release's own time); the report lists
+    what it skipped."""
     t0 = time.perf_counter()
     step = progress or (lambda f, s: None)
     claim = {"claimed_epsilon": float(epsilon), "claimed_delta": float(delta or 0.0), "mechanism": mechanism,
@@ -361,41 +365,49 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     ref_idx, pool_idx = perm[:n_ref], perm[n_ref:]
     reference = X[ref_idx]
 
-    plans = [("private", attack_noise or noise, runs)]
-    if noise_off_control:
-        plans.append(("noise off", ZeroNoise(base=noise), 1))
-    total_fits = sum(k for _, _, k in plans)
+    # the first private refit, then the noise-off control, then the other private refits; with a
+    # time budget, a refit that would likely end past it is skipped (the first one always runs)
+    sequence = ["private"] + (["noise off"] if noise_off_control else []) + ["private"] * (runs - 1)
+    noises = {"private": attack_noise or noise, "noise off": ZeroNoise(base=noise)}
+    total_fits = len(sequence)
     done_fits = 0
     results: dict[str, dict[str, list]] = {"private": {a: [] for a in ATTACKS},
                                            "members": {a: [] for a in ATTACKS},
                                            "noise off": {a: [] for a in ATTACKS}}
     attribute = None
-    fit_seconds = []
+    fit_seconds: list[float] = []
+    step_seconds: list[float] = []
+    skipped: list[str] = []
     try:
-        for kind, fit_noise, k in plans:
-            for run in range(k):
-                coins = rng.random(len(pool_idx)) < 0.5
-                members_idx = pool_idx[coins]
-                if len(members_idx) < 2 or coins.all():
-                    raise NotComputable("a random half of the table was empty")
-                step(done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})")
-                tf = time.perf_counter()
-                syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
-                             params=params, noise=fit_noise)
-                fit_seconds.append(time.perf_counter() - tf)
-                done_fits += 1
-                S = enc.encode(kschema.prepare(syn))
-                t_sel = (rng.choice(len(pool_idx), MAX_TARGETS, replace=False) if len(pool_idx) > MAX_TARGETS
-                         else np.arange(len(pool_idx)))
-                labels, targets = coins[t_sel], X[pool_idx[t_sel]]
-                for a, sc in attack_scores(targets, S, reference, enc.numeric).items():
-                    results[kind][a].append((labels, sc))
-                if kind == "private" and run == 0:
-                    step(done_fits / (total_fits + 1), "attribute inference")
-                    attribute = attribute_inference(kschema, X[members_idx], reference, S, enc.numeric, rng)
-                    # the members themselves as a "release": the positive control, on the same coins
-                    for a, sc in attack_scores(targets, X[members_idx], reference, enc.numeric).items():
-                        results["members"][a].append((labels, sc))
+        for kind in sequence:
+            if step_seconds and time_budget is not None and (
+                    time.perf_counter() - t0 + max(step_seconds)) > time_budget:
+                skipped.append(kind)
+                continue
+            ts = time.perf_counter()
+            coins = rng.random(len(pool_idx)) < 0.5
+            members_idx = pool_idx[coins]
+            if len(members_idx) < 2 or coins.all():
+                raise NotComputable("a random half of the table was empty")
+            step(done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})")
+            tf = time.perf_counter()
+            syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
+                         params=params, noise=noises[kind])
+            fit_seconds.append(time.perf_counter() - tf)
+            done_fits += 1
+            S = enc.encode(kschema.prepare(syn))
+            t_sel = (rng.choice(len(pool_idx), MAX_TARGETS, replace=False) if len(pool_idx) > MAX_TARGETS
+                     else np.arange(len(pool_idx)))
+            labels, targets = coins[t_sel], X[pool_idx[t_sel]]
+            for a, sc in attack_scores(targets, S, reference, enc.numeric).items():
+                results[kind][a].append((labels, sc))
+            if kind == "private" and attribute is None:
+                step(done_fits / (total_fits + 1), "attribute inference")
+                attribute = attribute_inference(kschema, X[members_idx], reference, S, enc.numeric, rng)
+                # the members themselves as a "release": the positive control, on the same coins
+                for a, sc in attack_scores(targets, X[members_idx], reference, enc.numeric).items():
+                    results["members"][a].append((labels, sc))
+            step_seconds.append(time.perf_counter() - ts)
     except NotComputable as exc:
         return not_computable(str(exc), **claim)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
@@ -406,10 +418,12 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     attacks = [summarise_attack(a, results["private"][a], confidence=confidence, delta=delta) for a in ATTACKS]
     control = [dict(summarise_attack(a, results["members"][a], confidence=confidence, delta=0.0),
                     release="members themselves") for a in ATTACKS]
-    if noise_off_control:
+    if results["noise off"][ATTACKS[0]]:
         control += [dict(summarise_attack(a, results["noise off"][a], confidence=confidence, delta=0.0),
                          release="noise switched off") for a in ATTACKS]
-    report = {"status": "done", **claim, "delta": delta, "params": params or {}, "runs": runs,
+    runs_done = len(results["private"][ATTACKS[0]])
+    report = {"status": "done", **claim, "delta": delta, "params": params or {}, "runs": runs_done,
+              "runs_requested": runs, "skipped_for_time": skipped, "time_budget_seconds": time_budget,
               "rows_total": rows_total, "rows_used": len(frame), "reference_rows": int(n_ref),
               "targets_per_run": int(min(len(pool_idx), MAX_TARGETS)),
               "attacks": attacks, "control": control, "attribute_inference": attribute or [],

@@ -103,10 +103,12 @@ def compute(release: Release, prepared: pd.DataFrame | None = None, *, runs: int
                 return _reload(rr)
         seconds = ((release.finished_at - release.started_at).total_seconds()
                    if release.finished_at and release.started_at else None)
+        budget = (max(settings.DPPORTAL_RISK_TIME_FACTOR * seconds, settings.DPPORTAL_RISK_MIN_SECONDS)
+                  if seconds is not None else None)
         results = risk.risk_report(
             schema, prepared, release.mechanism, epsilon=float(release.epsilon), delta=float(release.delta or 0),
-            params=release.params or {}, runs=runs or getattr(settings, "DPPORTAL_RISK_RUNS", risk.DEFAULT_RUNS),
-            noise=noise, progress=write, release_seconds=seconds)
+            params=release.params or {}, runs=runs or settings.DPPORTAL_RISK_RUNS, noise=noise, progress=write,
+            release_seconds=seconds, time_budget=budget)
         if results["status"] != "done":
             _finish(rr, RiskReport.NOT_COMPUTABLE, results=results, error=results.get("reason", ""))
             return _reload(rr)

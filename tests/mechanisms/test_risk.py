@@ -155,3 +155,12 @@ def test_the_cli_prints_the_report_as_json(tmp_path, capsys):
     rc = main(["risk", "--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--mechanism",
                "baseline", "--epsilon", "1", "--params", "[1]"])
     assert rc == 2 and "JSON object" in capsys.readouterr().err
+
+
+def test_a_time_budget_skips_refits_after_the_first(adult):
+    schema, prepared = adult
+    rep = risk.risk_report(schema, prepared.iloc[:600], "baseline", epsilon=1.0, runs=3, noise=Noise.seeded(5),
+                           time_budget=0.0)
+    assert rep["status"] == "done" and rep["runs"] == 1 and rep["runs_requested"] == 3
+    assert rep["skipped_for_time"] == ["noise off", "private", "private"]
+    assert {c["release"] for c in rep["control"]} == {"members themselves"}  # the free control stays
