@@ -121,25 +121,34 @@ def closest(A: np.ndarray, B: np.ndarray, numeric: np.ndarray, columns=None) -> 
     return dist, idx
 
 
-def log_kde(A: np.ndarray, B: np.ndarray, numeric: np.ndarray, h: float) -> np.ndarray:
-    """log of the mean over B of exp(-gower(a, b) / h) for each row a of A (a kernel density up to a
-    constant that cancels in a ratio with the same kernel)."""
-    out = np.empty(len(A))
-    for sl in _blocks(len(A), len(B)):
-        Z = -gower_block(A[sl], B, numeric) / h
-        m = Z.max(axis=1, keepdims=True)
-        out[sl] = (m[:, 0] + np.log(np.exp(Z - m).mean(axis=1)))
-    return out
+def _lse_mean(Z: np.ndarray) -> np.ndarray:
+    m = Z.max(axis=1, keepdims=True)
+    return m[:, 0] + np.log(np.exp(Z - m).mean(axis=1))
 
 
 def attack_scores(targets: np.ndarray, synthetic: np.ndarray, reference: np.ndarray,
                   numeric: np.ndarray) -> dict[str, np.ndarray]:
-    """Membership scores of ``targets`` (higher: more likely a member) for each attack."""
-    dcr, _ = closest(targets, synthetic, numeric)
-    ref_dist, _ = closest(targets, reference, numeric)
+    """Membership scores of ``targets`` (higher: more likely a member) for each attack. One distance
+    pass per table: the reference's gives the bandwidth and the reference density, the synthetic
+    table's gives both the closest distance and the synthetic density."""
+    ref_dist = np.empty(len(targets))
+    log_ref = np.empty(len(targets))
+    blocks = []
+    for sl in _blocks(len(targets), len(reference)):
+        D = gower_block(targets[sl], reference, numeric)
+        ref_dist[sl] = D.min(axis=1)
+        blocks.append((sl, D))
     h = max(float(np.median(ref_dist)), 0.01)
-    ratio = log_kde(targets, synthetic, numeric, h) - log_kde(targets, reference, numeric, h)
-    return {"dcr": -dcr, "density_ratio": ratio}
+    for sl, D in blocks:
+        log_ref[sl] = _lse_mean(-D / h)
+    del blocks
+    dcr = np.empty(len(targets))
+    log_syn = np.empty(len(targets))
+    for sl in _blocks(len(targets), len(synthetic)):
+        D = gower_block(targets[sl], synthetic, numeric)
+        dcr[sl] = D.min(axis=1)
+        log_syn[sl] = _lse_mean(-D / h)
+    return {"dcr": -dcr, "density_ratio": log_syn - log_ref}
 
 
 ATTACKS = ("dcr", "density_ratio")
