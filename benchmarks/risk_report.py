@@ -90,8 +90,8 @@ def one(table: str, mechanism: str, *, epsilon: float, rows: int, runs: int, see
 
 
 def markdown(lines: list[dict]) -> str:
-    head = ("| table | cols | rows | mechanism | ε claimed | LB dcr | LB DOMIAS | AUC dcr / DOMIAS | control AUC | "
-            "noise-off AUC (dcr) | broken LB (scale /10) | release s | report s | ratio |\n"
+    head = ("| table | cols | rows | mechanism | ε claimed | LB dcr / DOMIAS / cells | AUC dcr / DOMIAS / cells | "
+            "control AUC | noise-off AUC (best) | broken LB (scale /10) | refits | release s | report s | ratio |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for r in lines:
@@ -101,11 +101,14 @@ def markdown(lines: list[dict]) -> str:
             continue
         lb, auc = r["lower_bounds"], r["aucs"]
         broken = r.get("broken_lower_bound")
+        names = ("dcr", "density_ratio", "marginal_ratio")
+        off = max(r["noise_off_aucs"].values(), default=None)
+        refits = f"{r.get('runs_done', r['runs'])}" + (" + noise off" if off is not None else "")
         rows.append(
-            f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r['epsilon']:g} | {lb['dcr']} | "
-            f"{lb['density_ratio']} | {auc['dcr']} / {auc['density_ratio']} | {r['control_auc']} | "
-            f"{r['noise_off_aucs'].get('dcr')} | {'' if broken is None else broken} | {r['release_seconds']} | "
-            f"{r['report_seconds']:.1f} | {r['time_ratio']} |")
+            f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r['epsilon']:g} | "
+            f"{' / '.join(str(lb.get(n)) for n in names)} | {' / '.join(str(auc.get(n)) for n in names)} | "
+            f"{r['control_auc']} | {'' if off is None else off} | {'' if broken is None else broken} | {refits} | "
+            f"{r['release_seconds']} | {r['report_seconds']:.1f} | {r['time_ratio']} |")
     return head + "\n" + "\n".join(rows)
 
 
