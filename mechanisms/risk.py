@@ -350,10 +350,11 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     what it skipped."""
     t0 = time.perf_counter()
     step = progress or (lambda f, s: None)
-    claim = {"claimed_epsilon": float(epsilon), "claimed_delta": float(delta or 0.0), "mechanism": mechanism,
+    claim = {"claimed_epsilon": epsilon, "claimed_delta": delta or 0.0, "mechanism": mechanism,
              "confidence": confidence}
     try:
         epsilon, delta = float(epsilon), float(delta or 0.0)
+        claim.update(claimed_epsilon=epsilon, claimed_delta=delta)
         if not (epsilon > 0 and math.isfinite(epsilon)):
             return not_computable(f"the claimed epsilon must be positive and finite, got {epsilon!r}", **claim)
         if prepared is None or len(prepared) == 0:

@@ -164,3 +164,9 @@ def test_a_time_budget_skips_refits_after_the_first(adult):
     assert rep["status"] == "done" and rep["runs"] == 1 and rep["runs_requested"] == 3
     assert rep["skipped_for_time"] == ["noise off", "private", "private"]
     assert {c["release"] for c in rep["control"]} == {"members themselves"}  # the free control stays
+
+
+def test_a_claim_that_is_not_a_number_is_not_computable(adult):
+    schema, prepared = adult
+    rep = risk.risk_report(schema, prepared, "baseline", epsilon="one", noise=Noise.seeded(0))
+    assert rep["status"] == "not computable" and "could not convert" in rep["reason"]
