@@ -59,9 +59,9 @@ def _needs_delta(mechanism: str, schema: Schema, params: dict) -> bool:
 
 
 def one(table: str, mechanism: str, *, epsilon: float, rows: int, runs: int, seed: int, broken: bool,
-        time_factor: float | None = None) -> dict:
+        time_factor: float | None = None, default_params: bool = False) -> dict:
     schema, raw = load(table, rows, seed)
-    params = PARAMS.get(mechanism, {})
+    params = {} if default_params else PARAMS.get(mechanism, {})
     delta = DELTA if _needs_delta(mechanism, schema, params) else 0.0
     rel_s = release_seconds(schema, raw, mechanism, epsilon, params, seed)
     prepared = schema.prepare(raw)
@@ -122,6 +122,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--time-factor", type=float, default=None,
                    help="skip refits after the first past this many times the release's time (the web app: 3)")
+    p.add_argument("--default-params", action="store_true", help="the mechanisms' defaults, not the shorter PARAMS")
     p.add_argument("--broken", action="store_true", help="also attack the variant with noise scale / 10")
     p.add_argument("--out", default=None, help="append one JSON line per result")
     p.add_argument("--markdown", default=None, help="print the markdown table of a JSON-lines file and exit")
@@ -132,7 +133,8 @@ def main(argv=None) -> int:
     for table in args.tables:
         for mech in args.mechanisms:
             res = one(table, mech, epsilon=args.epsilon, rows=args.rows, runs=args.runs, seed=args.seed,
-                      broken=args.broken, time_factor=args.time_factor)
+                      broken=args.broken, time_factor=args.time_factor,
+                      default_params=args.default_params)
             line = json.dumps(res)
             print(line, flush=True)
             if args.out:
