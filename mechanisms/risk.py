@@ -30,9 +30,11 @@ Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
     On the first run's synthetic table: the attacker knows every column of a target but a secret one
     and guesses the secret from the closest synthetic record on the others. Success on members
     (training records) against success on the reference records (never trained on: the control);
-    the risk is (members - control) / (1 - control). Anonymeter itself (PyPI ``anonymeter``) pins
-    numpy < 1.27 and numba, incompatible with this project's numpy 2; this is a small reimplementation
-    of its attribute-inference evaluator only (singling out and linkability are not implemented).
+    the risk is (members - control) / (1 - control) with a 95% interval from Wilson intervals. The same
+    for linkability: two halves of a target's columns are linked when their closest synthetic records
+    coincide. Anonymeter itself (PyPI ``anonymeter``) pins numpy < 1.27 and numba, incompatible with
+    this project's numpy 2; this is a small reimplementation of its attribute-inference and linkability
+    evaluators (its singling-out evaluator is not implemented).
 
 Positive control
     The same attacks against releases that are not private: the members themselves (a "release" that
@@ -290,7 +292,9 @@ def attribute_inference(schema: Schema, members: np.ndarray, control: np.ndarray
             _, nn = closest(rows, synthetic, numeric, others)
             guess = synthetic[nn, j]
             if numeric[j]:
-                return np.abs(guess - rows[:, j]) <= 0.05  # within 5% of the public range, as Anonymeter's tolerance
+                # within 5% of the public range (Anonymeter: 5% of the true value; the range treats values
+                # near 0 like the others)
+                return np.abs(guess - rows[:, j]) <= 0.05
             return guess == rows[:, j]
 
         def baseline(rows: np.ndarray) -> np.ndarray:
@@ -299,12 +303,60 @@ def attribute_inference(schema: Schema, members: np.ndarray, control: np.ndarray
                 return np.abs(guess - rows[:, j]) <= 0.05
             return guess == rows[:, j]
 
-        m_rate = float(hit(members[m_idx]).mean())
-        c_rate = float(hit(control[c_idx]).mean())
+        m_hits, c_hits = int(hit(members[m_idx]).sum()), int(hit(control[c_idx]).sum())
         b_rate = float(baseline(members[m_idx]).mean())
-        risk = (m_rate - c_rate) / (1 - c_rate) if c_rate < 1 else 0.0
-        out.append({"secret": kept[j].name, "attack_rate": _r(m_rate), "control_rate": _r(c_rate),
-                    "baseline_rate": _r(b_rate), "risk": _r(max(risk, 0.0)), "targets": int(n_t)})
+        out.append({"secret": kept[j].name, **anonymeter_risk(m_hits, c_hits, n_t), "baseline_rate": _r(b_rate)})
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
+    """The Wilson score interval of a success rate k/n: (centre, low, high), as Anonymeter reports."""
+    if n <= 0:
+        return 0.0, 0.0, 1.0
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return centre, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def anonymeter_risk(attack_hits: int, control_hits: int, n: int) -> dict:
+    """Anonymeter's risk (attack - control) / (1 - control) from Wilson-corrected rates, with a 95%
+    interval from the rates' intervals (attack low against control high, and the reverse)."""
+    a, a_lo, a_hi = wilson(attack_hits, n)
+    c, c_lo, c_hi = wilson(control_hits, n)
+
+    def r(x, y):
+        return max(0.0, (x - y) / (1 - y)) if y < 1 else 0.0
+
+    return {"attack_rate": _r(attack_hits / n if n else 0.0), "control_rate": _r(control_hits / n if n else 0.0),
+            "risk": _r(r(a, c)), "risk_ci": [_r(r(a_lo, c_hi)), _r(min(1.0, r(a_hi, c_lo)))], "targets": int(n)}
+
+
+def linkability(schema: Schema, members: np.ndarray, control: np.ndarray, synthetic: np.ndarray,
+                numeric: np.ndarray, rng: np.random.Generator, n_neighbors: int = 1) -> dict | None:
+    """Anonymeter's linkability: the attacker holds two halves of a target's columns from two sources
+    and links them when the closest synthetic records on each half coincide (``n_neighbors`` closest
+    on each side share one). Success on members against the control records; None under 2 columns."""
+    d = members.shape[1]
+    if d < 2:
+        return None
+    cols = rng.permutation(d)
+    left, right = np.sort(cols[: d // 2]), np.sort(cols[d // 2:])
+    n_t = min(len(members), len(control), 500)
+    m_rows = members[rng.choice(len(members), n_t, replace=False)]
+    c_rows = control[rng.choice(len(control), n_t, replace=False)]
+
+    def links(rows: np.ndarray) -> int:
+        hits = 0
+        for sl in _blocks(len(rows), len(synthetic)):
+            a = np.argsort(gower_block(rows[sl], synthetic, numeric, left), axis=1, kind="stable")[:, :n_neighbors]
+            b = np.argsort(gower_block(rows[sl], synthetic, numeric, right), axis=1, kind="stable")[:, :n_neighbors]
+            hits += sum(bool(set(x) & set(y)) for x, y in zip(a.tolist(), b.tolist()))
+        return hits
+
+    out = anonymeter_risk(links(m_rows), links(c_rows), n_t)
+    out["columns"] = [[schema.kept[j].name for j in left], [schema.kept[j].name for j in right]]
     return out
 
 
@@ -403,7 +455,7 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     results: dict[str, dict[str, list]] = {"private": {a: [] for a in ATTACKS},
                                            "members": {a: [] for a in ATTACKS},
                                            "noise off": {a: [] for a in ATTACKS}}
-    attribute = None
+    attribute = linked = None
     fit_seconds: list[float] = []
     step_seconds: list[float] = []
     skipped: list[str] = []
@@ -436,6 +488,7 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
             if kind == "private" and attribute is None:
                 step(done_fits / (total_fits + 1), "attribute inference")
                 attribute = attribute_inference(kschema, X[members_idx], reference, S, enc.numeric, rng)
+                linked = linkability(kschema, X[members_idx], reference, S, enc.numeric, rng)
                 # the members themselves as a "release": the positive control, on the same coins
                 scores = attack_scores(targets, X[members_idx], reference, enc.numeric)
                 scores["marginal_ratio"] = marginal_scores(t_cells, C[members_idx], C[ref_idx], sizes)
@@ -461,6 +514,7 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
               "rows_total": rows_total, "rows_used": len(frame), "reference_rows": int(n_ref),
               "targets_per_run": int(min(len(pool_idx), MAX_TARGETS)),
               "attacks": attacks, "control": control, "attribute_inference": attribute or [],
+              "linkability": linked,
               "fit_seconds": [round(s, 3) for s in fit_seconds]}
     report.update(verdict(report))
     report["seconds"] = round(time.perf_counter() - t0, 3)

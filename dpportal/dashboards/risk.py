@@ -196,7 +196,7 @@ def api_dict(release: Release) -> dict:
         out["control"] = [{**{k: a.get(k) for k in keys}, "release": a.get("release")}
                           for a in results.get("control", [])]
         for k in ("confidence", "epsilon_lower_bound", "guarantee_failed", "control_auc", "control_detected",
-                  "empirical_advantage", "theoretical_advantage", "summary", "attribute_inference", "runs",
+                  "empirical_advantage", "theoretical_advantage", "summary", "attribute_inference", "linkability", "runs",
                   "rows_used", "seconds", "release_seconds", "time_ratio"):
             if k in results:
                 out[k] = results[k]

@@ -170,3 +170,23 @@ def test_a_claim_that_is_not_a_number_is_not_computable(adult):
     schema, prepared = adult
     rep = risk.risk_report(schema, prepared, "baseline", epsilon="one", noise=Noise.seeded(0))
     assert rep["status"] == "not computable" and "could not convert" in rep["reason"]
+
+
+def test_anonymeter_style_attacks_find_a_copied_table(adult):
+    """Attribute inference and linkability against the members themselves (a "release" that copies
+    its input): members are found, the control records much less (risk high); the Wilson interval
+    holds the point estimate."""
+    schema, prepared = adult
+    k = risk.kept_schema(schema)
+    enc = risk.Encoding(k)
+    X = enc.encode(prepared[k.names])
+    members, control = X[:1000], X[2000:2500]
+    rng = Noise.seeded(0).private_rng
+    attr = risk.attribute_inference(k, members, control, members, enc.numeric, rng)
+    assert all(a["attack_rate"] == 1.0 and a["risk_ci"][0] <= a["risk"] <= a["risk_ci"][1] for a in attr)
+    assert max(a["risk"] for a in attr) > 0.5
+    link = risk.linkability(k, members, control, members, enc.numeric, rng)
+    # not 1: records equal on one half of the columns are ties (0.93 at this seed)
+    assert link["attack_rate"] > 0.85 and link["control_rate"] < 0.1 and link["risk"] > 0.8
+    assert risk.wilson(0, 100)[1] == 0.0 and risk.wilson(100, 100)[2] == pytest.approx(1.0)
+    assert risk.wilson(50, 100)[1] == pytest.approx(0.4038, abs=1e-4)  # the textbook Wilson interval
