@@ -36,13 +36,14 @@ def delta_lower_bound(hits_d: int, hits_d2: int, n: int, epsilon: float, alpha: 
 
 
 def guessing_epsilon_lower_bound(correct: int, guesses: int, alpha: float = 0.05, delta: float = 0.0) -> float:
-    """Lower confidence bound on epsilon from a membership-guessing game with independent inclusion.
+    """Lower confidence bound on epsilon from a membership-guessing game with independent coins.
 
-    Each target record was put in the training table by an independent fair coin; the attacker
-    guessed "in" or "out" for ``guesses`` of them and was right ``correct`` times. Under epsilon-DP
-    each guess is right with probability at most e^eps / (1 + e^eps), also given the other records'
-    coins, so the number of correct guesses is dominated by a binomial with that rate (Steinke, Nasr
-    & Jagielski, "Privacy auditing with one (1) training run", NeurIPS 2023). With p_lo the one-sided
+    Independent fair coins decided the training table, each between two NEIGHBOURING tables given the
+    others (the risk report: which record of a pair is in, so one coin replaces one record); the
+    attacker guessed ``guesses`` coins and was right ``correct`` times. Under epsilon-DP each guess is
+    right with probability at most e^eps / (1 + e^eps), also given the other coins, so the number of
+    correct guesses is dominated by a binomial with that rate (Steinke, Nasr & Jagielski, "Privacy
+    auditing with one (1) training run", NeurIPS 2023, there with add/remove coins). With p_lo the one-sided
     Clopper-Pearson lower bound of the success rate at confidence 1 - alpha, eps >= ln(p / (1 - p))
     for p = p_lo - delta (delta shifts each guess's success rate by at most delta, the usual
     (eps, delta) slack; an approximation of the paper's exact delta term, negligible at the deltas

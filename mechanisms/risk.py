@@ -7,9 +7,12 @@ mechanism with the SAME parameters and epsilon on random subsets of the table an
 Membership inference (``runs`` refits)
     The table (at most ``max_rows`` records, a random sample beyond) is split once into a reference
     part (``REFERENCE_FRACTION``: population data the attacker is granted, never trained on, never a
-    target) and a target pool. In each run every target record joins the training table by an
-    independent fair coin (members; the others are non-members), the mechanism is fitted on the
-    members and samples as many synthetic rows. Each attack scores every target (higher: "member"):
+    target) and a target pool of random PAIRS of records. In each run an independent fair coin per
+    pair puts one of its two records in the training table (members; the other is a non-member): the
+    training table always has the same size and flipping one coin replaces one record by another,
+    which is exactly dpportal's neighbouring relation (replace one record, n public). The mechanism is
+    fitted on the members and samples as many synthetic rows. Each attack scores every target
+    (higher: "member"):
 
     * ``dcr``: minus the distance to the closest synthetic record, on the public encoding (numeric
       columns scaled to [0, 1] on the schema's bounds, categorical columns 0/1 mismatch; the mean over
@@ -21,10 +24,10 @@ Membership inference (``runs`` refits)
       time (columns taken as independent): the attack that fits releases of noisy one-way marginals.
 
     Reported per attack: ROC AUC, TPR at FPR 1% and 0.1% (pooled over runs), the membership
-    advantage (the largest TPR - FPR), and an empirical epsilon LOWER bound: the attacker guesses
-    "member" for its top-scored and "non-member" for its bottom-scored targets (a few guess counts,
-    Bonferroni-corrected), and :func:`mechanisms.audit.guessing_epsilon_lower_bound` turns the correct
-    guesses into a bound with a one-sided Clopper-Pearson interval at ``confidence``.
+    advantage (the largest TPR - FPR), and an empirical epsilon LOWER bound: on the pairs whose two
+    scores differ most (a few guess counts, Bonferroni-corrected) the attacker guesses that the
+    higher-scored record is the member, and :func:`mechanisms.audit.guessing_epsilon_lower_bound`
+    turns the correct guesses into a bound with a one-sided Clopper-Pearson interval at ``confidence``.
 
 Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
     On the first run's synthetic table: the attacker knows every column of a target but a secret one
@@ -69,7 +72,7 @@ MAX_TARGETS = 2_000  # targets scored per run (a random subset of the pool beyon
 DEFAULT_RUNS = 2  # refits on random halves: keeps the report within ~3x the release's time
 DEFAULT_CONFIDENCE = 0.95
 FPR_LEVELS = (0.01, 0.001)
-GUESS_FRACTIONS = (0.02, 0.1, 0.5, 1.0)  # share of targets the attacker guesses on (half "in", half "out")
+GUESS_FRACTIONS = (0.02, 0.1, 0.5, 1.0)  # share of target pairs the attacker guesses on (abstaining on the rest)
 CONTROL_MIN_AUC = 0.9
 MAX_SECRETS = 5  # attribute inference: secret columns tried (categorical first, then numeric)
 CHUNK_CELLS = 2_000_000  # distance matrix entries per block
@@ -215,14 +218,16 @@ def advantage(labels, scores) -> float:
 
 
 def guesses(labels: np.ndarray, scores: np.ndarray, fraction: float) -> tuple[int, int]:
-    """(correct, made): guess "member" for the top fraction/2 and "non-member" for the bottom
-    fraction/2 of the targets by score (ties broken by position, fixed before labels are seen)."""
-    n = len(scores)
-    k = min(max(1, int(round(n * fraction / 2))), n // 2)
-    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
-    top, bottom = order[:k], order[n - k:]
-    correct = int(labels[top].sum() + (~labels[bottom]).sum())
-    return correct, int(len(top) + len(bottom))
+    """(correct, made) over PAIRS of targets: consecutive targets (2i, 2i+1) are a pair of which a coin
+    put exactly one in the training table. For the ``fraction`` of pairs whose two scores differ most
+    the attacker guesses that the higher-scored one is the member; it abstains on the others (the
+    order and the ties are fixed before the labels are seen)."""
+    s = np.asarray(scores, dtype=float).reshape(-1, 2)
+    first_in = np.asarray(labels, dtype=bool).reshape(-1, 2)[:, 0]
+    d = s[:, 0] - s[:, 1]
+    k = min(max(1, int(round(len(d) * fraction))), len(d))
+    pick = np.argsort(-np.abs(d), kind="stable")[:k]
+    return int(np.sum((d[pick] > 0) == first_in[pick])), int(k)
 
 
 def summarise_attack(name: str, runs: list[tuple[np.ndarray, np.ndarray]], *, confidence: float,
@@ -444,6 +449,7 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     perm = rng.permutation(len(frame))
     n_ref = max(int(round(len(frame) * REFERENCE_FRACTION)), 10)
     ref_idx, pool_idx = perm[:n_ref], perm[n_ref:]
+    pairs = pool_idx[: 2 * (len(pool_idx) // 2)].reshape(-1, 2)  # a coin per pair puts one of the two in
     reference = X[ref_idx]
 
     # the first private refit, then the noise-off control, then the other private refits; with a
@@ -466,10 +472,8 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                 skipped.append(kind)
                 continue
             ts = time.perf_counter()
-            coins = rng.random(len(pool_idx)) < 0.5
-            members_idx = pool_idx[coins]
-            if len(members_idx) < 2 or coins.all():
-                raise NotComputable("a random half of the table was empty")
+            first_in = rng.random(len(pairs)) < 0.5
+            members_idx = np.where(first_in, pairs[:, 0], pairs[:, 1])
             step(done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})")
             tf = time.perf_counter()
             syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
@@ -478,9 +482,11 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
             done_fits += 1
             syn_prepared = kschema.prepare(syn)
             S, S_cells = enc.encode(syn_prepared), kschema.to_cells(syn_prepared)
-            t_sel = (rng.choice(len(pool_idx), MAX_TARGETS, replace=False) if len(pool_idx) > MAX_TARGETS
-                     else np.arange(len(pool_idx)))
-            labels, targets, t_cells = coins[t_sel], X[pool_idx[t_sel]], C[pool_idx[t_sel]]
+            n_sel = min(len(pairs), MAX_TARGETS // 2)
+            p_sel = np.sort(rng.choice(len(pairs), n_sel, replace=False)) if n_sel < len(pairs) else np.arange(len(pairs))
+            t_idx = pairs[p_sel].ravel()  # targets in pair order: (first, second) of each chosen pair
+            labels = np.column_stack([first_in[p_sel], ~first_in[p_sel]]).ravel()
+            targets, t_cells = X[t_idx], C[t_idx]
             scores = attack_scores(targets, S, reference, enc.numeric)
             scores["marginal_ratio"] = marginal_scores(t_cells, S_cells, C[ref_idx], sizes)
             for a, sc in scores.items():
@@ -512,7 +518,7 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     report = {"status": "done", **claim, "delta": delta, "params": params or {}, "runs": runs_done,
               "runs_requested": runs, "skipped_for_time": skipped, "time_budget_seconds": time_budget,
               "rows_total": rows_total, "rows_used": len(frame), "reference_rows": int(n_ref),
-              "targets_per_run": int(min(len(pool_idx), MAX_TARGETS)),
+              "targets_per_run": int(2 * min(len(pairs), MAX_TARGETS // 2)),
               "attacks": attacks, "control": control, "attribute_inference": attribute or [],
               "linkability": linked,
               "fit_seconds": [round(s, 3) for s in fit_seconds]}
