@@ -78,10 +78,6 @@ MAX_SECRETS = 5  # attribute inference: secret columns tried (categorical first,
 CHUNK_CELLS = 2_000_000  # distance matrix entries per block
 
 
-class NotComputable(ValueError):
-    """The report cannot be computed for this input; the message says why."""
-
-
 # =================================================================================================
 # Distances and scores
 # =================================================================================================
@@ -377,10 +373,12 @@ def kept_schema(schema: Schema) -> Schema:
     return Schema.from_dict(d)
 
 
-def _refit(name: str, schema: Schema, members: pd.DataFrame, *, epsilon, delta, params, noise: Noise) -> pd.DataFrame:
+def _refit(name: str, schema: Schema, members: pd.DataFrame, *, epsilon, delta, params, noise: Noise,
+           progress: ProgressFn | None = None) -> pd.DataFrame:
     from .runner import build
 
-    mech = build(name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members))
+    mech = build(name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members),
+                 progress=progress)
     mech.fit(TableSource(schema, frame=members.reset_index(drop=True)))
     return mech.sample(len(members))
 
@@ -476,8 +474,10 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
             members_idx = np.where(first_in, pairs[:, 0], pairs[:, 1])
             step(done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})")
             tf = time.perf_counter()
+            base, label = done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})"
             syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
-                         params=params, noise=noises[kind])
+                         params=params, noise=noises[kind],  # the fit's progress also lets a cancel stop it
+                         progress=lambda f, s: step(base + 0.9 * f / (total_fits + 1), label))
             fit_seconds.append(time.perf_counter() - tf)
             done_fits += 1
             syn_prepared = kschema.prepare(syn)
@@ -501,8 +501,6 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                 for a, sc in scores.items():
                     results["members"][a].append((labels, sc))
             step_seconds.append(time.perf_counter() - ts)
-    except NotComputable as exc:
-        return not_computable(str(exc), **claim)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
         return not_computable(f"the mechanism could not be refitted on half of the table: "
                               f"{(str(exc).splitlines() or [type(exc).__name__])[0]}", **claim)

@@ -113,3 +113,22 @@ def test_draws_get_no_report_of_their_own(world):
     assert risk.request_risk_report(draw) is None
     body = _api_get(world, world.owner, draw).json()
     assert body["status"] == "not computable" and "draw" in body["reason"]
+
+
+def test_a_cancel_stops_a_running_report_at_its_next_progress_point(world, monkeypatch):
+    from django.utils import timezone
+
+    dataset = _ids_dataset(world.owner)
+    release = run_release(dataset, world.owner, epsilon="1", rows=50)
+    seen = []
+    real_refit = mrisk._refit
+
+    def refit_then_cancel(*a, **kw):  # the steward presses cancel while the first refit runs
+        seen.append(1)
+        RiskReport.objects.filter(release=release).update(cancel_requested_at=timezone.now())
+        monkeypatch.setattr(risk, "PROGRESS_WRITE_INTERVAL", 0.0)
+        return real_refit(*a, **kw)
+
+    monkeypatch.setattr(mrisk, "_refit", refit_then_cancel)
+    rr = risk.compute(release, runs=3, noise=Noise.seeded(0))
+    assert rr.status == RiskReport.CANCELLED and len(seen) == 1 and rr.results is None
