@@ -179,13 +179,15 @@ def api_dict(release: Release) -> dict:
     base = {"release": release.pk, "claimed_epsilon": float(release.epsilon), "claimed_delta": float(release.delta or 0),
             "attacks": [], "control": []}
     if rr is None:
-        status = "not computable" if not wanted(release) else ("pending" if release.status == Release.DONE
-                                                                else "waiting for the release")
-        out = {**base, "status": status, "progress": 0.0}
         if not wanted(release):
-            out["reason"] = "a draw shares its original release's report" if release.parent_id else \
-                "not a synthesis release"
-        return out
+            return {**base, "status": "not computable", "progress": 0.0,
+                    "reason": "a draw shares its original release's report" if release.parent_id
+                    else "not a synthesis release"}
+        if release.status != Release.DONE:
+            return {**base, "status": "waiting for the release", "progress": 0.0}
+        return {**base, "status": "not requested", "progress": 0.0,
+                "reason": "no risk report yet (a release made before reports existed): compute it from the "
+                          "release's dashboard page"}
     results = rr.results or {}
     out = {**base, "status": rr.status, "progress": round(rr.progress * 100, 1), "stage": rr.stage}
     if rr.status in (RiskReport.NOT_COMPUTABLE, RiskReport.FAILED):

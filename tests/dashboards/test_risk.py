@@ -108,6 +108,11 @@ def test_cancel_and_deleted_raw_data(world, django_capture_on_commit_callbacks):
     assert rr.status == RiskReport.NOT_COMPUTABLE and "deleted" in rr.error
 
 
+def test_a_release_without_a_report_says_so(world):
+    body = _api_get(world, world.owner, world.release).json()  # the fixture's release ran no report
+    assert body["status"] == "not requested" and "dashboard" in body["reason"] and body["attacks"] == []
+
+
 def test_draws_get_no_report_of_their_own(world):
     draw = release_services.draw_more(world.release, world.owner, 5)
     assert risk.request_risk_report(draw) is None
