@@ -145,7 +145,7 @@ def dataset_dashboard(request, pk):
                for key, title in charts.UTILITY_METRICS if any(p["summary"].get(key) is not None for p in points)]
     schema = dataset.confirmed_schema()
     releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism="dp-bounds")
-                    .select_related("evaluation").order_by("-created_at"))
+                    .select_related("evaluation", "risk_report").order_by("-created_at"))
     services.mark_best_quality(releases)
     ctx = {"dataset": dataset, "utility": utility, "points": points, "releases": releases,
            "target": services.target_for(dataset, schema) if schema else None,

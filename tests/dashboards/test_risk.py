@@ -88,6 +88,8 @@ def test_a_bound_above_the_claim_is_flagged_and_logged(world, monkeypatch, caplo
     detail = world.client(world.owner).get(reverse("dpportal-release", args=[release.pk])).content.decode()
     assert 'id="risk-guarantee-failed"' in detail
     assert _api_get(world, world.owner, release).json()["guarantee_failed"] is True
+    listing = world.client(world.owner).get(reverse("dpportal-dataset-dashboard", args=[dataset.pk])).content.decode()
+    assert "risk-failed" in listing and "guarantee FAILED" in listing
 
 
 def test_cancel_and_deleted_raw_data(world, django_capture_on_commit_callbacks):
