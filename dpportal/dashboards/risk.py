@@ -85,7 +85,7 @@ def compute(release: Release, prepared: pd.DataFrame | None = None, *, runs: int
             noise: Noise | None = None) -> RiskReport:
     """Compute and store the report (``prepared``: the table when the caller holds it; ``noise``: a
     seeded Noise in tests only, the worker always uses fresh secure noise)."""
-    from mechanisms import risk  # scipy & co.: loaded by the worker only
+    from mechanisms import resources, risk  # scipy & co.: loaded by the worker only
 
     rr, _ = RiskReport.objects.get_or_create(release=release)
     RiskReport.objects.filter(pk=rr.pk).update(status=RiskReport.RUNNING, progress=0.0, stage="loading", error="",
@@ -103,6 +103,7 @@ def compute(release: Release, prepared: pd.DataFrame | None = None, *, runs: int
                 return _reload(rr)
         seconds = ((release.finished_at - release.started_at).total_seconds()
                    if release.finished_at and release.started_at else None)
+        resources.limit_threads(resources.threads_per_job())  # the refits share the cores as releases do
         budget = (max(settings.DPPORTAL_RISK_TIME_FACTOR * seconds, settings.DPPORTAL_RISK_MIN_SECONDS)
                   if seconds is not None else None)
         results = risk.risk_report(
