@@ -203,12 +203,20 @@ DPPORTAL_SWEEP_SECONDS = env_float("DPPORTAL_SWEEP_SECONDS", 30.0, minimum=0.1)
 # database. Empty: <DATA_DIR>/ledger-anchor.log (resolved when written); "off": no anchor.
 DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
 # Queues (issue 19): long fits on "synthesis"; draws and releases estimated under
-# DPPORTAL_FAST_JOB_SECONDS (mechanisms/runtime.py) on "fast"; utility evaluations on "evaluation".
+# DPPORTAL_FAST_JOB_SECONDS (mechanisms/runtime.py) on "fast"; utility evaluations and risk reports on "evaluation".
 # A worker started without -Q consumes all three; scripts/run.sh starts one worker per queue so a draw
 # never waits behind a long fit (docs/operations.md).
 CELERY_TASK_DEFAULT_QUEUE = "synthesis"
 CELERY_TASK_QUEUES = [Queue("synthesis"), Queue("fast"), Queue("evaluation")]
-CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"}}
+CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"},
+                      "dpportal.dashboards.tasks.risk_report_task": {"queue": "evaluation"}}
+# Privacy risk reports (dpportal/dashboards/risk.py): computed on the evaluation queue after each release;
+# up to RUNS refits of the mechanism on random halves plus one with its noise off, skipped past
+# max(TIME_FACTOR x the release's time, MIN_SECONDS) (the first refit always runs).
+DPPORTAL_RISK_REPORT = env_bool("DPPORTAL_RISK_REPORT", True)
+DPPORTAL_RISK_RUNS = env_int("DPPORTAL_RISK_RUNS", 2, minimum=1)
+DPPORTAL_RISK_TIME_FACTOR = env_float("DPPORTAL_RISK_TIME_FACTOR", 3.0, minimum=0.0)
+DPPORTAL_RISK_MIN_SECONDS = env_float("DPPORTAL_RISK_MIN_SECONDS", 10.0, minimum=0.0)
 DPPORTAL_FAST_JOB_SECONDS = env_float("DPPORTAL_FAST_JOB_SECONDS", 10.0, minimum=0.0)
 
 LOGGING = {

@@ -1,4 +1,4 @@
-"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate, recommend}``.
+"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate, recommend, risk}``.
 
 Errors exit non-zero with one line naming the problem.
 """
@@ -180,6 +180,33 @@ def cmd_evaluate(args) -> int:
     return evaluation.cli(args)
 
 
+def cmd_risk(args) -> int:
+    """The privacy risk report of a mechanism on a table (NOT private: reads the raw data; steward-only)."""
+    from . import risk
+
+    schema = _load_schema(args.schema)
+    if schema.draft:
+        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"--params must be a JSON object: {exc.msg}") from None
+    if not isinstance(params, dict):
+        raise CLIError(f"--params must be a JSON object, got {type(params).__name__}")
+    try:
+        raw = read_raw_csv(args.data)
+    except OSError as exc:
+        raise CLIError(f"cannot read data {args.data!r}: {exc.strerror}") from None
+    prepared = schema.prepare(raw) if len(raw) else None
+    noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
+    report = risk.risk_report(schema, prepared, args.mechanism, epsilon=_amount(args.epsilon, "epsilon"),
+                              delta=_amount(args.delta, "delta"), params=params, runs=args.runs, noise=noise,
+                              confidence=args.confidence, noise_off_control=not args.no_noise_off_control,
+                              max_rows=args.max_rows)
+    print(json.dumps(report, indent=2 if args.pretty else None))
+    return 0
+
+
 def _amount(value: str, name: str) -> float:
     """An amount parsed as everywhere else (``accounting.exact``: plain ASCII text, bounded)."""
     try:
@@ -252,13 +279,27 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--fast", action="store_true", help="TSTR on fewer rows with fewer trees")
     e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON (default: a summary)")
     e.add_argument("--compact", action="store_true", help="one-line JSON (implies --json)")
+    k = sub.add_parser("risk", help="privacy risk report: attacks on refits, epsilon lower bound (NOT private)")
+    k.add_argument("--data", required=True)
+    k.add_argument("--schema", required=True)
+    k.add_argument("--mechanism", required=True)
+    k.add_argument("--epsilon", required=True)
+    k.add_argument("--delta", default="0")
+    k.add_argument("--params", default=None, help="the mechanism's parameters as a JSON object")
+    k.add_argument("--runs", type=int, default=2, help="refits on random halves (more: tighter, slower)")
+    k.add_argument("--confidence", type=float, default=0.95, help="of the epsilon lower bounds")
+    k.add_argument("--max-rows", type=int, default=10_000, help="records used (a random sample beyond)")
+    k.add_argument("--no-noise-off-control", action="store_true",
+                   help="skip the control refit with the noise switched off (saves one fit)")
+    k.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded non-secure noise")
+    k.add_argument("--pretty", action="store_true", help="indented JSON")
     return p
 
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
     handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate,
-                "recommend": cmd_recommend}
+                "recommend": cmd_recommend, "risk": cmd_risk}
     try:
         return handlers[args.command](args)
     except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError,

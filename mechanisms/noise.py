@@ -227,3 +227,68 @@ class Noise:
     def _check_finite(values: np.ndarray) -> None:
         if not np.all(np.isfinite(values)):
             raise ValueError("values to be noised must be finite (got NaN or inf)")
+
+
+class ZeroNoise(Noise):
+    """Noise switched off: exact counts and values, the true maximum selected. NOT private.
+
+    Only for analysis that must show what a release WITHOUT its privacy noise would leak: the risk
+    report's positive control (mechanisms/risk.py) and tests. Data-independent randomness (drawing
+    synthetic rows) still comes from a generator of this module: ``base``'s, when given."""
+
+    def __init__(self, *, seed: int = 0, base: Noise | None = None):
+        super().__init__(secure=False, seed=seed)
+        if base is not None:
+            self.rng, self.private_rng = base.rng, base.private_rng
+
+    @property
+    def backend(self) -> str:
+        return "noise switched off (analysis only, not private)"
+
+    def laplace_int(self, counts, *, scale):
+        self._check_scale(scale)
+        return np.asarray(counts, dtype=np.int64).copy()
+
+    gaussian_int = laplace_int
+
+    def laplace_float(self, values, *, scale):
+        self._check_scale(scale)
+        return np.asarray(values, dtype=np.float64).copy()
+
+    gaussian_float = laplace_float
+
+    def select_max_zcdp(self, scores, *, sensitivity, rho):
+        return int(np.argmax(np.asarray(scores, dtype=np.float64).ravel()))
+
+
+class ScaledNoise(Noise):
+    """Every noise scale multiplied by ``factor`` (a deliberately broken variant when factor < 1:
+    the release then spends about epsilon / factor while claiming epsilon). NOT for releases: the risk
+    report's tests and benchmarks use it to show that its check can fail."""
+
+    def __init__(self, factor: float, *, seed: int = 0, base: Noise | None = None):
+        if not (factor > 0 and math.isfinite(factor)):
+            raise ValueError(f"factor must be positive and finite, got factor={factor!r}")
+        super().__init__(secure=False, seed=seed)
+        self.factor = float(factor)
+        if base is not None:
+            self.rng, self.private_rng = base.rng, base.private_rng
+
+    @property
+    def backend(self) -> str:
+        return f"noise scale x{self.factor:g} (analysis only)"
+
+    def laplace_int(self, counts, *, scale):
+        return super().laplace_int(counts, scale=scale * self.factor)
+
+    def gaussian_int(self, counts, *, scale):
+        return super().gaussian_int(counts, scale=scale * self.factor)
+
+    def laplace_float(self, values, *, scale):
+        return super().laplace_float(values, scale=scale * self.factor)
+
+    def gaussian_float(self, values, *, scale):
+        return super().gaussian_float(values, scale=scale * self.factor)
+
+    def select_max_zcdp(self, scores, *, sensitivity, rho):
+        return super().select_max_zcdp(scores, sensitivity=sensitivity, rho=rho / self.factor ** 2)

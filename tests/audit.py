@@ -18,29 +18,9 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy.stats import beta
 
-
-def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
-    """One-sided (1 - alpha) lower and upper bounds for a binomial proportion k/n."""
-    lo = 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - alpha, k + 1, n - k))
-    return lo, hi
-
-
-def epsilon_lower_bound(hits_d: int, hits_d2: int, n: int, alpha: float = 0.05) -> float:
-    """Lower confidence bound on epsilon from event counts on D and D' (n draws each)."""
-    lo, _ = clopper_pearson(hits_d, n, alpha / 2)
-    _, hi = clopper_pearson(hits_d2, n, alpha / 2)
-    if lo <= 0 or hi <= 0:
-        return 0.0
-    return max(0.0, math.log(lo / hi))
-
-
-def delta_lower_bound(hits_d: int, hits_d2: int, n: int, epsilon: float, alpha: float = 0.05) -> float:
-    lo, _ = clopper_pearson(hits_d, n, alpha / 2)
-    _, hi = clopper_pearson(hits_d2, n, alpha / 2)
-    return max(0.0, lo - math.exp(epsilon) * hi)
+from mechanisms.audit import (clopper_pearson, delta_lower_bound,  # noqa: F401  (re-exported)
+                              epsilon_lower_bound)
 
 
 def audit_scalar(draw_d: Callable[[int], np.ndarray], draw_d2: Callable[[int], np.ndarray], *,

@@ -21,6 +21,7 @@ urlpatterns = [
     # releases
     path("releases/<int:pk>/", views.release, name="dpportal-api-release"),
     path("releases/<int:pk>/draws/", views.release_draws, name="dpportal-api-release-draws"),
+    path("releases/<int:pk>/risk/", views.release_risk, name="dpportal-api-release-risk"),
     path("releases/<int:pk>/cancel/", views.release_cancel, name="dpportal-api-release-cancel"),
     path("releases/<int:pk>/synthetic.csv", views.release_csv, name="dpportal-api-release-csv"),
     path("releases/<int:pk>/synthetic-spreadsheet.csv", views.release_csv_spreadsheet,

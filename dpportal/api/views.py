@@ -330,6 +330,15 @@ def release_cancel(request, pk):
 
 
 @api_view("GET")
+def release_risk(request, pk):
+    """GET /api/releases/{id}/risk/: the privacy risk report (steward-only: computed from the raw data;
+    anyone else gets 404, as for the utility dashboard)."""
+    from dpportal.dashboards.risk import api_dict
+
+    return JsonResponse(api_dict(release_for_owner(request.user, pk)))
+
+
+@api_view("GET")
 def release_csv(request, pk):
     return csv_response(release_for_viewer(request.user, pk))
 

@@ -45,3 +45,38 @@ class DashboardConfig(models.Model):
 
     def __str__(self) -> str:
         return f"dashboard settings of dataset {self.dataset_id}"
+
+
+class RiskReport(models.Model):
+    """The privacy risk report of a release (steward-only: the attacks read the RAW data).
+
+    Filled on the evaluation queue after the release is done (:mod:`dpportal.dashboards.risk`);
+    ``results`` is :func:`mechanisms.risk.risk_report`'s output, including a "not computable" report
+    with its reason."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    NOT_COMPUTABLE = "not computable"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STATUSES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (NOT_COMPUTABLE, "not computable"),
+                (FAILED, "failed"), (CANCELLED, "cancelled")]
+
+    release = models.OneToOneField("releases.Release", on_delete=models.CASCADE, related_name="risk_report")
+    status = models.CharField(max_length=20, choices=STATUSES, default=PENDING)
+    progress = models.FloatField(default=0.0)  # 0..1
+    stage = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)  # why it failed or is not computable
+    results = models.JSONField(null=True, blank=True)
+    guarantee_failed = models.BooleanField(default=False)  # an empirical lower bound above the claimed epsilon
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"risk report of release {self.release_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.DONE, self.NOT_COMPUTABLE, self.FAILED, self.CANCELLED)

@@ -10,3 +10,10 @@ from . import services
 @shared_task(ignore_result=True)
 def evaluate_release_task(release_id: int) -> None:
     services.evaluate_finished_release(release_id)
+
+
+@shared_task(ignore_result=True)
+def risk_report_task(release_id: int) -> None:
+    from . import risk
+
+    risk.risk_report_finished_release(release_id)

@@ -69,8 +69,37 @@ def release_dashboard(request, pk):
     ctx = {"release": release, "dataset": release.dataset, "cards": _cards(release), "evaluation": ev,
            "results": results, "charts": _release_charts(results) if results else None,
            "numeric": [c for c in results["columns"] if "real" in c] if results else [],
-           "quality": services.quality_from_results(results)}
+           "quality": services.quality_from_results(results), "risk": _risk(release)}
     return render(request, "dashboards/release.html", ctx)
+
+
+def _risk(release: Release):
+    """The release's risk report; one left "running" past the task time limit is shown as failed."""
+    from .models import RiskReport
+
+    rr = RiskReport.objects.filter(release=release).first()
+    if rr is not None and rr.status == RiskReport.RUNNING and rr.started_at is not None:
+        if timezone.now() - rr.started_at > timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60):
+            rr.status, rr.error = RiskReport.FAILED, "the worker stopped during the risk report (killed or lost)"
+    return rr
+
+
+@login_required
+@require_POST
+def release_risk(request, pk):
+    """Queue (again) or cancel the release's privacy risk report."""
+    from . import risk
+
+    release = release_for_owner(request.user, pk)
+    if release.status != Release.DONE or not risk.wanted(release):
+        raise Http404("not available")
+    if request.POST.get("action") == "cancel":
+        risk.cancel(release)
+        messages.success(request, f"Risk report of release {release.pk} cancelled.")
+    else:
+        risk.request_risk_report(release)
+        messages.success(request, f"Risk report of release {release.pk} queued.")
+    return redirect("dpportal-release-dashboard", release.pk)
 
 
 @login_required
@@ -117,7 +146,7 @@ def dataset_dashboard(request, pk):
                for key, title in charts.UTILITY_METRICS if any(p["summary"].get(key) is not None for p in points)]
     schema = dataset.confirmed_schema()
     releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism="dp-bounds")
-                    .select_related("evaluation").order_by("-created_at"))
+                    .select_related("evaluation", "risk_report").order_by("-created_at"))
     services.mark_best_quality(releases)
     done = [r.pk for r in releases if r.status == Release.DONE]  # compare defaults: never a cancelled release
     ctx = {"dataset": dataset, "utility": utility, "points": points, "releases": releases,

@@ -250,13 +250,15 @@ def _enqueue(release_id: int) -> None:
 
 
 def queue_evaluation(release_id: int) -> None:
-    """After a release is done: its utility evaluation goes to the evaluation queue (steward-only,
-    informative; it never holds the worker that ran the release)."""
+    """After a release is done: its utility evaluation and then its privacy risk report go to the
+    evaluation queue (steward-only, informative; they never hold the worker that ran the release)."""
+    from dpportal.dashboards.risk import request_risk_report
     from dpportal.dashboards.services import request_reevaluation
 
     release = Release.objects.filter(pk=release_id, status=Release.DONE).exclude(mechanism=BOUNDS_MECHANISM).first()
     if release is not None:  # a bounds estimate has no table to evaluate
         request_reevaluation(release)
+        request_risk_report(release)
 
 
 # --------------------------------------------------------------------------------------------------

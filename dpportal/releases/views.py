@@ -136,6 +136,9 @@ def release_detail(request, pk):
         from dpportal.dashboards.services import quality_of
 
         ctx["quality"] = quality_of(release)
+        from dpportal.dashboards.risk import report_of
+
+        ctx["risk"] = report_of(release.origin())  # a draw shows its original release's report
     return render(request, "releases/detail.html", ctx)
 
 

@@ -31,3 +31,12 @@ def num(value, digits: int = 3) -> str:
         return f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return "n/a"
+
+
+@register.filter
+def get(mapping, key):
+    """``mapping[key]`` in a template (keys such as "0.01" that the dot syntax cannot name)."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None

@@ -1,0 +1,559 @@
+"""Privacy risk report: attack a mechanism the way an adversary would, next to its claimed epsilon.
+
+THIS MODULE IS NOT PRIVATE. It reads the raw (prepared) table many times and its results are for the
+data steward only, like :mod:`mechanisms.evaluation`. It never changes a release; it refits the SAME
+mechanism with the SAME parameters and epsilon on random subsets of the table and attacks those refits.
+
+Membership inference (``runs`` refits)
+    The table (at most ``max_rows`` records, a random sample beyond) is split once into a reference
+    part (``REFERENCE_FRACTION``: population data the attacker is granted, never trained on, never a
+    target) and a target pool of random PAIRS of records. In each run an independent fair coin per
+    pair puts one of its two records in the training table (members; the other is a non-member): the
+    training table always has the same size and flipping one coin replaces one record by another,
+    which is exactly dpportal's neighbouring relation (replace one record, n public). The mechanism is
+    fitted on the members and samples as many synthetic rows. Each attack scores every target
+    (higher: "member"):
+
+    * ``dcr``: minus the distance to the closest synthetic record, on the public encoding (numeric
+      columns scaled to [0, 1] on the schema's bounds, categorical columns 0/1 mismatch; the mean over
+      columns, Gower's distance);
+    * ``density_ratio``: DOMIAS (van Breugel et al., AISTATS 2023): the synthetic density over the
+      reference density at the target, both kernel density estimates with the same Gower distance
+      (exp(-distance / h), h the median distance of targets to their closest reference record);
+    * ``marginal_ratio``: the same ratio with histogram densities on the public cells, one column at a
+      time (columns taken as independent): the attack that fits releases of noisy one-way marginals.
+
+    Reported per attack: ROC AUC, TPR at FPR 1% and 0.1% (pooled over runs), the membership
+    advantage (the largest TPR - FPR), and an empirical epsilon LOWER bound: on the pairs whose two
+    scores differ most (a few guess counts, Bonferroni-corrected) the attacker guesses that the
+    higher-scored record is the member, and :func:`mechanisms.audit.guessing_epsilon_lower_bound`
+    turns the correct guesses into a bound with a one-sided Clopper-Pearson interval at ``confidence``.
+
+Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
+    On the first run's synthetic table: the attacker knows every column of a target but a secret one
+    and guesses the secret from the closest synthetic record on the others. Success on members
+    (training records) against success on the reference records (never trained on: the control);
+    the risk is (members - control) / (1 - control) with a 95% interval from Wilson intervals. The same
+    for linkability: two halves of a target's columns are linked when their closest synthetic records
+    coincide. Anonymeter itself (PyPI ``anonymeter``) pins numpy < 1.27 and numba, incompatible with
+    this project's numpy 2; this is a small reimplementation of its attribute-inference and linkability
+    evaluators (its singling-out evaluator is not implemented).
+
+Positive control
+    The same attacks against releases that are not private: the members themselves (a "release" that
+    copies its input), and the mechanism with its noise switched off
+    (:class:`~mechanisms.noise.ZeroNoise`). When the best control AUC is below ``CONTROL_MIN_AUC`` the
+    attacks are too weak on this table to support a verdict, and the report says so.
+
+Randomness: splits and coins come from ``noise.private_rng`` (never published), refits draw through
+``noise``; a seeded Noise makes the whole report reproducible (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from . import registry
+from .audit import guessing_epsilon_lower_bound
+from .noise import Noise, ZeroNoise
+from .schema import Schema, TableSource
+
+ProgressFn = Callable[[float, str], None]
+
+MIN_ROWS = 50  # fewer records: the halves are too small for any attack to say anything
+MAX_ROWS = 10_000  # records used (a random sample beyond): refits and distances stay within the time goal
+REFERENCE_FRACTION = 0.25  # records set aside as the attacker's population sample (DOMIAS, control)
+MAX_TARGETS = 2_000  # targets scored per run (a random subset of the pool beyond)
+DEFAULT_RUNS = 2  # refits on random halves: keeps the report within ~3x the release's time
+DEFAULT_CONFIDENCE = 0.95
+FPR_LEVELS = (0.01, 0.001)
+GUESS_FRACTIONS = (0.02, 0.1, 0.5, 1.0)  # share of target pairs the attacker guesses on (abstaining on the rest)
+CONTROL_MIN_AUC = 0.9
+MAX_SECRETS = 5  # attribute inference: secret columns tried (categorical first, then numeric)
+CHUNK_CELLS = 2_000_000  # distance matrix entries per block
+
+
+# =================================================================================================
+# Distances and scores
+# =================================================================================================
+
+class Encoding:
+    """The public encoding of a prepared table for Gower distances: unit-scaled numerics, codes."""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.numeric = np.array([c.is_numeric for c in schema.kept], dtype=bool)
+
+    def encode(self, frame: pd.DataFrame) -> np.ndarray:
+        X = self.schema.to_unit(frame)
+        if self.numeric.any():
+            X[:, self.numeric] = np.clip(X[:, self.numeric], 0.0, 1.0)
+        return X
+
+
+def _blocks(n_rows: int, n_other: int):
+    step = max(1, CHUNK_CELLS // max(n_other, 1))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def gower_block(A: np.ndarray, B: np.ndarray, numeric: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
+    """Mean per-column distance between every row of A and every row of B (|a - b| for numeric
+    columns on the unit scale, 0/1 mismatch for categorical codes), over ``columns`` (default all)."""
+    cols = np.arange(A.shape[1]) if columns is None else np.asarray(columns)
+    D = np.zeros((A.shape[0], B.shape[0]))
+    for j in cols:
+        a, b = A[:, j][:, None], B[:, j][None, :]
+        D += np.abs(a - b) if numeric[j] else (a != b)
+    return D / max(len(cols), 1)
+
+
+def closest(A: np.ndarray, B: np.ndarray, numeric: np.ndarray, columns=None) -> tuple[np.ndarray, np.ndarray]:
+    """Distance from each row of A to its closest row of B, and that row's index."""
+    dist = np.empty(len(A))
+    idx = np.empty(len(A), dtype=np.int64)
+    for sl in _blocks(len(A), len(B)):
+        D = gower_block(A[sl], B, numeric, columns)
+        idx[sl] = D.argmin(axis=1)
+        dist[sl] = D[np.arange(D.shape[0]), idx[sl]]
+    return dist, idx
+
+
+def _lse_mean(Z: np.ndarray) -> np.ndarray:
+    m = Z.max(axis=1, keepdims=True)
+    return m[:, 0] + np.log(np.exp(Z - m).mean(axis=1))
+
+
+def attack_scores(targets: np.ndarray, synthetic: np.ndarray, reference: np.ndarray,
+                  numeric: np.ndarray) -> dict[str, np.ndarray]:
+    """Membership scores of ``targets`` (higher: more likely a member) for each attack. One distance
+    pass per table: the reference's gives the bandwidth and the reference density, the synthetic
+    table's gives both the closest distance and the synthetic density."""
+    ref_dist = np.empty(len(targets))
+    log_ref = np.empty(len(targets))
+    blocks = []
+    for sl in _blocks(len(targets), len(reference)):
+        D = gower_block(targets[sl], reference, numeric)
+        ref_dist[sl] = D.min(axis=1)
+        blocks.append((sl, D))
+    h = max(float(np.median(ref_dist)), 0.01)
+    for sl, D in blocks:
+        log_ref[sl] = _lse_mean(-D / h)
+    del blocks
+    dcr = np.empty(len(targets))
+    log_syn = np.empty(len(targets))
+    for sl in _blocks(len(targets), len(synthetic)):
+        D = gower_block(targets[sl], synthetic, numeric)
+        dcr[sl] = D.min(axis=1)
+        log_syn[sl] = _lse_mean(-D / h)
+    return {"dcr": -dcr, "density_ratio": log_syn - log_ref}
+
+
+def marginal_scores(target_cells: np.ndarray, synthetic_cells: np.ndarray, reference_cells: np.ndarray,
+                    sizes: list[int], alpha: float = 0.1) -> np.ndarray:
+    """The density ratio with histogram densities on the PUBLIC cells (each column's categories or
+    public bins), columns treated as independent: sum over columns of log(synthetic share of the
+    target's cell / reference share), shares smoothed with ``alpha`` pseudo-counts. Rare values that
+    a release copies from its input (a cell seen once) weigh most."""
+    score = np.zeros(len(target_cells))
+    for j, k in enumerate(sizes):
+        syn = (np.bincount(synthetic_cells[:, j], minlength=k) + alpha) / (len(synthetic_cells) + alpha * k)
+        ref = (np.bincount(reference_cells[:, j], minlength=k) + alpha) / (len(reference_cells) + alpha * k)
+        score += np.log(syn[target_cells[:, j]]) - np.log(ref[target_cells[:, j]])
+    return score
+
+
+ATTACKS = ("dcr", "density_ratio", "marginal_ratio")
+ATTACK_TITLES = {"dcr": "distance to the closest synthetic record",
+                 "marginal_ratio": "density ratio on public cells, one column at a time",
+                 "density_ratio": "density ratio, synthetic over reference (DOMIAS)"}
+
+
+# =================================================================================================
+# Metrics
+# =================================================================================================
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve (ties count one half), by ranks."""
+    from scipy.stats import rankdata
+
+    labels = np.asarray(labels, dtype=bool)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if pos == 0 or neg == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def roc_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """FPR and TPR at every threshold (ties kept together), from (0, 0) to (1, 1)."""
+    labels = np.asarray(labels, dtype=bool)
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    s, y = np.asarray(scores, dtype=float)[order], labels[order]
+    last = np.r_[np.nonzero(np.diff(s))[0], len(s) - 1]  # last index of each tie group
+    tp, fp = np.cumsum(y)[last], np.cumsum(~y)[last]
+    P, N = max(int(y.sum()), 1), max(int((~y).sum()), 1)
+    return np.r_[0.0, fp / N], np.r_[0.0, tp / P]
+
+
+def tpr_at_fpr(labels, scores, level: float) -> float:
+    fpr, tpr = roc_points(labels, scores)
+    ok = fpr <= level + 1e-12
+    return float(tpr[ok].max()) if ok.any() else 0.0
+
+
+def advantage(labels, scores) -> float:
+    """The membership advantage: the largest TPR - FPR over thresholds (0 for a coin flip)."""
+    fpr, tpr = roc_points(labels, scores)
+    return float(max(0.0, np.max(tpr - fpr)))
+
+
+def guesses(labels: np.ndarray, scores: np.ndarray, fraction: float) -> tuple[int, int]:
+    """(correct, made) over PAIRS of targets: consecutive targets (2i, 2i+1) are a pair of which a coin
+    put exactly one in the training table. For the ``fraction`` of pairs whose two scores differ most
+    the attacker guesses that the higher-scored one is the member; it abstains on the others (the
+    order and the ties are fixed before the labels are seen)."""
+    s = np.asarray(scores, dtype=float).reshape(-1, 2)
+    first_in = np.asarray(labels, dtype=bool).reshape(-1, 2)[:, 0]
+    d = s[:, 0] - s[:, 1]
+    k = min(max(1, int(round(len(d) * fraction))), len(d))
+    pick = np.argsort(-np.abs(d), kind="stable")[:k]
+    return int(np.sum((d[pick] > 0) == first_in[pick])), int(k)
+
+
+def summarise_attack(name: str, runs: list[tuple[np.ndarray, np.ndarray]], *, confidence: float,
+                     delta: float) -> dict[str, Any]:
+    """One attack's figures from its (labels, scores) per run."""
+    labels = np.concatenate([r[0] for r in runs])
+    scores = np.concatenate([r[1] for r in runs])
+    alpha = (1.0 - confidence) / len(GUESS_FRACTIONS)  # Bonferroni over the guess counts tried
+    best = {"epsilon": 0.0, "fraction": None, "correct": 0, "guesses": 0}
+    for f in GUESS_FRACTIONS:
+        correct = made = 0
+        for lab, sc in runs:
+            c, m = guesses(lab, sc, f)
+            correct, made = correct + c, made + m
+        eps = guessing_epsilon_lower_bound(correct, made, alpha=alpha, delta=delta)
+        if eps > best["epsilon"] or best["fraction"] is None:
+            best = {"epsilon": eps, "fraction": f, "correct": correct, "guesses": made}
+    auc = float(np.mean([roc_auc(lab, sc) for lab, sc in runs]))
+    return {
+        "name": name,
+        "title": ATTACK_TITLES.get(name, name),
+        "auc": _r(auc),
+        "tpr_at_fpr": {f"{lvl:g}": _r(tpr_at_fpr(labels, scores, lvl)) for lvl in FPR_LEVELS},
+        "advantage": _r(advantage(labels, scores)),
+        "epsilon_lower_bound": _r(best["epsilon"]),
+        "guesses": {"correct": best["correct"], "made": best["guesses"], "fraction": best["fraction"]},
+        "targets": int(len(labels)),
+    }
+
+
+def _r(x: float, digits: int = 4):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return round(float(x), digits)
+
+
+def theoretical_advantage(epsilon: float, delta: float = 0.0) -> float:
+    """The largest membership advantage (TPR - FPR) an (epsilon, delta)-DP release allows a balanced
+    attacker: (e^eps - 1) / (e^eps + 1) + delta (Yeom et al. 2018; Humphries et al. 2023)."""
+    if epsilon > 700:
+        return 1.0
+    return min(1.0, (math.exp(epsilon) - 1) / (math.exp(epsilon) + 1) + 2 * delta / (math.exp(epsilon) + 1))
+
+
+# =================================================================================================
+# Attribute inference (Anonymeter's method)
+# =================================================================================================
+
+def attribute_inference(schema: Schema, members: np.ndarray, control: np.ndarray, synthetic: np.ndarray,
+                        numeric: np.ndarray, rng: np.random.Generator) -> list[dict]:
+    """Per secret column: success of the nearest-synthetic-record guess on members and on control
+    records, the random-guess baseline, and the risk (members - control) / (1 - control)."""
+    kept = schema.kept
+    order = [j for j, c in enumerate(kept) if not c.is_numeric] + [j for j, c in enumerate(kept) if c.is_numeric]
+    out = []
+    n_t = min(len(members), len(control), 500)
+    m_idx = rng.choice(len(members), n_t, replace=False)
+    c_idx = rng.choice(len(control), n_t, replace=False)
+    for j in order[:MAX_SECRETS]:
+        if len(kept) < 2:
+            break
+        others = np.array([k for k in range(len(kept)) if k != j])
+
+        def hit(rows: np.ndarray) -> np.ndarray:
+            _, nn = closest(rows, synthetic, numeric, others)
+            guess = synthetic[nn, j]
+            if numeric[j]:
+                # within 5% of the public range (Anonymeter: 5% of the true value; the range treats values
+                # near 0 like the others)
+                return np.abs(guess - rows[:, j]) <= 0.05
+            return guess == rows[:, j]
+
+        def baseline(rows: np.ndarray) -> np.ndarray:
+            guess = synthetic[rng.integers(0, len(synthetic), len(rows)), j]
+            if numeric[j]:
+                return np.abs(guess - rows[:, j]) <= 0.05
+            return guess == rows[:, j]
+
+        m_hits, c_hits = int(hit(members[m_idx]).sum()), int(hit(control[c_idx]).sum())
+        b_rate = float(baseline(members[m_idx]).mean())
+        out.append({"secret": kept[j].name, **anonymeter_risk(m_hits, c_hits, n_t), "baseline_rate": _r(b_rate)})
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
+    """The Wilson score interval of a success rate k/n: (centre, low, high), as Anonymeter reports."""
+    if n <= 0:
+        return 0.0, 0.0, 1.0
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return centre, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def anonymeter_risk(attack_hits: int, control_hits: int, n: int) -> dict:
+    """Anonymeter's risk (attack - control) / (1 - control) from Wilson-corrected rates, with a 95%
+    interval from the rates' intervals (attack low against control high, and the reverse)."""
+    a, a_lo, a_hi = wilson(attack_hits, n)
+    c, c_lo, c_hi = wilson(control_hits, n)
+
+    def r(x, y):
+        return max(0.0, (x - y) / (1 - y)) if y < 1 else 0.0
+
+    return {"attack_rate": _r(attack_hits / n if n else 0.0), "control_rate": _r(control_hits / n if n else 0.0),
+            "risk": _r(r(a, c)), "risk_ci": [_r(r(a_lo, c_hi)), _r(min(1.0, r(a_hi, c_lo)))], "targets": int(n)}
+
+
+def linkability(schema: Schema, members: np.ndarray, control: np.ndarray, synthetic: np.ndarray,
+                numeric: np.ndarray, rng: np.random.Generator, n_neighbors: int = 1) -> dict | None:
+    """Anonymeter's linkability: the attacker holds two halves of a target's columns from two sources
+    and links them when the closest synthetic records on each half coincide (``n_neighbors`` closest
+    on each side share one). Success on members against the control records; None under 2 columns."""
+    d = members.shape[1]
+    if d < 2:
+        return None
+    cols = rng.permutation(d)
+    left, right = np.sort(cols[: d // 2]), np.sort(cols[d // 2:])
+    n_t = min(len(members), len(control), 500)
+    m_rows = members[rng.choice(len(members), n_t, replace=False)]
+    c_rows = control[rng.choice(len(control), n_t, replace=False)]
+
+    def links(rows: np.ndarray) -> int:
+        hits = 0
+        for sl in _blocks(len(rows), len(synthetic)):
+            a = np.argsort(gower_block(rows[sl], synthetic, numeric, left), axis=1, kind="stable")[:, :n_neighbors]
+            b = np.argsort(gower_block(rows[sl], synthetic, numeric, right), axis=1, kind="stable")[:, :n_neighbors]
+            hits += sum(bool(set(x) & set(y)) for x, y in zip(a.tolist(), b.tolist()))
+        return hits
+
+    out = anonymeter_risk(links(m_rows), links(c_rows), n_t)
+    out["columns"] = [[schema.kept[j].name for j in left], [schema.kept[j].name for j in right]]
+    return out
+
+
+# =================================================================================================
+# The report
+# =================================================================================================
+
+def kept_schema(schema: Schema) -> Schema:
+    """The schema restricted to its kept columns (refits read an already prepared frame)."""
+    d = schema.to_dict()
+    d["columns"] = [c for c in d["columns"] if c.get("kind") != "excluded"]
+    d["draft"] = False
+    return Schema.from_dict(d)
+
+
+def _refit(name: str, schema: Schema, members: pd.DataFrame, *, epsilon, delta, params, noise: Noise,
+           progress: ProgressFn | None = None) -> pd.DataFrame:
+    from .runner import build
+
+    mech = build(name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members),
+                 progress=progress)
+    mech.fit(TableSource(schema, frame=members.reset_index(drop=True)))
+    return mech.sample(len(members))
+
+
+def not_computable(reason: str, **extra) -> dict:
+    return {"status": "not computable", "reason": reason, "attacks": [], "control": [], **extra}
+
+
+def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *, epsilon: float,
+                delta: float = 0.0, params: dict | None = None, runs: int = DEFAULT_RUNS,
+                noise: Noise | None = None, confidence: float = DEFAULT_CONFIDENCE,
+                noise_off_control: bool = True, max_rows: int = MAX_ROWS,
+                progress: ProgressFn | None = None, release_seconds: float | None = None,
+                attack_noise: Noise | None = None, time_budget: float | None = None) -> dict[str, Any]:
+    """The risk report of ``mechanism`` at (``epsilon``, ``delta``) with ``params`` on ``prepared``
+    (the table as :meth:`Schema.prepare` returns it). Never raises for bad input: a report with
+    status "not computable" and the reason instead.
+
+    ``attack_noise`` replaces the noise of the attacked refits (tests and benchmarks: a broken
+    variant such as :class:`~mechanisms.noise.ScaledNoise`); the claim stays ``epsilon``.
+
+    ``time_budget`` (seconds): refits after the first are skipped when the slowest refit-and-attack
+    step so far would end past it (the web app passes 3x the release's own time); the report lists
+    what it skipped."""
+    t0 = time.perf_counter()
+    step = progress or (lambda f, s: None)
+    claim = {"claimed_epsilon": epsilon, "claimed_delta": delta or 0.0, "mechanism": mechanism,
+             "confidence": confidence}
+    try:
+        epsilon, delta = float(epsilon), float(delta or 0.0)
+        claim.update(claimed_epsilon=epsilon, claimed_delta=delta)
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            return not_computable(f"the claimed epsilon must be positive and finite, got {epsilon!r}", **claim)
+        if prepared is None or len(prepared) == 0:
+            return not_computable("the release has no data to attack (no table was given)", **claim)
+        if len(prepared) < MIN_ROWS:
+            return not_computable(f"the table has {len(prepared)} records: at least {MIN_ROWS} are needed to "
+                                  f"split it into members, non-members and a reference", **claim)
+        if not 0 < confidence < 1:
+            return not_computable(f"confidence must be between 0 and 1, got {confidence!r}", **claim)
+        runs = int(runs)
+        if runs < 1:
+            return not_computable(f"runs must be at least 1, got {runs}", **claim)
+        kschema = kept_schema(schema)
+        missing = [c for c in kschema.names if c not in prepared.columns]
+        if missing:
+            return not_computable(f"the table lacks column(s) {missing} of the schema", **claim)
+        cls = registry.get(mechanism)
+        cls.check_schema(kschema)
+        if not cls.requires_delta(cls.validate_params(dict(params or {}), kschema)):
+            delta = 0.0  # a pure-DP configuration: any delta given is not spent, nor claimed
+            claim["claimed_delta"] = 0.0
+    except ValueError as exc:
+        return not_computable(str(exc).splitlines()[0], **claim)
+
+    noise = noise if noise is not None else Noise.secure_backend()
+    rng = noise.private_rng
+    frame = prepared[kschema.names].reset_index(drop=True)
+    rows_total = len(frame)
+    if len(frame) > max_rows:
+        frame = frame.iloc[np.sort(rng.choice(len(frame), max_rows, replace=False))].reset_index(drop=True)
+    enc = Encoding(kschema)
+    X = enc.encode(frame)
+    C = kschema.to_cells(frame)
+    sizes = kschema.cell_sizes
+    perm = rng.permutation(len(frame))
+    n_ref = max(int(round(len(frame) * REFERENCE_FRACTION)), 10)
+    ref_idx, pool_idx = perm[:n_ref], perm[n_ref:]
+    pairs = pool_idx[: 2 * (len(pool_idx) // 2)].reshape(-1, 2)  # a coin per pair puts one of the two in
+    reference = X[ref_idx]
+
+    # the first private refit, then the noise-off control, then the other private refits; with a
+    # time budget, a refit that would likely end past it is skipped (the first one always runs)
+    sequence = ["private"] + (["noise off"] if noise_off_control else []) + ["private"] * (runs - 1)
+    noises = {"private": attack_noise or noise, "noise off": ZeroNoise(base=noise)}
+    total_fits = len(sequence)
+    done_fits = 0
+    results: dict[str, dict[str, list]] = {"private": {a: [] for a in ATTACKS},
+                                           "members": {a: [] for a in ATTACKS},
+                                           "noise off": {a: [] for a in ATTACKS}}
+    attribute = linked = None
+    fit_seconds: list[float] = []
+    step_seconds: list[float] = []
+    skipped: list[str] = []
+    try:
+        for kind in sequence:
+            if step_seconds and time_budget is not None and (
+                    time.perf_counter() - t0 + max(step_seconds)) > time_budget:
+                skipped.append(kind)
+                continue
+            ts = time.perf_counter()
+            first_in = rng.random(len(pairs)) < 0.5
+            members_idx = np.where(first_in, pairs[:, 0], pairs[:, 1])
+            step(done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})")
+            tf = time.perf_counter()
+            base, label = done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})"
+            syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
+                         params=params, noise=noises[kind],  # the fit's progress also lets a cancel stop it
+                         progress=lambda f, s: step(base + 0.9 * f / (total_fits + 1), label))
+            fit_seconds.append(time.perf_counter() - tf)
+            done_fits += 1
+            syn_prepared = kschema.prepare(syn)
+            S, S_cells = enc.encode(syn_prepared), kschema.to_cells(syn_prepared)
+            n_sel = min(len(pairs), MAX_TARGETS // 2)
+            p_sel = np.sort(rng.choice(len(pairs), n_sel, replace=False)) if n_sel < len(pairs) else np.arange(len(pairs))
+            t_idx = pairs[p_sel].ravel()  # targets in pair order: (first, second) of each chosen pair
+            labels = np.column_stack([first_in[p_sel], ~first_in[p_sel]]).ravel()
+            targets, t_cells = X[t_idx], C[t_idx]
+            scores = attack_scores(targets, S, reference, enc.numeric)
+            scores["marginal_ratio"] = marginal_scores(t_cells, S_cells, C[ref_idx], sizes)
+            for a, sc in scores.items():
+                results[kind][a].append((labels, sc))
+            if kind == "private" and attribute is None:
+                step(done_fits / (total_fits + 1), "attribute inference")
+                attribute = attribute_inference(kschema, X[members_idx], reference, S, enc.numeric, rng)
+                linked = linkability(kschema, X[members_idx], reference, S, enc.numeric, rng)
+                # the members themselves as a "release": the positive control, on the same coins
+                scores = attack_scores(targets, X[members_idx], reference, enc.numeric)
+                scores["marginal_ratio"] = marginal_scores(t_cells, C[members_idx], C[ref_idx], sizes)
+                for a, sc in scores.items():
+                    results["members"][a].append((labels, sc))
+            step_seconds.append(time.perf_counter() - ts)
+    except (ValueError, RuntimeError, ArithmeticError) as exc:
+        return not_computable(f"the mechanism could not be refitted on half of the table: "
+                              f"{(str(exc).splitlines() or [type(exc).__name__])[0]}", **claim)
+
+    step(0.97, "summarising")
+    attacks = [summarise_attack(a, results["private"][a], confidence=confidence, delta=delta) for a in ATTACKS]
+    control = [dict(summarise_attack(a, results["members"][a], confidence=confidence, delta=0.0),
+                    release="members themselves") for a in ATTACKS]
+    if results["noise off"][ATTACKS[0]]:
+        control += [dict(summarise_attack(a, results["noise off"][a], confidence=confidence, delta=0.0),
+                         release="noise switched off") for a in ATTACKS]
+    runs_done = len(results["private"][ATTACKS[0]])
+    report = {"status": "done", **claim, "delta": delta, "params": params or {}, "runs": runs_done,
+              "runs_requested": runs, "skipped_for_time": skipped, "time_budget_seconds": time_budget,
+              "rows_total": rows_total, "rows_used": len(frame), "reference_rows": int(n_ref),
+              "targets_per_run": int(2 * min(len(pairs), MAX_TARGETS // 2)),
+              "attacks": attacks, "control": control, "attribute_inference": attribute or [],
+              "linkability": linked,
+              "fit_seconds": [round(s, 3) for s in fit_seconds]}
+    report.update(verdict(report))
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    if release_seconds:
+        report["release_seconds"] = round(float(release_seconds), 3)
+        report["time_ratio"] = round(report["seconds"] / max(float(release_seconds), 1e-9), 2)
+    step(1.0, "done")
+    return report
+
+
+def _num(x) -> float:
+    return math.inf if x == "inf" else float(x or 0.0)
+
+
+def verdict(report: dict) -> dict:
+    """The control check, the guarantee check and the plain-words summary of a finished report."""
+    eps = report["claimed_epsilon"]
+    delta = report.get("claimed_delta", 0.0)
+    members_aucs = [c["auc"] for c in report["control"] if c.get("release") == "members themselves"
+                    and c["auc"] is not None]
+    control_auc = max(members_aucs) if members_aucs else None
+    control_detected = control_auc is not None and control_auc >= CONTROL_MIN_AUC
+    lb = max((_num(a["epsilon_lower_bound"]) for a in report["attacks"]), default=0.0)
+    failed = lb > eps
+    adv = max((a["advantage"] or 0.0 for a in report["attacks"]), default=0.0)
+    limit = theoretical_advantage(eps, delta)
+    summary = (f"An attacker who holds one person's full record can tell whether that person was in the data "
+               f"with at most {100 * adv:.1f}% more success than a coin flip (theoretical limit at this "
+               f"epsilon: {100 * limit:.1f}%).")
+    if failed:
+        summary += (f" FAILURE: the attacks prove epsilon is at least {lb:.2f}, above the claimed {eps:g}: "
+                    f"the release's guarantee does not hold (an implementation error).")
+    if not control_detected:
+        summary += (f" The attacks did not detect the non-private control (best AUC {control_auc}, needed "
+                    f"{CONTROL_MIN_AUC}): they are too weak on this table to support a verdict.")
+    return {"control_auc": control_auc, "control_detected": control_detected, "epsilon_lower_bound": _r(lb),
+            "guarantee_failed": failed, "empirical_advantage": _r(adv), "theoretical_advantage": _r(limit),
+            "summary": summary}
