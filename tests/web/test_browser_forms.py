@@ -44,7 +44,7 @@ def test_budget_and_schema_helpers(live_server, tmp_path):
         assert count.inner_text().startswith("1 of 3 kept columns")
         page.fill("input[name=col-2-lower]", "1")  # integer answer codes 1..12, then made categorical
         page.fill("input[name=col-2-upper]", "12")
-        page.fill("textarea[name=col-2-categories]", "")
+        assert page.input_value("textarea[name=col-2-categories]") == ""  # an integer row: no list yet
         page.select_option("select[name=col-2-kind]", "categorical")
         assert page.input_value("textarea[name=col-2-categories]").split() == [str(v) for v in range(1, 13)]
         page.fill("input[name=col-0-upper]", "100000")  # too many codes for a list: left empty
