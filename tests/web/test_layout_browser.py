@@ -93,6 +93,10 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
         page.check("input[value=moderate]")
         page.click("#budget-form button.primary")
         page.wait_for_url(dataset_url)
+        page.goto(dataset_url + "releases/new/?purpose=ml&target=detailed_occupation_recode_00")
+        page.wait_for_selector("#recommendation")
+        assert page.locator("td.model-quality").count() >= 3  # measured model accuracy, one more column
+        assert_fits(page, "recommendation for training a model")
         page.goto(dataset_url + "releases/new/?mechanism=baseline")
         assert_fits(page, "release form")
         page.fill("#id_epsilon", "0.2")
