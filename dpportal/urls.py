@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from dpportal.accounts import views as accounts
 from dpportal.datasets import views as datasets
 from dpportal.releases import views as releases
 
@@ -9,8 +10,7 @@ urlpatterns = [
     path("", datasets.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/password/", auth_views.PasswordChangeView.as_view(success_url="/accounts/password/done/"),
-         name="password_change"),
+    path("accounts/password/", accounts.PasswordChange.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/", include("dpportal.api.urls")),

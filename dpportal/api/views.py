@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.http import JsonResponse
 
+from dpportal.accounts.models import must_change_password
 from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, release_for_owner,
                                       release_for_viewer, require_steward, visible_datasets)
 from dpportal.datasets import services as dataset_services
@@ -68,6 +69,8 @@ def token(request):
     user = authenticate(request, username=username, password=password)
     if user is None:
         raise ApiError("wrong username or password", 400)
+    if must_change_password(user):
+        raise ApiError("this is a one-time password: sign in at /accounts/login/ and choose your own first", 403)
     return JsonResponse({"token": Token.issue(user)}, status=201)
 
 
