@@ -51,9 +51,16 @@ def _submit(request, dataset, form, name: str):
         if "confirm_high_error" in form.fields and not form.cleaned_data.get("confirm_high_error"):
             form.add_error("confirm_high_error", form.fields["confirm_high_error"].error_messages["required"])
             return None, None
-        return services.plan_release(dataset, request.user, req), None
+        return services.plan_release(dataset, request.user, req, confirmed=_confirmed(form)), None
     except services.ReleaseRequestError as exc:
         return None, str(exc)
+
+
+def _confirmed(form) -> str:
+    """The warnings the steward ticked, for the reservation's ledger entry."""
+    ticked = [form.fields[name].label for name in ("confirm_would_fail", "confirm_high_error")
+              if name in form.fields and form.cleaned_data.get(name)]
+    return "; ".join(f"confirmed by the steward: {label}" for label in ticked)
 
 
 def _high_error(dataset, cls, values: dict, purpose) -> str | None:
