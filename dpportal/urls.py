@@ -33,6 +33,7 @@ urlpatterns = [
     path("releases/<int:pk>/synthetic-spreadsheet.csv", releases.release_download_spreadsheet,
          name="dpportal-release-csv-spreadsheet"),
     path("releases/<int:pk>/manifest.json", releases.release_manifest, name="dpportal-release-manifest"),
+    path("releases/<int:pk>/report/", releases.release_report, name="dpportal-release-report"),
     path("releases/<int:pk>/draw/", releases.release_draw, name="dpportal-release-draw"),
     path("releases/<int:pk>/edit/", releases.release_edit, name="dpportal-release-edit"),
     path("releases/<int:pk>/cancel/", releases.release_cancel, name="dpportal-release-cancel"),

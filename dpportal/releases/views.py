@@ -146,6 +146,19 @@ def release_detail(request, pk):
     return render(request, "releases/detail.html", ctx)
 
 
+@login_required
+def release_report(request, pk):
+    """The privacy report as a printable page, for the steward and granted analysts (the manifest's facts)."""
+    release = release_for_viewer(request.user, pk)
+    owner = release.dataset.owner_id == request.user.pk
+    facts = manifest(release, for_owner=owner)
+    report = public_report(release, for_owner=owner) or {}
+    return render(request, "releases/report.html", {
+        "release": release, "dataset": release.dataset, "facts": facts, "has_report": bool(report),
+        "guarantee_meaning": report.get("guarantee_meaning", ""), "is_owner": owner,
+        "parameters": sorted((facts.get("parameters") or {}).items())})
+
+
 def status_dict(release: Release, *, for_owner: bool) -> dict:
     data = {"id": release.pk, "status": release.status, "progress": round(release.progress * 100, 1),
             "stage": release.stage if for_owner else release.status, "finished": release.is_finished}
