@@ -113,6 +113,12 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
             page.click("#download-csv")
         header = Path(download.value.path()).read_text().splitlines()[0]
         assert header.count(",") == 41
+        page.click("#privacy-report-link")
+        page.wait_for_selector("#privacy-report")
+        assert_fits(page, "privacy report")
+        page.emulate_media(media="print")
+        assert not page.locator("header.top").is_visible() and page.locator("#report-caveats").is_visible()
+        page.emulate_media(media="screen")
         page.goto(dataset_url + "ledger/")
         assert_fits(page, "ledger")
         params = page.locator(".ledger-table td.params code").first
