@@ -106,8 +106,8 @@ def reference(mechanism: str, params: dict, epsilon: float, *, independent: bool
         out["text"] = ("about 0.5 (chance): every column is synthesised on its own, so a model learns nothing "
                        "about the target" + (f"; measured {_span(s for s, _ in tables.values())}" if tables else ""))
     elif tables:
-        out["text"] = (f"measured {_span(s for s, _ in tables.values())} on {len(tables)} benchmark tables at ε {eps:g} "
-                       f"(real data: {_span(r for _, r in tables.values())}; chance 0.5)")
+        out["text"] = (f"measured {_span(s for s, _ in tables.values())} on {len(tables)} benchmark tables at "
+                       f"ε {eps:g} (real data: {_span(r for _, r in tables.values())}; chance 0.5)")
     else:
         out["text"] = "not measured on the benchmark tables"
     return out
@@ -116,9 +116,9 @@ def reference(mechanism: str, params: dict, epsilon: float, *, independent: bool
 def note(target: str, categories: int | None) -> str:
     """The sentence beside the reference column: why it is not a prediction and what it is."""
     text = (f"Model accuracy is not predicted for this table: it depends on how strongly {target} depends on the "
-            f"other columns, which only the data can show (on the benchmark tables the same mechanism at the same "
-            f"epsilon kept 95% of the real data's gain over chance on one table and almost none on another). Shown instead: {TABLES_NOTE}, "
-            f"at the recorded epsilon nearest to yours.")
+            "other columns, which only the data can show (on the benchmark tables the same mechanism at the same "
+            "epsilon kept 95% of the real data's gain over chance on one table and almost none on another). "
+            f"Shown instead: {TABLES_NOTE}, at the recorded epsilon nearest to yours.")
     if categories != 2:
         text += f" {target} is not a two-class column, so the AUC figures are a looser guide."
     return text
