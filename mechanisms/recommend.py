@@ -961,6 +961,10 @@ def summary_text(result: Recommendation, smallest: float | None = None, target: 
         note = f"  ({p.reason})" if p.reason else ""
         variant = "".join(f" {k}={v}" for k, v in p.params.items())
         lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}{variant}")
+    if result.model_note:
+        lines.append(result.model_note)
+        lines += [f"  {p.mechanism:<16} model accuracy (ROC AUC): {p.model_quality['text']}"
+                  for p in result.items if p.model_quality]
     if target is not None:
         lines.append(f"Smallest epsilon for {result.recommended} within {target:.1%}: "
                      + (f"{smallest:g}" if smallest is not None else "not reached below epsilon 100"))
