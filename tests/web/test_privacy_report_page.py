@@ -29,6 +29,11 @@ def test_the_steward_and_a_granted_analyst_get_a_printable_report(world):
     assert "finished " not in analyst_page and "released on " in analyst_page  # no time of day for analysts
 
 
+def test_the_ledger_links_each_release_to_its_printable_report(world):
+    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/ledger/").content.decode()
+    assert f'href="{URL.format(world.release.pk)}" title="printable privacy report"' in page
+
+
 def test_others_get_not_found(world):
     for user in (world.stranger_analyst, world.other_steward, world.outsider):
         assert world.client(user).get(URL.format(world.release.pk)).status_code == 404
