@@ -113,6 +113,11 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
             page.click("#download-csv")
         header = Path(download.value.path()).read_text().splitlines()[0]
         assert header.count(",") == 41
+        release_url = page.url
+        page.fill("#draw-form input[name=rows]", "50")  # a free draw: a note row on the ledger
+        page.click("#draw-form button")
+        page.wait_for_url(re.compile(r".*/releases/\d+/$"))
+        page.goto(release_url)
         page.click("#privacy-report-link")
         page.wait_for_selector("#privacy-report")
         assert_fits(page, "privacy report")
@@ -121,6 +126,7 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
         page.emulate_media(media="screen")
         page.goto(dataset_url + "ledger/")
         assert_fits(page, "ledger")
+        assert page.locator(".ledger-table tr.kind-note").count() == 1
         params = page.locator(".ledger-table td.params code").first
         assert params.is_visible()
         box, table = params.bounding_box(), page.locator(".ledger-table").bounding_box()
