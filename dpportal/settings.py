@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "dpportal.accounts.middleware.FirstPasswordMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

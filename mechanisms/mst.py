@@ -246,17 +246,29 @@ class MST(Mechanism):
             caveats=(
                 f"accounted in zero-concentrated DP inside the release: rho = {rho:.6g}, converted to the "
                 f"requested (epsilon, delta) by the Canonne-Kamath-Steinke bound",
+                "only the 1-way marginals are measured: no relation between columns is kept (tree='auto' found "
+                "too few rows for the budget to measure pairs)" if getattr(self, "use_tree", True) is False else
                 "only the 1-way marginals and the 2-way marginals of one spanning tree of column pairs are "
                 "measured: relations outside the tree (and all higher-order ones) come from the model's "
                 "conditional-independence assumptions",
                 "rare values (noisy count below 3 noise standard deviations) are merged and drawn uniformly "
                 "among themselves" if self.params["compress"] else "no domain compression",
             ),
-            details={"zcdp_rho": rho, "rho_split": "1/3 one-way, 1/3 tree selection, 1/3 tree pairs (tree='auto' "
-                                                   "with too few rows for the budget: all on the 1-way marginals)",
+            details={"zcdp_rho": rho, "rho_split": self._rho_split(),
                      "marginal_l2_sensitivity": "sqrt(2)", "selection_score_sensitivity": QUALITY_L1_SENSITIVITY,
                      "epsilon_from_rho": zcdp_epsilon(rho, self.delta)},
         )
+
+    def _rho_split(self) -> str:
+        """How rho was spent: after a fit, what happened (tree measured or not); before it, the plan."""
+        tree = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs"
+        ones = "all on the 1-way marginals"
+        if not hasattr(self, "use_tree"):
+            return f"{tree} (tree='auto' with too few rows for the budget: {ones})"
+        if self.use_tree:
+            return f"{tree}: the spanning tree was measured"
+        return (f"{ones}: the spanning tree was not measured (tree='auto' and too few rows for the budget to tell "
+                "pairs from noise)" if len(self.schema.names) > 1 else f"{ones} (one column: no pairs)")
 
     def report(self) -> dict:
         if not hasattr(self, "edges"):

@@ -43,7 +43,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from . import accounting, registry
+from . import accounting, model_quality, registry
 from .schema import Schema
 
 # -- priors (not knowable from public information; values from the shared tables' benchmark) -----------
@@ -228,6 +228,7 @@ class Prediction:
     priors: list[str] = field(default_factory=list)
     label_conditional: bool = False  # models the other columns given the ml target
     params: dict = field(default_factory=dict)  # parameters the prediction assumes beyond the defaults
+    model_quality: dict | None = None  # "train a model": measured TSTR AUC reference (model_quality.reference)
 
     def to_dict(self) -> dict:
         def r(x):
@@ -235,7 +236,7 @@ class Prediction:
         return {"mechanism": self.mechanism, "title": self.title, "status": self.status, "reason": self.reason,
                 "predicted_tvd_1way": r(self.tvd_1way), "predicted_tvd_2way": r(self.tvd_2way),
                 "score": r(self.score), "modelled": self.modelled, "priors": self.priors, "params": self.params,
-                "label_conditional": self.label_conditional}
+                "label_conditional": self.label_conditional, "model_quality": self.model_quality}
 
 
 @dataclass
@@ -266,6 +267,14 @@ class Recommendation:
                     "tables), then by predicted error, lowest first" + tie + last + ".")
         return "Sorted by predicted error, lowest first" + tie + last + "."
 
+    @property
+    def model_note(self) -> str | None:
+        """For "train a model": why model accuracy is shown as measured reference figures."""
+        if self.purpose.kind != "ml":
+            return None
+        column = self.setting.schema.column(self.purpose.target)
+        return model_quality.note(self.purpose.target, None if column.is_numeric else len(column.categories))
+
     def get(self, name: str) -> Prediction | None:
         return next((p for p in self.items if p.mechanism == name), None)
 
@@ -273,6 +282,7 @@ class Recommendation:
         return {"rows": self.setting.n, "epsilon": self.setting.epsilon, "delta": self.setting.delta,
                 **self.purpose.to_dict(), "metric": self.metric, "recommended": self.recommended,
                 "reason": self.reason, "ranking": self.ranking, "public_inputs_only": True,
+                "model_quality_note": self.model_note,
                 "mechanisms": [p.to_dict() for p in self.items]}
 
 
@@ -841,6 +851,10 @@ def recommend(schema: Schema, *, n: int, epsilon: float, delta: float = 0.0, pur
     names = [m for m in (mechanisms or supported) if m in supported]
     one = predict_best_variant if variants else predict
     items = sorted((one(m, setting, purpose) for m in names), key=lambda p: _rank_key(p, purpose))
+    if purpose.kind == "ml":
+        for p in items:
+            p.model_quality = model_quality.reference(p.mechanism, p.params, setting.epsilon,
+                                                      independent=p.mechanism in INDEPENDENT_COLUMNS)
     best = _break_tie(items, next((p for p in items if p.status == "ok"), None))
     if best is None:
         return Recommendation(setting, purpose, items, None, "no mechanism is predicted to work for this schema "
@@ -947,6 +961,10 @@ def summary_text(result: Recommendation, smallest: float | None = None, target: 
         note = f"  ({p.reason})" if p.reason else ""
         variant = "".join(f" {k}={v}" for k, v in p.params.items())
         lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}{variant}")
+    if result.model_note:
+        lines.append(result.model_note)
+        lines += [f"  {p.mechanism:<16} model accuracy (ROC AUC): {p.model_quality['text']}"
+                  for p in result.items if p.model_quality]
     if target is not None:
         lines.append(f"Smallest epsilon for {result.recommended} within {target:.1%}: "
                      + (f"{smallest:g}" if smallest is not None else "not reached below epsilon 100"))

@@ -14,9 +14,18 @@ class Profile(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     role = models.CharField(max_length=16, choices=ROLES, default=ANALYST)
+    # an account created with a one-time password: every page leads to the password change until it is done
+    must_change_password = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"{self.user.username} ({self.role})"
+
+
+def must_change_password(user) -> bool:
+    try:
+        return user.is_authenticated and user.profile.must_change_password
+    except Profile.DoesNotExist:
+        return False
 
 
 def role_of(user) -> str | None:

@@ -23,7 +23,7 @@ class AccountRefused(ValueError):
 
 def create_analyst(username: str, *, created_by) -> tuple[object, str]:
     """Create an analyst with a random one-time password; returns (user, password). The steward passes
-    the password on; the analyst changes it at /accounts/password/."""
+    the password on; the analyst must change it at the first sign-in (``FirstPasswordMiddleware``)."""
     name = (username or "").strip()
     if not USERNAME_RE.match(name):
         raise AccountRefused(f"a username has 2-150 letters, digits or _ . @ + -, got {name[:40]!r}")
@@ -33,6 +33,7 @@ def create_analyst(username: str, *, created_by) -> tuple[object, str]:
     try:
         with transaction.atomic():
             user = make_user(name, password, role=Profile.ANALYST)
+            Profile.objects.filter(user=user).update(must_change_password=True)
     except IntegrityError:
         raise AccountRefused(f"an account named {name!r} already exists") from None
     log.info("analyst %s created by steward %s", name, getattr(created_by, "username", "?"))

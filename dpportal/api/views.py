@@ -6,6 +6,7 @@ from django.contrib.auth import authenticate
 from django.http import JsonResponse
 
 from dpportal.accounts import throttle
+from dpportal.accounts.models import must_change_password
 from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, release_for_owner,
                                       release_for_viewer, require_steward, visible_datasets)
 from dpportal.datasets import services as dataset_services
@@ -73,6 +74,8 @@ def token(request):
     user = authenticate(request, username=username, password=password)
     if user is None:
         raise ApiError("wrong username or password", 400)
+    if must_change_password(user):
+        raise ApiError("this is a one-time password: sign in at /accounts/login/ and choose your own first", 403)
     return JsonResponse({"token": Token.issue(user, name=name), "name": name}, status=201)
 
 
@@ -174,27 +177,35 @@ RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larg
                          "mechanism"}
 
 
-def _check_would_fail(dataset, data: dict) -> None:
-    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true."""
-    if data.get("confirm_would_fail") is True or not isinstance(data["mechanism"], str):
-        return
+def _check_would_fail(dataset, data: dict) -> str:
+    """A mechanism predicted near-uniform on this table runs only with "confirm_would_fail": true; returns
+    the confirmed warning for the ledger ("" when there was none)."""
+    if not isinstance(data["mechanism"], str):
+        return ""
     reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
+    if reason and data.get("confirm_would_fail") is True:
+        return f"confirmed through the API: run {data['mechanism']} although predicted to fail ({reason})"
     if reason:
         raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
                        "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
+    return ""
 
 
-def _check_high_error(dataset, data: dict) -> None:
+def _check_high_error(dataset, data: dict) -> str:
     """A release predicted to keep little of the table (above guidance.HIGH_ERROR, where more epsilon would
-    help) runs only with "confirm_high_error": true. The prediction is for exploring the whole table."""
-    if data.get("confirm_high_error") is True or not isinstance(data["mechanism"], str):
-        return
+    help) runs only with "confirm_high_error": true. The prediction is for exploring the whole table.
+    Returns the confirmed warning for the ledger ("" when there was none)."""
+    if not isinstance(data["mechanism"], str):
+        return ""
     params = data.get("params") if isinstance(data.get("params"), dict) else {}
     reason = guidance.high_error_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"),
                                         params=params)
+    if reason and data.get("confirm_high_error") is True:
+        return f"confirmed through the API: {reason}"
     if reason:
         raise ApiError(f"{reason}. Send \"confirm_high_error\": true to spend budget on it anyway, or raise epsilon. "
                        "Nothing was charged.")
+    return ""
 
 
 def _amount(value, name: str) -> str:
@@ -218,15 +229,16 @@ def dataset_releases(request, pk):
         raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
     if "epsilon" not in data or "mechanism" not in data:
         raise ApiError("send at least 'mechanism' and 'epsilon'")
-    _check_would_fail(d, data)
+    would_fail = _check_would_fail(d, data)
     req = release_services.ReleaseRequest(
         mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
         delta=_amount(data.get("delta", "0"), "delta"), params=data.get("params") or {},
         rows=data.get("rows", d.n_rows))
     try:
         release_services.check_request(d, req)  # a bad value is named before a confirmation is asked for
-        _check_high_error(d, data)
-        release = release_services.plan_release(d, request.user, req)
+        high_error = _check_high_error(d, data)
+        release = release_services.plan_release(d, request.user, req,
+                                                confirmed="; ".join(filter(None, (would_fail, high_error))))
     except release_services.ReleaseRequestError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(release, for_owner=True), status=201)

@@ -54,8 +54,9 @@ class Budget(models.Model):
 
 
 class LedgerEntry(models.Model):
-    CAP, RESERVE, SPEND, REFUND = "cap", "reserve", "spend", "refund"
-    KINDS = [(CAP, "cap set"), (RESERVE, "reserved"), (SPEND, "spent"), (REFUND, "refunded")]
+    CAP, RESERVE, SPEND, REFUND, NOTE = "cap", "reserve", "spend", "refund", "note"
+    # NOTE: an informational row at zero cost (a free draw of more rows), chained and hashed like the others
+    KINDS = [(CAP, "cap set"), (RESERVE, "reserved"), (SPEND, "spent"), (REFUND, "refunded"), (NOTE, "note, no cost")]
 
     dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="ledger_entries")
     seq = models.PositiveIntegerField()

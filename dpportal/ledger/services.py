@@ -203,11 +203,12 @@ def _exists(release) -> bool:
 # the interface the web app calls
 
 
-def reserve(*, dataset, release, user, epsilon: str, delta: str) -> LedgerEntry:
+def reserve(*, dataset, release, user, epsilon: str, delta: str, note: str = "") -> LedgerEntry:
     """Admit a release and reserve its cost, atomically, before it is queued.
 
     Call inside the transaction that creates the Release. Raises ``BudgetExceeded`` (with what
-    remains) or ``InvalidAmount``; then nothing was reserved.
+    remains) or ``InvalidAmount``; then nothing was reserved. ``note``: what the steward confirmed (a
+    mechanism predicted to fail, a high predicted error), hashed with the entry.
     """
     try:
         eps_units = epsilon_cost_units(epsilon)
@@ -227,8 +228,20 @@ def reserve(*, dataset, release, user, epsilon: str, delta: str) -> LedgerEntry:
             mechanism=str(getattr(release, "mechanism", "") or ""), params_json=_release_params_json(release),
             epsilon=canonical(epsilon), delta=canonical(delta if delta not in (None, "") else "0"),
             eps_units=eps_units, delta_units=delta_units,
-            guarantee="approximate" if delta_units else "pure",
+            guarantee="approximate" if delta_units else "pure", note=note[:2000],
         )
+
+
+def record_draw(draw, *, user) -> LedgerEntry:
+    """A zero-cost note row for a draw of more rows from a finished release (post-processing): the ledger
+    lists every output made from the data, charged or not. Call inside the transaction creating the draw."""
+    _lock_budget(draw.dataset_id)
+    note = (f"draw of {draw.rows:,} more rows from release {draw.parent_id}: post-processing of its "
+            "private summary, no privacy cost")
+    return _append(draw.dataset_id, kind=LedgerEntry.NOTE, user=user, release=draw,
+                   mechanism=str(draw.mechanism), params_json=canonical_json({"parent": draw.parent_id,
+                                                                               "rows": draw.rows}),
+                   epsilon="0", delta="0", eps_units=0, delta_units=0, guarantee="", note=note)
 
 
 def settle(release, *, note: str = "") -> LedgerEntry:
@@ -544,6 +557,9 @@ def _check_chain(dataset_id: int, rows: list[LedgerEntry], b: dict | None) -> Ch
             if e.kind == LedgerEntry.SPEND:
                 spent_e += target.eps_units
                 spent_d += target.delta_units
+        elif e.kind == LedgerEntry.NOTE:
+            if e.eps_units or e.delta_units or e.resolves_id is not None:
+                report.problems.append(f"{where}: a note carries no cost and resolves nothing")
         else:
             report.problems.append(f"{where}: unknown kind {e.kind!r}")
     report.head = prev if rows else ""

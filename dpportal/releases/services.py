@@ -127,8 +127,9 @@ def check_request(dataset, req: ReleaseRequest):
     return req, validate(dataset, req)
 
 
-def plan_release(dataset, user, req: ReleaseRequest) -> Release:
-    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued)."""
+def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "") -> Release:
+    """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued).
+    ``confirmed``: the warnings the steward confirmed, kept on the reservation's ledger entry."""
     req, mech = check_request(dataset, req)
     epsilon, delta = req.epsilon, req.delta
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
@@ -143,7 +144,8 @@ def plan_release(dataset, user, req: ReleaseRequest) -> Release:
                 epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
                 schema_fingerprint=schema.fingerprint(), software_version=dpportal.__version__,
                 stage="queued", estimate_seconds=seconds, queue=queue_for(seconds))
-            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
+            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta,
+                           note=confirmed)
             transaction.on_commit(lambda: _enqueue(release.pk))
     except ledger.BudgetExceeded as exc:
         raise ReleaseRequestError(str(exc)) from None
@@ -175,6 +177,7 @@ def draw_more(release: Release, user, rows) -> Release:
             schema_fingerprint=origin.schema_fingerprint, software_version=dpportal.__version__,
             stage="queued", queue=Release.QUEUE_FAST,
             estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds)
+        ledger.record_draw(draw, user=user)
         transaction.on_commit(lambda: _enqueue(draw.pk))
     return draw
 

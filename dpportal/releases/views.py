@@ -51,9 +51,16 @@ def _submit(request, dataset, form, name: str):
         if "confirm_high_error" in form.fields and not form.cleaned_data.get("confirm_high_error"):
             form.add_error("confirm_high_error", form.fields["confirm_high_error"].error_messages["required"])
             return None, None
-        return services.plan_release(dataset, request.user, req), None
+        return services.plan_release(dataset, request.user, req, confirmed=_confirmed(form)), None
     except services.ReleaseRequestError as exc:
         return None, str(exc)
+
+
+def _confirmed(form) -> str:
+    """The warnings the steward ticked, for the reservation's ledger entry."""
+    ticked = [form.fields[name].label for name in ("confirm_would_fail", "confirm_high_error")
+              if name in form.fields and form.cleaned_data.get(name)]
+    return "; ".join(f"confirmed by the steward: {label}" for label in ticked)
 
 
 def _high_error(dataset, cls, values: dict, purpose) -> str | None:
@@ -140,6 +147,19 @@ def release_detail(request, pk):
 
         ctx["risk"] = report_of(release.origin())  # a draw shows its original release's report
     return render(request, "releases/detail.html", ctx)
+
+
+@login_required
+def release_report(request, pk):
+    """The privacy report as a printable page, for the steward and granted analysts (the manifest's facts)."""
+    release = release_for_viewer(request.user, pk)
+    owner = release.dataset.owner_id == request.user.pk
+    facts = manifest(release, for_owner=owner)
+    report = public_report(release, for_owner=owner) or {}
+    return render(request, "releases/report.html", {
+        "release": release, "dataset": release.dataset, "facts": facts, "has_report": bool(report),
+        "guarantee_meaning": report.get("guarantee_meaning", ""), "is_owner": owner,
+        "parameters": sorted((facts.get("parameters") or {}).items())})
 
 
 def status_dict(release: Release, *, for_owner: bool) -> dict:

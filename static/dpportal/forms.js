@@ -38,6 +38,16 @@
       var codes = [];
       for (var v = Math.ceil(lo); v <= Math.floor(hi); v++) { codes.push(String(v)); }
       box.value = codes.join("\n");
+      summarise(box);
+    };
+    // the collapsed category list's summary names its count and first categories
+    var summarise = function (box) {
+      var summary = box.closest("details") && box.closest("details").querySelector("summary");
+      if (!summary) return;
+      var cats = box.value.split("\n").map(function (c) { return c.trim(); }).filter(Boolean);
+      var text = cats.join(", ");
+      summary.firstChild.textContent = cats.length + (cats.length === 1 ? " category" : " categories")
+        + (cats.length ? ": " + (text.length > 60 ? text.slice(0, 59) + "…" : text) : "") + " ";
     };
     schema.addEventListener("change", function (e) {
       if (e.target.matches && e.target.matches("select[name$='-kind']")) { fillCodes(e.target); }
@@ -46,6 +56,7 @@
     // typing a value in a row counts as reviewing it
     schema.addEventListener("input", function (e) {
       var row = e.target.closest && e.target.closest("tr.schema-row");
+      if (e.target.matches && e.target.matches("textarea[name$='-categories']")) { summarise(e.target); }
       if (row && e.target.name && !/-ok$/.test(e.target.name)) { row.querySelector(".review-tick").checked = true; update(); }
     });
   }

@@ -259,3 +259,19 @@ def test_aim_estimates_after_every_round_but_the_last_and_its_final_estimate_fit
     assert rounds >= 2
     assert [iters for _, iters in calls] == [60] * rounds + [70]  # the 1-way start, rounds 1..T-1, the final
     assert {tuple(c) for c, _ in mech.selected} <= calls[-1][0]
+
+
+def test_mst_privacy_report_states_how_the_budget_was_spent_by_this_fit():
+    fitted = _fit("mst", Noise.seeded(3))
+    assert fitted.use_tree
+    split = fitted.privacy_cost().details["rho_split"]
+    assert split == "1/3 one-way, 1/3 tree selection, 1/3 tree pairs: the spanning tree was measured"
+    assert "all on the 1-way" not in split
+    small = build("mst", SCHEMA, epsilon=0.05, delta=DELTA, noise=Noise.seeded(3), n=60)
+    small.fit(TableSource.from_frame(SCHEMA, _raw(n=60)))
+    assert not small.use_tree
+    cost = small.privacy_cost()
+    assert cost.details["rho_split"].startswith("all on the 1-way marginals: the spanning tree was not measured")
+    assert any(c.startswith("only the 1-way marginals are measured") for c in cost.caveats)
+    planned = build("mst", SCHEMA, epsilon=EPS, delta=DELTA).privacy_cost().details["rho_split"]
+    assert "tree='auto' with too few rows" in planned  # before a fit: the plan, both ways

@@ -30,8 +30,29 @@ def test_a_steward_creates_an_analyst_who_can_log_in_and_download(world):
     bea = get_user_model().objects.get(username="bea")
     assert bea.profile.role == Profile.ANALYST and world.dataset.analysts.filter(pk=bea.pk).exists()
     assert authenticate(username="bea", password=password) == bea
-    assert world.client(bea).get(f"/releases/{world.release.pk}/synthetic.csv").status_code == 200
-    assert world.client(bea).get("/accounts/password/").status_code == 200  # can change it
+    client = world.client(bea)
+    # a one-time password: every page and download leads to the password change until it is changed
+    for url in ("/datasets/", f"/releases/{world.release.pk}/synthetic.csv"):
+        resp = client.get(url)
+        assert resp.status_code == 302 and resp["Location"] == "/accounts/password/"
+    assert "one-time password" in client.get("/accounts/password/").content.decode()
+    api = world.client(None).post("/api/auth/token/", {"username": "bea", "password": password})
+    assert api.status_code == 403 and "one-time password" in api.json()["error"]
+    same = client.post("/accounts/password/", {"old_password": password, "new_password1": password,
+                                               "new_password2": password})
+    assert "must differ" in same.content.decode()
+    new = "bea-own-Pass-8642"
+    done = client.post("/accounts/password/", {"old_password": password, "new_password1": new,
+                                               "new_password2": new})
+    assert done.status_code == 302
+    bea.profile.refresh_from_db()
+    assert bea.profile.must_change_password is False
+    assert client.get(f"/releases/{world.release.pk}/synthetic.csv").status_code == 200
+    assert world.client(None).post("/api/auth/token/", {"username": "bea", "password": new}).status_code == 201
+
+
+def test_accounts_made_by_hand_are_not_asked_to_change_their_password(world):
+    assert world.client(world.owner).get("/datasets/").status_code == 200
 
 
 def test_an_existing_name_is_never_turned_into_an_analyst(world):

@@ -44,9 +44,12 @@ def test_budget_and_schema_helpers(live_server, tmp_path):
         assert count.inner_text().startswith("1 of 3 kept columns")
         page.fill("input[name=col-2-lower]", "1")  # integer answer codes 1..12, then made categorical
         page.fill("input[name=col-2-upper]", "12")
-        page.fill("textarea[name=col-2-categories]", "")
+        assert page.input_value("textarea[name=col-2-categories]") == ""  # an integer row: no list yet
         page.select_option("select[name=col-2-kind]", "categorical")
         assert page.input_value("textarea[name=col-2-categories]").split() == [str(v) for v in range(1, 13)]
+        # the row now shows its categorical fields only: the list collapsed under a summary of the codes
+        assert not page.is_visible("input[name=col-2-lower]") and page.is_visible("input[name=col-2-other]")
+        assert page.inner_text("tr:has(select[name=col-2-kind]) summary").startswith("12 categories: 1, 2, 3")
         page.fill("input[name=col-0-upper]", "100000")  # too many codes for a list: left empty
         page.select_option("select[name=col-0-kind]", "categorical")
         assert page.input_value("textarea[name=col-0-categories]") == ""

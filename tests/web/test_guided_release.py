@@ -186,3 +186,21 @@ def test_the_recommendation_explains_its_order_terms_and_epsilon_and_shows_run_t
     api = world.client(None).get(f"/api/datasets/{world.dataset.pk}/recommendation/",
                                  {"purpose": "ml", "target": "city"}, **world.api(world.owner)).json()
     assert api["ranking"].startswith("Sorted first") and "label_conditional" in api["mechanisms"][0]
+
+
+def test_train_a_model_shows_measured_model_accuracy_beside_the_predicted_error(world, monkeypatch):
+    _no_raw_access(monkeypatch)
+    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
+        "purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6"}).content.decode()
+    assert "Model accuracy (AUC, measured on benchmark tables)" in page
+    assert 'id="model-quality-note"' in page and "Model accuracy is not predicted for this table" in page
+    cells = re.findall(r'<td class="model-quality">([^<]*)</td>', page)
+    assert cells and all(c.startswith(("measured ", "about 0.5 (chance)", "not measured")) for c in cells)
+    assert any("benchmark tables at ε 1 (real data:" in c for c in cells)
+    api = world.client(None).get(f"/api/datasets/{world.dataset.pk}/recommendation/",
+                                 {"purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6"},
+                                 **world.api(world.owner)).json()
+    assert api["model_quality_note"].startswith("Model accuracy is not predicted")
+    assert all(m["model_quality"]["kind"] in ("measured", "chance", "none") for m in api["mechanisms"])
+    explore = world.client(world.owner).get(NEW.format(world.dataset.pk), {"purpose": "explore"}).content.decode()
+    assert "model-quality" not in explore
