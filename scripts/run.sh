@@ -19,10 +19,13 @@ SOCK="$(cd "$DATA_DIR" && pwd)/web.sock"
 # One worker per queue (docs/operations.md): long fits on "synthesis" (WORKERS jobs at once, each with
 # cores / WORKERS threads), draws and short releases on "fast", utility evaluations on "evaluation" (one
 # thread each), so a draw never waits behind a long fit, on the embedded broker as on Redis.
-worker() {  # queue concurrency threads-per-job
-  DPPORTAL_WORKER_CONCURRENCY="$2" DPPORTAL_THREADS_PER_JOB="$3" "$PY" -m celery -A dpportal worker -Q "$1" \
-    -n "$1@%h" --loglevel=INFO --concurrency="$2" --prefetch-multiplier=1 &
+# Long fits and evaluations run at a lower CPU priority (nice 10), so that pages and draws keep answering
+# while a fit holds the cores (DPPORTAL_WORKER_NICE overrides).
+worker() {  # queue concurrency threads-per-job niceness
+  DPPORTAL_WORKER_CONCURRENCY="$2" DPPORTAL_THREADS_PER_JOB="$3" nice -n "$4" "$PY" -m celery -A dpportal worker \
+    -Q "$1" -n "$1@%h" --loglevel=INFO --concurrency="$2" --prefetch-multiplier=1 &
 }
+NICE=${DPPORTAL_WORKER_NICE:-10}
 # Threads per fit: one core is kept for the fast and evaluation workers (short jobs), the rest shared by
 # the synthesis jobs; on 2 cores that is 1 thread (measured: 2 threads per job spin on a busy 2-core
 # machine, 2.5x the CPU for the same burst, docs/operations.md). DPPORTAL_THREADS_PER_JOB overrides.
@@ -47,9 +50,9 @@ front() {
 declare -A PIDS=()
 start() {  # name
   case "$1" in
-    synthesis) worker synthesis "${WORKERS:-1}" "$FIT_THREADS" ;;
-    fast) worker fast 1 1 ;;
-    evaluation) worker evaluation 1 1 ;;
+    synthesis) worker synthesis "${WORKERS:-1}" "$FIT_THREADS" "$NICE" ;;
+    fast) worker fast 1 1 0 ;;
+    evaluation) worker evaluation 1 1 "$NICE" ;;
     web) web ;;
     front) front ;;
   esac

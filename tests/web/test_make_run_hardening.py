@@ -144,6 +144,9 @@ def test_a_killed_worker_is_restarted_and_its_release_settled(run_sh):
     time.sleep(2)  # into the fit: it has read the data
     victims = _worker_pids(proc, "synthesis")
     assert len(victims) >= 2, (victims, _children(proc.pid))  # the worker and its pool process
+    # fits run below the web server's priority, draws on the fast queue do not
+    assert os.getpriority(os.PRIO_PROCESS, victims[1]) == 10
+    assert os.getpriority(os.PRIO_PROCESS, _worker_pids(proc, "fast")[0]) == 0
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
     killed_at = time.monotonic()
