@@ -145,6 +145,7 @@ class Column:
     special: tuple[float, ...] = ()  # numeric: values modelled as cells of their own, written back exactly
     scale: str = "linear"  # numeric: "linear" (equal-width bins) or "log" (log-spaced bins)
     decimals: int | None = None  # continuous: digits after the point in the exported file (None: all)
+    step: float | None = None  # numeric: values are multiples of this from the lower bound (amounts in 10,000s)
     # Dates (mechanisms.dates): an integer count of `granularity` units since 1970, written with `date_format`
     date_format: str | None = None
     granularity: str | None = None
@@ -177,7 +178,7 @@ class Column:
             self._check_date()
         elif self.date_format is not None or self.granularity is not None:
             raise SchemaError(f"column {self.name!r}: a date format and granularity are for date columns")
-        elif self.special or self.scale != "linear" or self.decimals is not None:
+        elif self.special or self.scale != "linear" or self.decimals is not None or self.step is not None:
             raise SchemaError(f"column {self.name!r}: special values, scale and decimals are for numeric columns")
         if self.kind == "categorical":
             if len(self.categories) == 0:
@@ -201,6 +202,13 @@ class Column:
             raise SchemaError(f"column {name!r}: decimals must be an integer in 0..{MAX_DECIMALS}, got {self.decimals!r}")
         if self.decimals is not None and self.kind == "integer":
             raise SchemaError(f"column {name!r}: decimals are for continuous columns (integers have none)")
+        if self.step is not None:
+            if isinstance(self.step, bool) or not isinstance(self.step, (int, float)) or not self.step > 0 \
+                    or not math.isfinite(self.step) or (self.upper - self.lower) / self.step > 1e9:
+                raise SchemaError(f"column {name!r}: step must be a positive number at most a billionth of the "
+                                  f"range, got {self.step!r}")
+            if self.kind == "integer" and self.step != math.floor(self.step):
+                raise SchemaError(f"column {name!r}: the step of an integer column must be an integer, got {self.step!r}")
         if len(self.special) > MAX_SPECIAL:
             raise SchemaError(f"column {name!r}: at most {MAX_SPECIAL} special values, got {len(self.special)}")
         for v in self.special:
@@ -258,6 +266,8 @@ class Column:
 
     def bin_edges(self) -> np.ndarray:
         """Public edges of the regular bins of a numeric column (n_bins + 1 values on [lower, upper])."""
+        if self.step is not None and self._steps() <= self.bins:  # one cell per multiple of the step
+            return self.lower + (np.arange(self._steps() + 1, dtype=float) - 0.5) * self.step
         if self.kind == "integer" and self._one_bin_per_value():
             lo = math.ceil(self.lower)
             span = int(math.floor(self.upper) - lo) + 1
@@ -277,6 +287,9 @@ class Column:
             inner = np.ceil(edges[1:-1] - 1e-9)
             edges = np.unique(np.concatenate([[lo], np.clip(inner, lo, hi + 1), [hi + 1]])) - 0.5
         return edges
+
+    def _steps(self) -> int:
+        return int(math.floor((self.upper - self.lower) / self.step + 1e-9)) + 1
 
     def _one_bin_per_value(self) -> bool:
         return int(math.floor(self.upper) - math.ceil(self.lower)) + 1 <= self.bins
@@ -312,7 +325,9 @@ class Column:
         if self.kind == "categorical":
             return list(self.categories)
         edges = self.bin_edges()
-        if self.kind == "integer" and self._one_bin_per_value():
+        if self.step is not None and self._steps() <= self.bins:
+            labels = [_fmt(self.lower + i * self.step) for i in range(len(edges) - 1)]
+        elif self.kind == "integer" and self._one_bin_per_value():
             labels = [str(int(round(e + 0.5))) for e in edges[:-1]]
         else:
             labels = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(edges[:-1], edges[1:])]
@@ -330,6 +345,8 @@ class Column:
                 d["scale"] = self.scale
             if self.decimals is not None:
                 d["decimals"] = self.decimals
+            if self.step is not None:
+                d["step"] = self.step
         if self.kind == "categorical":
             d.update(categories=list(self.categories), other=self.other)
         return d
@@ -370,7 +387,7 @@ class Column:
         if d.get("kind") == "date":
             return cls._from_date_dict(d)
         unknown = set(d) - {"name", "kind", "lower", "upper", "categories", "bins", "fill", "other", "special",
-                            "scale", "decimals"}
+                            "scale", "decimals", "step"}
         if unknown:
             raise SchemaError(f"column {d.get('name')!r}: unknown fields {sorted(unknown)}")
         kw = dict(d)
@@ -610,6 +627,8 @@ class Schema:
 
     @staticmethod
     def _finish_numeric(c: Column, v: np.ndarray) -> np.ndarray:
+        if c.step is not None:  # the nearest multiple of the step (post-processing of a public fact)
+            v = np.clip(c.lower + np.rint((np.asarray(v, dtype=float) - c.lower) / c.step) * c.step, c.lower, c.upper)
         if c.kind == "integer":
             return np.clip(np.rint(v), math.ceil(c.lower), math.floor(c.upper)).astype(np.int64)
         if c.decimals == 0:
@@ -783,6 +802,7 @@ MAX_DRAFT_SPECIAL = 3
 RARE_K = 10  # categories (and special values) seen in fewer rows than this are flagged or not suggested
 LOG_MEDIAN_SHARE = 0.1  # median within 10% of the range from the log pivot (0 or the lower bound): log bins
 MAX_DRAFT_DECIMALS = 6
+STEP_EXCEPTIONS = 0.001  # share of values that may break a suggested step (rounded to it in the output)
 
 
 def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_MISSING_MARKERS,
@@ -890,6 +910,9 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
     rest = finite[~finite.isin(special)]
     pivot = 0.0 if lo < 0 < hi else lo
     skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE
+    step = _draft_step(finite, lo) if integer else None
+    if step is not None and (hi - lo) / step + 1 <= min(MAX_VALUE_CELLS, max_cells):
+        return Column(name=name, kind=kind, lower=lo, upper=hi, bins=int((hi - lo) / step) + 1, fill=fill, step=step)
     decimals = None
     if not integer:
         frac = present.str.extract(r"^[-+]?\d*\.(\d+)$", expand=False).dropna()
@@ -898,4 +921,16 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
             decimals = None  # scientific notation: keep every digit
     return Column(name=name, kind=kind, lower=lo, upper=hi, bins=min(DRAFT_BINS, max_cells), fill=fill,
                   special=tuple(int(v) if integer else v for v in special), scale="log" if skewed else "linear",
-                  decimals=decimals)
+                  decimals=decimals, step=step)
+
+
+def _draft_step(finite: pd.Series, lower: float) -> float | None:
+    """The largest power of ten (10 or more) that the values (from the lower bound) are multiples of, all
+    but STEP_EXCEPTIONS of them (a stray entry such as 327,680 among credit limits in 10,000s)."""
+    offsets = (finite - lower).abs()
+    step = None
+    for e in range(1, 10):
+        if np.mean(np.mod(offsets, 10 ** e) != 0) > STEP_EXCEPTIONS:
+            break
+        step = float(10 ** e)
+    return step

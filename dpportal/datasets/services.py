@@ -55,8 +55,8 @@ def _number(value: str, what: str, col: str) -> float | None:
     return v
 
 
-COLUMN_FIELDS = ("kind", "lower", "upper", "bins", "fill", "special", "scale", "decimals", "granularity", "format",
-                 "categories", "other")
+COLUMN_FIELDS = ("kind", "lower", "upper", "bins", "fill", "special", "scale", "decimals", "step", "granularity",
+                 "format", "categories", "other")
 FORM_KINDS = ("continuous", "integer", "date", "categorical", "excluded")  # "date": an integer count of time units
 
 
@@ -93,6 +93,11 @@ def _date_column(name: str, data) -> Column:
                              "special": special})
 
 
+def _step(value: str, col: str) -> float | None:
+    step = _number(value, "step", col)
+    return int(step) if step is not None and step.is_integer() else step
+
+
 def column_from_form(name: str, data) -> Column:
     """One column from form fields (``kind``, ``lower``, ``upper``, ``bins``, ``fill``, ``special``
     comma-separated, ``scale``, ``decimals``, ``categories`` one per line, ``other``)."""
@@ -111,7 +116,8 @@ def column_from_form(name: str, data) -> Column:
                           upper=_number(data.get("upper"), "upper bound", name),
                           bins=_whole(data.get("bins"), "bins", name, default="10"),
                           fill=_number(data.get("fill"), "fill value", name),
-                          special=_specials(data.get("special"), name), scale=scale, decimals=decimals)
+                          special=_specials(data.get("special"), name), scale=scale, decimals=decimals,
+                          step=_step(data.get("step"), name))
         if kind == "categorical":
             cats = [c.strip() for c in (data.get("categories") or "").splitlines() if c.strip()]
             other = (data.get("other") or "").strip() or None

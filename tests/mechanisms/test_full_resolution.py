@@ -230,3 +230,18 @@ def test_a_value_not_in_the_date_format_is_named():
                                             "granularity": "day", "format": "%Y-%m-%d"}]})
     with pytest.raises(ValueError, match=r"not dates in the format '%Y-%m-%d' \(e.g. '31/12/2021'\)"):
         schema.prepare(pd.DataFrame({"d": ["2021-01-01", "31/12/2021"]}))
+
+
+def test_a_step_is_suggested_for_round_amounts_and_the_output_keeps_it():
+    rng = np.random.default_rng(5)
+    limits = (rng.integers(1, 80, 5000) * 10_000).astype(str)
+    limits[0] = "327680"  # one stray entry does not stop the suggestion
+    raw = pd.DataFrame({"limit": limits, "sex": rng.choice(["f", "m"], 5000)})
+    schema = draft_schema(raw).confirmed()
+    col = schema.column("limit")
+    assert col.step == 10_000 and Schema.from_json(schema.to_json()) == schema
+    mech = build("mst", schema, epsilon=1.0, delta=1e-5, noise=Noise.seeded(6), n=len(raw))
+    out = exported(schema, run(mech, TableSource.from_frame(schema, raw), 2000).synthetic)
+    assert (out["limit"].astype(int) % 10_000 == 0).all()
+    one_cell_per_step = Column("x", "integer", lower=0, upper=100_000, bins=11, step=10_000)
+    assert one_cell_per_step.n_cells == 11 and one_cell_per_step.cell_labels()[1] == "10k"
