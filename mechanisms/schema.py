@@ -799,6 +799,7 @@ def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BIN
 CODE_NAME = re.compile(r"(^|[^a-z])(code|codes|recode|cd|id|zip|fips|naics|sic|icd|soc)([^a-z]|$)", re.IGNORECASE)
 SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% (and RARE_K rows) of a wide numeric column is a point mass
 MAX_DRAFT_SPECIAL = 3
+SPECIAL_OVER_MEDIAN = 3  # ... and at least 3x the median count of a value (uniform noise is no point mass)
 RARE_K = 10  # categories (and special values) seen in fewer rows than this are flagged or not suggested
 LOG_MEDIAN_SHARE = 0.1  # median within 10% of the range from the log pivot (0 or the lower bound): log bins
 MAX_DRAFT_DECIMALS = 6
@@ -905,8 +906,8 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
     if integer and span <= min(MAX_VALUE_CELLS, max_cells):
         return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
     counts = finite.value_counts()
-    special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items()
-                    if k >= max(SPECIAL_MIN_SHARE * len(finite), RARE_K) and lo <= v <= hi)
+    least = max(SPECIAL_MIN_SHARE * len(finite), RARE_K, SPECIAL_OVER_MEDIAN * float(counts.median()))
+    special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items() if k >= least and lo <= v <= hi)
     rest = finite[~finite.isin(special)]
     pivot = 0.0 if lo < 0 < hi else lo
     skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE

@@ -178,6 +178,8 @@ MATRIX: dict[str, list[Case]] = {
     "datasets/<int:pk>/ledger.json": [Case("get", "/datasets/{d}/ledger.json", web_owner())],
     # dashboards (steward-only: computed from raw data, not private)
     "releases/<int:pk>/dashboard/": [Case("get", "/releases/{r}/dashboard/", web_owner())],
+    "releases/<int:pk>/risk/": [Case("post", "/releases/{r}/risk/", web_owner(302))],
+    "api/releases/<int:pk>/risk/": [Case("get", "/api/releases/{r}/risk/", api_owner())],
     "releases/<int:pk>/evaluation.json": [Case("get", "/releases/{r}/evaluation.json", web_owner())],
     "releases/<int:pk>/evaluate/": [Case("post", "/releases/{r}/evaluate/", web_owner(302))],
     "datasets/<int:pk>/dashboard/": [Case("get", "/datasets/{d}/dashboard/", web_owner())],
