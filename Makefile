@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale venv clean audit
+.PHONY: run test test-fast bench bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +57,16 @@ bench-pgm-grid: venv bench-venv
 bench-pgm-repeat: venv bench-venv
 	$(PY) -m benchmarks.pgm_repeat
 
+# the downloaded file at full resolution against the sampling floor: dpportal's column model, the coarse one
+# and SmartNoise's own transformers, 4 tables x MST / AIM (about an hour) -> docs/benchmarks-fidelity.md
+bench-fidelity: venv bench-venv
+	$(PY) -m benchmarks.fidelity
+	$(PY) -m benchmarks.fidelity --tables bank_marketing german_credit --models suggested coarse --repeat 3
+	$(PY) -m benchmarks.fidelity --tables adult --mechanisms aim --models suggested coarse --param workload=target --param target=label
+	$(PY) -m benchmarks.fidelity --write-doc
+
 bench: venv bench-venv
+	$(PY) -m benchmarks.fidelity
 	$(PY) -m benchmarks.compare --jobs 2
 	$(PY) -m benchmarks.pgm_compare
 	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
