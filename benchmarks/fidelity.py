@@ -190,7 +190,32 @@ def write_doc(rows: list[dict], command: str) -> None:
     for table, r in sorted(floors.items()):
         lines.append(f"| {table} | floor | real rows | | - | " + " | ".join(_fmt(r["floor"][k]) for k, _ in MEASURES)
                      + f" | {_fmt(r.get('tstr_auc_floor'))} | |")
+    lines += timing_lines()
     DOC.write_text("\n".join(lines) + "\n")
+
+
+TIMING = ROOT / "docs" / "data" / "benchmarks-fidelity-timing.jsonl"
+
+
+def timing_lines() -> list[str]:
+    """The time of the suggested column model against the coarse one, run after run in the same cache state
+    (Private-PGM keeps a persistent JAX compilation cache: a first run compiles, later ones reuse)."""
+    if not TIMING.is_file():
+        return []
+    rows = [json.loads(line) for line in open(TIMING)]
+    pairs: dict[tuple, dict] = {}
+    for r in rows:
+        pairs.setdefault((r["table"], r["mechanism"], r.get("repeat", 0)), {})[r["model"]] = r["seconds"]
+    out = ["", "## Time: the suggested column model against the coarse one", "",
+           "`python -m benchmarks.fidelity --tables credit_default_taiwan adult --mechanisms mst aim --models suggested "
+           "coarse --repeat 2 --out docs/data/benchmarks-fidelity-timing.jsonl`: each run in a fresh process, the two "
+           "models alternating; run 0 may compile, run 1 reuses the compilation cache for both. Shared 2-core machine.",
+           "", "| table | mechanism | run | suggested s | coarse s | ratio |", "|---|---|---|---|---|---|"]
+    for (table, mech, rep), t in sorted(pairs.items()):
+        if "suggested" in t and "coarse" in t:
+            out.append(f"| {table} | {mech} | {rep} | {t['suggested']} | {t['coarse']} | "
+                       f"{t['suggested'] / t['coarse']:.2f} |")
+    return out
 
 
 def _in_fresh_process(table: str, model: str, mechanism: str, args) -> dict:
