@@ -174,7 +174,9 @@ def write_doc(rows: list[dict], command: str) -> None:
              "formula guard applied to the file). Epsilon 1, delta 1e-5, default parameters.", "",
              f"Command: `{command}`", "",
              "Each row is the mean over its runs (the `runs` column); single runs on the small tables (german_credit:",
-             "500 training rows) move by several hundredths between draws.", "",
+             "500 training rows) move by several hundredths between draws. The seconds column mixes compilation-",
+             "cache states (a release that compiles Private-PGM's programs takes 2-4x one that reuses them): compare",
+             "times in the table at the end, where both models ran in the same state.", "",
              "| table | mechanism | model | runs | seconds | " + " | ".join(label for _, label in MEASURES)
              + " | TSTR AUC | worst column |",
              "|---" * (7 + len(MEASURES)) + "|"]
