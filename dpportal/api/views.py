@@ -246,20 +246,22 @@ def dataset_releases(request, pk):
 
 @api_view("POST")
 def dataset_bounds(request, pk):
-    """POST /api/datasets/{id}/bounds/ {"columns": [...], "epsilon": "0.1"}: estimate numeric bounds
-    privately (charged like a release); the estimate is in the release's privacy report when done."""
+    """POST /api/datasets/{id}/bounds/ {"columns": [...], "epsilon": "0.1", "delta": "1e-6"}: estimate numeric
+    bounds and discover categorical columns' categories privately (charged like a release); the estimates
+    are in the release's privacy report when done."""
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)
-    unknown = sorted(set(data) - {"columns", "epsilon"})
+    unknown = sorted(set(data) - {"columns", "epsilon", "delta"})
     if unknown:
-        raise ApiError(f"unknown field(s) {unknown}; send columns and epsilon")
+        raise ApiError(f"unknown field(s) {unknown}; send columns, epsilon and (for categorical columns) delta")
     columns = data.get("columns")
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         raise ApiError(f"columns must be a list of column names, got columns={columns!r}"[:300])
     try:
         r = release_services.plan_bounds(d, request.user, columns=columns,
                                          epsilon=_amount(data.get("epsilon", release_services.DEFAULT_BOUNDS_EPSILON),
-                                                         "epsilon"))
+                                                         "epsilon"),
+                                         delta=_amount(data["delta"], "delta") if "delta" in data else None)
     except release_services.ReleaseRequestError as exc:
         raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(r, for_owner=True), status=201)

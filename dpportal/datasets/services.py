@@ -149,7 +149,7 @@ def review_count(rows: list[dict]) -> dict:
     return {"kept": len(kept), "left": len(left), "names": left}
 
 
-def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None) -> str:
+def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None, dp_categories: dict | None = None) -> str:
     """Apply the schema page's bulk action to ``rows`` in place; returns what was done. Actions:
     ``review`` ticks every column of a kind (``bulk_kind``, or "all") as reviewed; ``kind`` sets the
     kind ``bulk_set_kind`` on the columns whose name matches the glob ``bulk_pattern`` (case-insensitive,
@@ -167,7 +167,7 @@ def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None) -> str:
     if action == "kind":
         return _bulk_kind(rows, (post.get("bulk_pattern") or "").strip(), post.get("bulk_set_kind", ""))
     if action == "use_dp":
-        return _use_dp_bounds(rows, dp_bounds or {})
+        return _use_dp_bounds(rows, dp_bounds or {}, dp_categories or {})
     if action == "group_rare":
         return _group_rare(rows)
     raise SchemaRejected(f"unknown bulk action {str(action)[:40]!r}; use 'review', 'kind', 'use_dp' or 'group_rare'")
@@ -200,10 +200,26 @@ def _group_rare(rows: list[dict]) -> str:
            "Review them, then confirm the schema."
 
 
-def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:
-    """Numeric columns take their private bound estimates (DP outputs: public-safe) and count as
-    reviewed; a fill value outside the new bounds is moved to the lower bound."""
+def _use_dp_categories(rows: list[dict], found: dict) -> list[dict]:
+    """Categorical columns take their privately discovered categories (DP outputs: public-safe) and an
+    "other" category for every value not discovered; they count as reviewed."""
     hit = []
+    for r in rows:
+        d = found.get(r["name"])
+        if r["cur"].get("kind") == "categorical" and d:
+            other = r["cur"].get("other") or RARE_GROUP
+            cats = list(d["categories"]) + ([other] if other not in d["categories"] else [])
+            r["cur"] = {**r["cur"], "categories": cats, "other": other}
+            r["rare"], r["ok"] = [], True
+            hit.append(r)
+    return hit
+
+
+def _use_dp_bounds(rows: list[dict], dp_bounds: dict, dp_categories: dict | None = None) -> str:
+    """Numeric columns take their private bound estimates (DP outputs: public-safe) and count as
+    reviewed; a fill value outside the new bounds is moved to the lower bound. Categorical columns take
+    their privately discovered categories."""
+    hit = _use_dp_categories(rows, dp_categories or {})
     for r in rows:
         b = dp_bounds.get(r["name"])
         if r["cur"].get("kind") in ("continuous", "integer") and b and b.get("lower") is not None \
@@ -215,9 +231,9 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict) -> str:
             r["ok"] = True
             hit.append(r)
     if not hit:
-        raise SchemaRejected("no numeric column has a usable private bound estimate yet: estimate them first "
-                             "(estimates that hold under 90% of the values are not used)")
-    return f"Used the private bound estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until " \
+        raise SchemaRejected("no column has a usable private estimate yet: estimate them first "
+                             "(bound estimates that hold under 90% of the values are not used)")
+    return f"Used the private estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until " \
            "you confirm the schema."
 
 

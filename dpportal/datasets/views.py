@@ -122,12 +122,14 @@ def dataset_schema(request, pk):
     markers = schema.missing_markers if schema else dataset.missing_markers
     rows = _column_rows(dataset, schema, request.POST if request.method == "POST" else None)
     dp_bounds = release_services.latest_bounds(dataset)
+    dp_categories = release_services.latest_categories(dataset)
     for r in rows:
         r["dp"] = dp_bounds.get(r["name"])
+        r["dpcat"] = dp_categories.get(r["name"])
     bulk_note = None
     if request.method == "POST" and request.POST.get("bulk"):
         try:  # a bulk action edits the working values on the page; nothing is saved until "Confirm"
-            bulk_note = services.apply_bulk(rows, request.POST, dp_bounds=dp_bounds)
+            bulk_note = services.apply_bulk(rows, request.POST, dp_bounds=dp_bounds, dp_categories=dp_categories)
         except services.SchemaRejected as exc:
             error = str(exc)
     elif request.method == "POST":
@@ -148,7 +150,8 @@ def dataset_schema(request, pk):
         "dataset": dataset, "error": error, "kinds": services.FORM_KINDS, "granularities": list(UNITS), "import_form": SchemaImportForm(),
         "max_codes": services.MAX_CODES,
         "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
-        "dp_bounds": dp_bounds, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
+        "dp_bounds": dp_bounds or dp_categories, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
+        "discovery_delta": release_services.DEFAULT_DISCOVERY_DELTA,
         "bounds_pending": dataset.releases.filter(mechanism=release_services.BOUNDS_MECHANISM,
                                                   status__in=(Release.QUEUED, Release.RUNNING)),
         "budget": ledger.remaining(dataset),
@@ -169,11 +172,12 @@ def dataset_schema_dp_bounds(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     try:
         release = release_services.plan_bounds(dataset, request.user, columns=request.POST.getlist("bounds_columns"),
-                                               epsilon=request.POST.get("bounds_epsilon"))
+                                               epsilon=request.POST.get("bounds_epsilon"),
+                                               delta=request.POST.get("bounds_delta"))
     except release_services.ReleaseRequestError as exc:
         messages.error(request, f"Bounds not estimated: {exc}")
     else:
-        messages.success(request, f"Estimating bounds of {len(release.params['columns'])} column(s) privately "
+        messages.success(request, f"Estimating bounds or categories of {len(release.params['columns'])} column(s) privately "
                                   f"(release {release.pk}; epsilon {release.epsilon} reserved). Reload this page "
                                   "when it is done, then use the estimates.")
     return redirect("dpportal-schema", dataset.pk)

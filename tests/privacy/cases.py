@@ -251,3 +251,18 @@ CASES["bounds"] = Case("bounds", TWO_CATS, pd.DataFrame({"u": [str(v) for v in [
                                                          "v": [str(v) for v in [-4, 0.5, 7000] * 10]}),
                        [(0, {"u": "-70", "v": "0.003"}), (0, {"u": "3000"})],
                        mutant=_halve_scales("mechanisms.bounds"), runner=_run_bounds)
+
+
+# -- Private category discovery (mechanisms/categories.py): the noisy label counts are audited on neighbours
+#    whose labels all occur in both tables (the calls line up); the threshold's delta has its own test in
+#    tests/mechanisms/test_categories.py. ------------------------------------------------------------------
+
+def _run_categories(case: Case, frame: pd.DataFrame, noise: Noise) -> None:
+    from mechanisms import categories
+
+    categories.discover_categories([frame], list(frame.columns), epsilon=case.epsilon, delta=1e-6, noise=noise,
+                                   markers=[""])
+
+
+CASES["categories"] = Case("categories", TWO_CATS, _cats_frame(), [(0, {"a": "y", "b": "z"}), (0, {"a": "z"})],
+                           mutant=_halve_scales("mechanisms.categories"), runner=_run_categories)

@@ -30,7 +30,7 @@ def _run(release):
 def test_an_estimate_is_reserved_run_and_spent_then_used_on_the_schema_page(world):
     d = make_dataset(world.owner, text=AGES, schema=None, budget=("1", "0"))
     text = _start(world, d, bounds_columns=["age", "income"], bounds_epsilon="0.5").content.decode()
-    assert "Estimating bounds of 2 column(s) privately" in text
+    assert "Estimating bounds or categories of 2 column(s) privately" in text
     r = Release.objects.get(dataset=d, mechanism="dp-bounds")
     assert ledger.remaining(Dataset.objects.get(pk=d.pk))["epsilon"]["reserved"] == "0.5"
     r = _run(r)
@@ -54,7 +54,7 @@ def test_an_estimate_is_reserved_run_and_spent_then_used_on_the_schema_page(worl
                 post[f"col-{i}-{f}"] = str(col[f])
         post[f"col-{i}-categories"] = "\n".join(col.get("categories", []))
     page = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post).content.decode()
-    assert "Used the private bound estimates for 2 column(s): age, income" in page
+    assert "Used the private estimates for 2 column(s): age, income" in page
     assert f'name="col-0-lower" value="{bounds["age"]["lower"]}"' in page
     assert f'name="col-0-upper" value="{bounds["age"]["upper"]}"' in page
 
@@ -121,3 +121,37 @@ def test_the_api_starts_an_estimate_and_names_bad_input(world):
     assert got["privacy"]["details"]["bounds"]["age"]["lower"] is not None
     bad = c.post(url, json.dumps({"columns": "age"}), content_type="application/json", **world.api(world.owner))
     assert bad.status_code == 400 and "columns must be a list" in bad.json()["error"]
+
+
+JOBS = "job,age\n" + "".join(f"{'clerk' if i % 3 else 'nurse'},{20 + i % 50}\n" for i in range(3000)) + \
+    "astronaut,44\n"
+
+
+def test_categories_are_discovered_privately_with_a_delta_and_used_on_the_schema_page(world):
+    d = make_dataset(world.owner, text=JOBS, schema=None, budget=("1", "0.00001"))
+    page = world.client(world.owner).get(f"/datasets/{d.pk}/schema/").content.decode()
+    assert 'id="discovery-columns"' in page and 'name="bounds_delta"' in page
+    text = _start(world, d, bounds_columns=["job"], bounds_epsilon="0.5", bounds_delta="0.000002").content.decode()
+    assert "Estimating bounds or categories of 1 column(s) privately" in text
+    r = _run(Release.objects.get(dataset=d, mechanism="dp-bounds"))
+    assert r.status == "done" and r.report["guarantee"] == "approximate" and r.delta == "0.000002"
+    assert ledger.remaining(Dataset.objects.get(pk=d.pk))["delta"]["spent"] == "2e-6"
+    found = r.report["details"]["categories"]["job"]["categories"]
+    assert found == ["clerk", "nurse"]  # the one astronaut is not released
+    page = world.client(world.owner).get(f"/datasets/{d.pk}/schema/").content.decode()
+    assert "private discovery (ε 0.5, release" in page
+    post = {"markers": "", "empty_is_missing": "1", "bulk": "use_dp", "col-0-kind": "categorical",
+            "col-0-categories": "astronaut\nclerk\nnurse", "col-1-kind": "integer", "col-1-lower": "0",
+            "col-1-upper": "100"}
+    page = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post).content.decode()
+    assert "Used the private estimates for 1 column(s): job" in page and "clerk\nnurse\n(other)" in page
+
+
+def test_a_discovery_needs_a_delta_and_bounds_take_none(world):
+    d = make_dataset(world.owner, text=JOBS, schema=None, budget=("1", "0.00001"))
+    with_delta = _start(world, d, bounds_columns=["age"], bounds_epsilon="0.5", bounds_delta="0.001").content.decode()
+    assert "pure epsilon-DP and take no delta" in with_delta
+    zero = _start(world, d, bounds_columns=["job"], bounds_epsilon="0.5", bounds_delta="0").content.decode()
+    assert "needs a delta in (0, 1)" in zero
+    over = _start(world, d, bounds_columns=["job"], bounds_epsilon="0.5", bounds_delta="0.001").content.decode()
+    assert "delta" in over and not Release.objects.filter(dataset=d).exists()  # over the delta cap: nothing reserved

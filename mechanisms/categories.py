@@ -1,0 +1,99 @@
+"""Private discovery of a categorical column's categories, for stewards with no public code list.
+
+Publishing the category list a draft suggests from the data publishes every label that occurs, rare
+ones included (a unique occupation names a person). This module releases instead the labels whose count
+clears a noisy threshold: the stability-based histogram over an unknown domain (Korolova et al. 2009;
+Bun, Nissim & Stemmer 2016; as Google's and Tumult's "thresholded partition selection").
+
+Algorithm (per column)
+    1. Counts: each present label (missing markers left out) is counted.
+    2. Noise: discrete Laplace noise of scale b = 2 / epsilon_column on each count
+       (``Noise.laplace_int``, OpenDP's exact sampler in production).
+    3. Threshold: t = 1 + ceil(b ln(2 / delta_column)); a label is released when its noisy count is at
+       least t, with its noisy count. Nothing else about the column is released.
+
+Privacy (replace-one neighbours, n public)
+    Replacing one record changes one label per column: one count goes down by 1 and one up by 1. For the
+    labels present in both tables the count vector moves by at most 2 in L1, and discrete Laplace noise of
+    scale 2 / epsilon_column makes it epsilon_column-DP. A label present in only one of the two tables has
+    count 1 there; there are at most two such labels (the replaced record's old label and its new one), and
+    each is released with probability P[1 + Z >= t] <= exp(-(t - 1) / b) <= delta_column / 2, so their
+    release adds at most delta_column: (epsilon_column, delta_column)-DP per column. Columns get
+    epsilon / k and delta / k each: (epsilon, delta)-DP by basic composition.
+
+Accuracy (stated)
+    A label needs about t records to be seen (t ~ 2 ln(2 / delta) / epsilon_column: about 55 at
+    epsilon_column 0.5 and delta_column 1e-6). Rarer labels are not discovered: their records fall to the
+    column's "other" category when the schema is used, which is the point.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .accounting import PrivacyCost
+from .noise import Noise, laplace_scale
+
+SENSITIVITY = 2  # L1 change of one column's label counts under replace-one (one -1, one +1)
+MAX_LABELS = 100_000  # distinct labels counted per column (a free-text column is refused, not counted)
+
+
+def threshold(*, scale: float, delta: float) -> int:
+    """The smallest count t with a one-record label released with probability at most delta / 2."""
+    return 1 + int(math.ceil(scale * math.log(2.0 / delta)))
+
+
+def label_counts(chunks: Iterable[pd.DataFrame], columns: Sequence[str], markers: Sequence[str]) -> dict:
+    """Exact label counts per column (private: used only inside :func:`discover_categories`)."""
+    counts: dict[str, pd.Series] = {c: pd.Series(dtype=np.int64) for c in columns}
+    missing = set(markers)
+    for chunk in chunks:
+        for c in columns:
+            text = chunk[c].astype(str).str.strip()
+            counts[c] = counts[c].add(text[~text.isin(missing)].value_counts(), fill_value=0)
+            if len(counts[c]) > MAX_LABELS:
+                raise ValueError(f"column {c!r} holds more than {MAX_LABELS:,} distinct values: not a categorical "
+                                 "column; exclude it")
+    return counts
+
+
+def discover_categories(chunks: Iterable[pd.DataFrame], columns: Sequence[str], *, epsilon: float, delta: float,
+                        noise: Noise, markers: Sequence[str]) -> dict:
+    """The released labels of each column (see the module docstring) and the public parameters."""
+    if not columns:
+        raise ValueError("choose at least one column")
+    if not (epsilon > 0 and 0 < delta < 1):
+        raise ValueError(f"discovery needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon!r}, delta={delta!r}")
+    eps_col, delta_col = epsilon / len(columns), delta / len(columns)
+    scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
+    t = threshold(scale=scale, delta=delta_col)
+    out = {}
+    for c, counts in label_counts(chunks, columns, markers).items():
+        noisy = noise.laplace_int(counts.to_numpy(dtype=np.int64), scale=scale) if len(counts) else np.array([])
+        keep = np.asarray(noisy) >= t
+        labels = _ordered(counts.index[keep].tolist())
+        out[c] = {"categories": labels, "noisy_counts": {lab: int(v) for lab, v in zip(counts.index[keep], noisy[keep])}}
+    return {"columns": out, "epsilon_per_column": eps_col, "delta_per_column": delta_col, "scale": scale,
+            "threshold": t}
+
+
+def _ordered(labels: list[str]) -> list[str]:
+    if labels and all(re.fullmatch(r"-?\d{1,15}", v) for v in labels):
+        return sorted(labels, key=int)
+    return sorted(labels)
+
+
+def privacy_cost(epsilon: float, delta: float, result: dict) -> PrivacyCost:
+    return PrivacyCost(
+        epsilon=float(epsilon), delta=float(delta), guarantee="approximate",
+        caveats=("labels seen in fewer records than the threshold are not discovered: their records become the "
+                 "column's 'other' category when the schema is used",),
+        details={"method": "thresholded noisy label counts (stability-based histogram)",
+                 "epsilon_per_column": result["epsilon_per_column"], "delta_per_column": result["delta_per_column"],
+                 "discrete_laplace_scale": result["scale"], "threshold": result["threshold"],
+                 "categories": result["columns"]})

@@ -1,0 +1,61 @@
+"""Private category discovery: frequent labels are released, rare ones are not, and a label held by one
+record is released with probability at most delta / 2 (the threshold's claim), a broken threshold caught."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechanisms import categories
+from mechanisms.noise import Noise
+
+
+def frame(n_rare: int = 1) -> pd.DataFrame:
+    return pd.DataFrame({"job": ["clerk"] * 600 + ["nurse"] * 300 + ["astronaut"] * n_rare + ["?"] * 50})
+
+
+def test_frequent_labels_are_released_a_unique_one_and_missing_markers_are_not():
+    out = categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0),
+                                         markers=["?"])
+    assert out["columns"]["job"]["categories"] == ["clerk", "nurse"]
+    assert out["threshold"] == 1 + int(np.ceil(2 * np.log(2e6)))  # 31 at epsilon 1 per column
+    assert set(out["columns"]["job"]["noisy_counts"]) == {"clerk", "nurse"}
+
+
+def test_codes_come_back_in_numeric_order_and_epsilon_and_delta_split_over_columns():
+    codes = pd.DataFrame({"c": [str(v) for v in [10, 2, 33] * 200], "d": ["x"] * 600})
+    out = categories.discover_categories([codes], ["c", "d"], epsilon=2.0, delta=1e-6, noise=Noise.seeded(1),
+                                         markers=[])
+    assert out["columns"]["c"]["categories"] == ["2", "10", "33"]
+    assert out["epsilon_per_column"] == 1.0 and out["delta_per_column"] == 5e-7
+
+
+def singleton_release_rate(threshold_fn, draws: int = 3000) -> float:
+    """How often the one 'astronaut' is released at epsilon 1 and delta 0.2 (claim: at most 0.1)."""
+    hits = 0
+    real = categories.threshold
+    categories.threshold = threshold_fn
+    try:
+        for seed in range(draws):
+            out = categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=0.2, noise=Noise.seeded(seed),
+                                                 markers=["?"])
+            hits += "astronaut" in out["columns"]["job"]["categories"]
+    finally:
+        categories.threshold = real
+    return hits / draws
+
+
+def test_a_singleton_label_is_released_at_most_delta_over_two_and_a_broken_threshold_is_caught():
+    # discrete Laplace of scale 2 above 5: about 0.05; the claim is delta / 2 = 0.1. 3,000 draws: sd 0.004.
+    assert singleton_release_rate(categories.threshold) <= 0.1
+    broken = lambda *, scale, delta: 2  # noqa: E731  (a threshold that ignores delta)
+    assert singleton_release_rate(broken, draws=1000) > 0.2
+
+
+def test_bad_parameters_and_free_text_columns_are_refused():
+    with pytest.raises(ValueError, match="0 < delta < 1"):
+        categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=0.0, noise=Noise.seeded(0), markers=[])
+    many = pd.DataFrame({"note": [str(i) for i in range(categories.MAX_LABELS + 1)]})
+    with pytest.raises(ValueError, match="not a categorical column"):
+        categories.discover_categories([many], ["note"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=[])
