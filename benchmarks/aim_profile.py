@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--dataset", default="adult")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--param", action="append", default=[])
-    ap.add_argument("--level0", action="store_true", help="every estimate at XLA level 0 (before the eighth session)")
+    ap.add_argument("--level0", action="store_true", help="every estimate at XLA level 0 (the former setting, for comparison)")
     ap.add_argument("--seed", type=int, help="seeded noise (the same path run to run): for comparing settings")
     ap.add_argument("--tvd", action="store_true", help="print the final model's mean 2-way TVD against the table")
     a = ap.parse_args()

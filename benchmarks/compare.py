@@ -72,7 +72,7 @@ PEER_TIMEOUT = {"quick": 300, "full": 600}
 # Slow peers skip adult by default: AIM and DPCTGAN need 14-17 minutes each there on 2 cores
 # (FIELD-NOTES: 1040 s and 816 s), over the 600 s limit; docs/benchmarks.md quotes FIELD-NOTES instead.
 SLOW_DATASETS = [d for d in DATASETS if d != "adult"]
-# DPPORTAL_THREADS_PER_JOB as well (added in the seventh session): without it a release's own
+# DPPORTAL_THREADS_PER_JOB as well: without it a release's own
 # resources.limit_threads sized its pools to cores // 1 = 2, BLAS and (from then on) XLA's intra-op pool.
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "DPMERF_TORCH_THREADS": "1", "DPPORTAL_THREADS_PER_JOB": "1",

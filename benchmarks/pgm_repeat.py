@@ -32,7 +32,7 @@ from benchmarks.compare import ONE_THREAD, OUT, ROOT, prepare_split, run_task
 from benchmarks.pgm_compare import pgm_task
 
 # The grid's AIM cells where the 2-way TVDs were within 0.01 of each other or the time ratio within
-# 10% of the goal's 1/5 (docs/benchmarks-grid.md, fourth session).
+# 10% of the goal's 1/5 (docs/benchmarks-grid.md).
 DEFAULT_CELLS = ("bank_marketing:0.1", "california_housing_numeric:0.1", "credit_default_taiwan:0.1")
 PAIR = (("dpportal", "aim"), ("smartnoise", "aim"))
 RAW = ROOT / "docs" / "data" / "benchmarks-repeat.jsonl"  # the committed copy of the run's rows
