@@ -104,9 +104,9 @@ jax.jit(lambda x: x * 2 + 1)(jnp.ones(3)).block_until_ready()
 
 
 def test_flags_appended_after_the_thread_flags_reach_xla(tmp_path):
-    """pgm.load_mbi appends its XLA flags after limit_threads' thread flags. Until the sixth session those
+    """pgm.load_mbi appends its XLA flags after limit_threads' thread flags. If those
     ended with the bare token ``intra_op_parallelism_threads=1``, after which XLA's parser ignores every
-    flag: the optimisation-level and fusion flags never applied. A flag appended last must take effect
+    flag: the optimisation-level and fusion flags would never apply. A flag appended last must take effect
     (here --xla_dump_to, which writes the compiled program's HLO); with the old token it writes nothing."""
     dump = tmp_path / "dump"
     subprocess.run([sys.executable, "-c", FLAGS_SCRIPT, str(dump)], cwd=REPO,
