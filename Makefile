@@ -21,6 +21,10 @@ test: venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m pytest -q
 
+# The suite without browsers, live servers, workers or system services (pytest markers in pytest.ini).
+test-fast: venv
+	$(PY) -m pytest -q -m "not browser and not services and not slow"
+
 clean:
 	rm -rf $(VENV) var test-artifacts
 

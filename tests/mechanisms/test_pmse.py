@@ -256,6 +256,7 @@ def test_metropolis_samples_a_known_gaussian_target():
     assert noise.draws == 22_000  # one accept/reject uniform per iteration, through noise.uniform
 
 
+@pytest.mark.slow
 def test_large_epsilon_concentrates_on_the_data_generating_parameters():
     """ε = 20, n = 1500, strict mode: mean, sd and slope of the synthetic data match the real data
     (ε = 20 puts the log-weight of the true θ ~50 units above a 10%-off θ; much larger ε makes the
@@ -314,6 +315,7 @@ def test_chains_too_short_to_leave_the_start_are_refused_before_any_data_is_read
                   iterations=pmse.MIN_ITERATIONS)
 
 
+@pytest.mark.slow
 def test_at_the_floors_the_chain_never_releases_its_starting_point():
     """The atom at the public start (finding 2's leak) is there with the old minimums and gone at the
     floors: 300 releases each, n = 10, epsilon 1, m = 1 (the figures beside MIN_BURN_IN)."""

@@ -16,6 +16,7 @@ def means():
 
 
 @pytest.mark.parametrize("mech", list(cal.FITS))
+@pytest.mark.slow
 def test_the_priors_in_the_code_are_the_fit_of_the_recorded_run(means, mech):
     saved = {name: getattr(rec, name) for name in cal.FITS[mech]}
     try:
