@@ -21,6 +21,10 @@ test: venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m pytest -q
 
+# The suite without browsers, live servers, workers or system services (pytest markers in pytest.ini).
+test-fast: venv
+	$(PY) -m pytest -q -m "not browser and not services and not slow"
+
 clean:
 	rm -rf $(VENV) var test-artifacts
 
@@ -86,7 +90,7 @@ bench: venv bench-venv
 	$(PY) -m benchmarks.dpmerf_table1
 	$(PY) -m benchmarks.evaluation_speed
 
-# Scale-out (issue 19): PostgreSQL, Redis, gunicorn and 1, 2, 4 workers on loopback; a mixed burst through
+# Scale-out: PostgreSQL, Redis, gunicorn and 1, 2, 4 workers on loopback; a mixed burst through
 # the API; throughput, p50/p95 and the ledger check (docs/operations.md). Not part of `make test`.
 bench-scale: venv
 	./scripts/ensure-system-packages.sh

@@ -1,5 +1,5 @@
 """Private bounds (mechanisms/bounds.py) on the shared tables: the data's range beside the DP estimate
-and its coverage, per numeric column (issue 18). Usage: python benchmarks/dp_bounds.py [EPSILON]
+and its coverage, per numeric column. Usage: python benchmarks/dp_bounds.py [EPSILON]
 
 Reads ../shared/datasets (not part of the test suite). The data's minimum and maximum are printed for
 comparison only: they are exactly what the estimate avoids publishing.

@@ -1,4 +1,4 @@
-"""Benchmark: evaluation of a 100k-row, 20-column release (issue 9 asks for < 60 s).
+"""Benchmark: evaluation of a 100k-row, 20-column release (goal: < 60 s).
 
     nice .venv/bin/python benchmarks/evaluation_speed.py [--rows 100000] [--fast] [--no-target]
 

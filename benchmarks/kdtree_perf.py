@@ -1,4 +1,4 @@
-"""KD-tree performance goals (issue 4).
+"""KD-tree performance goals.
 
 1. adaptive: kdtree-adaptive on the G.1 mixture in d = 10, n = 1,000,000: fit + sample 1,000,000 rows,
    SECURE noise (OpenDP), one core, wall time and peak resident memory of the process.

@@ -124,7 +124,7 @@ def write_report(rows: list[dict], command: str) -> None:
     lines = ["# AIM against SmartNoise AIM, repeated", "",
              f"Produced by `{command}` (see the module's docstring). Each repetition is one release of each, "
              "started together, one thread each on the 2-core machine. 2-way TVD: mean total variation distance "
-             "over all pairs of columns on the public bins (lower is better). Goals (issue 15, judged on the "
+             "over all pairs of columns on the public bins (lower is better). Goals (judged on the "
              "means): TVD at most SmartNoise's, at most 1/5 of its wall time, at most 1/2 of its peak memory. "
              "Peak memory is the process's resident high-water mark (VmHWM); \"private\" is the sampled peak of its "
              "anonymous memory (RssAnon: heap, arrays, compiled code, without the shared libraries' code pages), "

@@ -1,4 +1,4 @@
-"""PrivHP throughput and peak memory (issue 6 performance goal: >= 1,000,000 rows/s for d <= 4, one core).
+"""PrivHP throughput and peak memory (goal: >= 1,000,000 rows/s for d <= 4, one core).
 
 For d in (1, 2, 4): a stream of n rows (default 10,000,000) on [0,1]^d is fed to ``PrivHP.fit`` through a
 TableSource-like object that yields PREPARED chunks (the CSV parsing of ``TableSource`` is not part of

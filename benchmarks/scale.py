@@ -1,4 +1,4 @@
-"""``make bench-scale``: does dpportal scale with worker processes? (issue 19)
+"""``make bench-scale``: does dpportal scale with worker processes?
 
 Starts, on loopback ports of this machine, a throwaway PostgreSQL, a Redis server, the web server
 (gunicorn, as in production) and 1, 2 and 4 Celery worker processes (each round its own workers, each

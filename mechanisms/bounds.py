@@ -1,4 +1,4 @@
-"""Private estimation of numeric bounds, for stewards with no public source of them (issue 18).
+"""Private estimation of numeric bounds, for stewards with no public source of them.
 
 A schema's numeric bounds are public metadata; suggesting them from the data's minimum and maximum
 publishes those extremes. This module estimates bounds with differential privacy instead, the way

@@ -1,4 +1,4 @@
-"""Utility evaluation of a synthetic table against the real one (issue 9).
+"""Utility evaluation of a synthetic table against the real one.
 
 THIS MODULE IS NOT PRIVATE. Every number it returns is computed from the raw (prepared) real data:
 the results are for the data steward only and must never be attached to a download or shown to an

@@ -214,7 +214,7 @@ def sample_empty_cells(rng: np.random.Generator, grid: CellGrid, occupied: np.nd
 
     The sampling path depends only on the grid (public: schema and parameters), never on the data: a
     path that fails or slows down when many cells are occupied would let one replaced record flip
-    whether a release succeeds (issue 17, finding 3: the old rejection sampler raised "grid too densely
+    whether a release succeeds (a plain rejection sampler raised "grid too densely
     occupied" on grids above 16 x 2^20 cells with fewer than a quarter free). Grids below 2^63 cells
     (one-word keys, the row-major cell index) draw ranks among the FREE cells and map them to cells
     exactly (:func:`_empty_by_rank`): the complement of the occupied set, in O(m log n), however dense.

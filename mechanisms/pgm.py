@@ -57,10 +57,10 @@ def sigma_for_rho(rho: float) -> float:
 
 # XLA flags for AIM's and MST's programs. AIM compiles one program per model structure and the programs run
 # in well under their compile time: optimisation level 0 and the CPU fusion emitters off compile faster in
-# less memory. Both took effect only from the sixth session (mechanisms/resources.py); same seed, one thread:
+# less memory (they take effect since mechanisms/resources.py no longer hides them); same seed, one thread:
 # bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
 # 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed").
-# Estimates whose iterations outweigh the compile are compiled at level 2 (``optimisation_level``, eighth session).
+# Estimates whose iterations outweigh the compile are compiled at level 2 (``optimisation_level``).
 XLA_DEFAULT_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
@@ -68,7 +68,7 @@ def xla_default_flags(threads: int) -> tuple[str, ...]:
     """XLA_DEFAULT_FLAGS plus LLVM's code generation split into as many parts as the job has threads.
     XLA splits every program's LLVM module into up to 32 parts compiled on a pool of its own, one thread per
     CPU: a one-thread job then compiled on both cores, and the parts cost more CPU in all than one module.
-    Same seed, same path, one job thread, run one after the other (twelfth session; ``python -m
+    Same seed, same path, one job thread, run one after the other (``python -m
     benchmarks.aim_profile --rounds 100000 --seed 7 --tvd``, the flag set in XLA_FLAGS): adult at 1 compile
     21.9 -> 16.1 CPU s, release 42.7 -> 39.3 s wall, 50.1 -> 43.6 CPU s; credit_default_taiwan at 1 compile
     82.6 -> 64.1 CPU s, 278.7 -> 277.2 s wall, 308 -> 287 CPU s (the parallel parts had hidden on the idle

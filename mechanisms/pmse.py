@@ -103,7 +103,7 @@ DEFAULT_PROPOSAL_SCALE = 0.05  # initial random-walk sd on the unit scale, adapt
 MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenly thinned
 # Chain-length floors (the ParamSpec minimums). A FLOOR, NOT A CERTIFICATE: no chain length certifies
 # convergence, which is why the report's guarantee is "mcmc" and never "pure". What the floors do rule out
-# is the failure issue 17 measured: with burn_in=0 and iterations=1 the release is the public starting
+# is the failure the privacy audit measured: with burn_in=0 and iterations=1 the release is the public starting
 # point with a data-dependent probability (the first proposal rejected: 286 vs 7 in 80,000 runs per side,
 # an epsilon lower bound of 2.66 against a claimed 1). With burn_in >= 100 the chain passes through four
 # adaptation windows (ADAPT_EVERY = 25): each window without an acceptance shrinks the step by e^-0.75,
@@ -117,7 +117,7 @@ MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenl
 MIN_BURN_IN = 100
 MIN_ITERATIONS = 100
 # tree="paper" is labelled "heuristic", never "pure": greedy CART deeper than one split breaks Theorem 2's
-# 1/n bound. Measured after the node-index fix: the issue-17 audit found an exact exponential mechanism
+# 1/n bound. Measured after the node-index fix: the privacy audit found an exact exponential mechanism
 # over default paper-mode utilities leaking epsilon 1.30 against a claimed 1; 300 random neighbouring
 # pairs of 10-40 rows (depth 5, cp 0.01) reach n·|Δu| = 2.73 (tests/mechanisms/test_pmse.py,
 # test_paper_trees_exceed_the_one_over_n_bound_which_is_why_paper_mode_is_heuristic). Shown on the
@@ -544,7 +544,7 @@ class PMSEMechanism(Mechanism):
 
     @classmethod
     def advice(cls, schema: Schema) -> list[str]:
-        """Always: what each tree mode's privacy label means (issue 17), before anything is released.
+        """Always: what each tree mode's privacy label means, before anything is released.
         Measured in docs/benchmarks.md (finding 7): with 9 columns the one-split utility sees only the
         worst-fitted feature, the chain drifts in the other directions and the synthetic columns fill
         the public box (2-way TVD 0.75-0.77 at every epsilon, whatever the chain length)."""

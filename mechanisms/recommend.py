@@ -315,9 +315,8 @@ def rss(*parts: float) -> float:
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """The rho-zCDP a Gaussian mechanism gets for (epsilon, delta): the mechanisms' own conversion
     (:func:`mechanisms.accounting.zcdp_rho`, Canonne, Kamath & Steinke 2020), so a prediction's noise is
-    the release's. (Until the fifth session this was Bun & Steinke's eps = rho + 2 sqrt(rho log(1/delta)),
-    which gives half the rho at epsilon 0.1 and delta 1e-5: Gaussian-mode predictions were 1.4x the noise
-    the release adds.)"""
+    the release's. (Bun & Steinke's eps = rho + 2 sqrt(rho log(1/delta)) would give half the rho at
+    epsilon 0.1 and delta 1e-5: Gaussian-mode predictions 1.4x the noise the release adds.)"""
     if delta <= 0:
         raise ValueError("a Gaussian mechanism needs delta > 0")
     return accounting.zcdp_rho(epsilon, delta)
@@ -407,7 +406,7 @@ LP_FLOOR_2WAY = 0.03
 # A column's 1-way marginal is constrained by its own table and by the d - 1 pair tables that contain it:
 # the wider the table, the more noisy views of it the LP reconciles (d independent views would divide the
 # noise by sqrt(d): power 0.5). The 1-way gain is scaled by (LP_WIDTH_REF / d) ^ LP_WIDTH_POWER, the power
-# fitted on the shared tables' run (grid 0-1: 0.6; eleventh session). Without it, 1-way predictions were
+# fitted on the shared tables' run (grid 0-1: 0.6). Without it, 1-way predictions are
 # 1.35-2.1x the measured error on the widest tables (bank_marketing 17 columns, credit_default_taiwan 24)
 # and 0.7x on the 9-column california_housing_numeric.
 LP_WIDTH_REF = 10

@@ -2,7 +2,7 @@
 
 A worker runs ``concurrency`` jobs at once. Left alone, torch, BLAS (OpenBLAS / MKL via numpy, scipy,
 scikit-learn) and XLA (JAX) each start one thread per core in every job, so two jobs on two cores run
-four or more busy threads and spin-wait on each other: measured on the 2-core machine (issue 19),
+four or more busy threads and spin-wait on each other: measured on the 2-core machine,
 DP-MERF's 200 epochs took 13 s on one torch thread and 30 s on two while another job ran. The rule here:
 
     concurrency x threads_per_job <= cores
@@ -18,7 +18,7 @@ number of CPUs this process may run on (its affinity mask, so a container's cpus
 * libraries not loaded yet: ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and,
   for JAX, ``XLA_FLAGS`` with ``--xla_cpu_multi_thread_eigen=false``. (Not the often-quoted
   ``intra_op_parallelism_threads=n``: it is no XLA flag, and XLA's parser ignores every flag written after
-  that bare token, which silently disabled the flags ``pgm.load_mbi`` appends until the sixth session.)
+  that bare token, which would silently disable the flags ``pgm.load_mbi`` appends.)
   XLA reads its flags once, when JAX starts its CPU backend: set them before JAX is imported (the
   Celery app calls :func:`configure_environment` at start-up for that reason).
 * XLA's own intra-op pool (it runs large loops on it whatever the Eigen flag says): sized from the CPUs
@@ -111,7 +111,7 @@ def start_jax_cpu_backend(n: int) -> None:
 
     ``--xla_cpu_multi_thread_eigen=false`` only keeps matrix products single-threaded: XLA's CPU runtime
     still runs large loops on its own "XLAEigen" pool, one thread per CPU the process may use, counted when
-    the backend starts. Measured (seventh session): AIM on credit_default_taiwan at epsilon 1 used 660 CPU s
+    the backend starts. Measured without it: AIM on credit_default_taiwan at epsilon 1 used 660 CPU s
     in 468 s wall, adult at 10 1,218 in 734 s, beside another one-thread job on the 2-core machine. So the
     backend is started while this thread may run on ``n`` CPUs only (the pool is sized from that), and
     every thread of the process then gets the whole mask back (threads inherit the mask they were created

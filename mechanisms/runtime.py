@@ -46,8 +46,8 @@ COEFFICIENTS: dict[str, tuple[float, float]] = {
     "pmse": (0.0, 0.00066),
     "dpmerf": (2.17, 1.09e-08),
     "mst": (6.4, 1.41e-06),  # mostly compiling and estimating (5-8 s for 1,000-32,561 rows): ``n d``
-    "aim": (0.0, 0.000262),  # 17 AIM releases run alone, one thread each, worst factor minimised (twelfth session:
-    # --from-grid --log docs/data/benchmarks-aim-alone.jsonl; docs/operations.md)
+    "aim": (0.0, 0.000262),  # 17 AIM releases run alone, one thread each, worst factor minimised
+    # (--from-grid --log docs/data/benchmarks-aim-alone.jsonl; docs/operations.md)
 }
 # Not calibrated yet (anything new): a floor of 60 s keeps them off the fast queue, where a
 # fit that runs for minutes would hold up draws; the estimate says it is not calibrated.

@@ -1,4 +1,4 @@
-"""Accounts a steward may create from the web pages (issue 18): analyst accounts only."""
+"""Accounts a steward may create from the web pages: analyst accounts only."""
 
 from __future__ import annotations
 

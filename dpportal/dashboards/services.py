@@ -1,4 +1,4 @@
-"""Utility evaluation of releases (issue 9), run by the worker after a release is done.
+"""Utility evaluation of releases, run by the worker after a release is done.
 
 The worker calls ONE function, :func:`evaluate_finished_release`, after the release is settled: the
 privacy cost is already spent and the synthetic table already written, so whatever happens here
@@ -215,7 +215,7 @@ def request_reevaluation(release: Release) -> Evaluation:
 
 
 # --------------------------------------------------------------------------------------------------
-# Quality at a glance (issue 18): one score per release, steward-only (it compares with raw data)
+# Quality at a glance: one score per release, steward-only (it compares with raw data)
 # --------------------------------------------------------------------------------------------------
 
 def quality_of(release: Release) -> dict | None:

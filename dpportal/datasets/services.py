@@ -128,7 +128,7 @@ def column_from_form(name: str, data) -> Column:
 
 
 # --------------------------------------------------------------------------------------------------
-# Wide tables (issue 18): review count and bulk actions on the schema page's working values
+# Wide tables: review count and bulk actions on the schema page's working values
 # --------------------------------------------------------------------------------------------------
 
 def markers_meaning(markers) -> str:

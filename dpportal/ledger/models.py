@@ -81,7 +81,7 @@ class LedgerEntry(models.Model):
     note = models.TextField(blank=True)  # warnings, caveats, failure reason
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
-    # 1: entries written before issue 16 (no user id in the hash); 2: user_pk hashed too. New entries
+    # 1: entries without the user id in the hash; 2: user_pk hashed too. New entries
     # are v2; a chain never goes back from 2 to 1 (verify_dataset checks), so old chains still verify.
     hash_version = models.PositiveSmallIntegerField(default=1)
 

@@ -11,7 +11,7 @@ both, and ``seq`` is unique per dataset as a backstop. Admission is a single sta
 
 and a request is admitted iff that statement changed one row (no read-check-write race).
 
-Rules (issue 3): a reservation is spent when the job finishes or fails AFTER it touched private
+Rules: a reservation is spent when the job finishes or fails AFTER it touched private
 data (``release.data_touched``); it is refunded only if the job never touched data. Deleting a
 release or a raw file changes nothing here. Caps change only by the dataset's steward, are never
 set below what is spent + reserved, and every change is a logged entry (raising one warns).

@@ -81,7 +81,7 @@ class ReleaseForm(forms.Form):
             self.param_names.append(name)
 
     def apply_guide(self, guide: dict | None) -> dict | None:
-        """Carry the purpose step over (issue 18): epsilon, delta where the predicted configuration takes
+        """Carry the purpose step over: epsilon, delta where the predicted configuration takes
         one, the parameters the prediction assumed (e.g. Gaussian mode), the ml target; and ask for a
         confirmation when the mechanism is predicted to fail. Returns this mechanism's prediction."""
         guide = guide or {}

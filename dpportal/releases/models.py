@@ -61,7 +61,7 @@ class Release(models.Model):
     output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
     summary_file = models.CharField(max_length=500, blank=True)  # private summary npz
 
-    # The steward's labels (issue 18): a name analysts see, a steward-only note; withdrawing removes the
+    # The steward's labels: a name analysts see, a steward-only note; withdrawing removes the
     # release from analysts (copies already downloaded stay out there; the cost stays spent); hiding
     # removes it from the steward's own lists (the ledger still shows it).
     title = models.CharField(max_length=120, blank=True)

@@ -314,7 +314,7 @@ class _Progress:
 def execute(release_id: int) -> None:
     """Run a claimed release to completion. Every failure is recorded on the row, never raised."""
     if Release.objects.filter(pk=release_id, mechanism=BOUNDS_MECHANISM).exists():
-        return execute_bounds(release_id)  # a private bounds estimate for the schema page (issue 18)
+        return execute_bounds(release_id)  # a private bounds estimate for the schema page
     release = Release.objects.select_related("dataset", "parent").get(pk=release_id)
     progress = _Progress(release_id)
     workdir = release.storage_dir()
@@ -604,7 +604,7 @@ def _memory_parts(cls, schema, n_rows: int, params: dict, epsilon: float) -> lis
 
 
 # --------------------------------------------------------------------------------------------------
-# The steward's labels: name, note, withdraw from analysts, hide (issue 18). No privacy effect: the
+# The steward's labels: name, note, withdraw from analysts, hide. No privacy effect: the
 # cost stays spent and the ledger keeps the release whatever is done here.
 # --------------------------------------------------------------------------------------------------
 
@@ -644,7 +644,7 @@ def set_hidden(release: Release, hidden: bool) -> Release:
 
 
 # --------------------------------------------------------------------------------------------------
-# Private bounds for the schema page (issue 18): charged like any release (reserve, run, settle), run
+# Private bounds for the schema page: charged like any release (reserve, run, settle), run
 # before the schema is confirmed, reading only the chosen columns' raw cells (mechanisms/bounds.py).
 # --------------------------------------------------------------------------------------------------
 

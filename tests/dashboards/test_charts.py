@@ -1,5 +1,5 @@
 """Utility-vs-epsilon charts: releases at the same epsilon stay visible; the log axis is labelled at
-the epsilons used only (issue 18 layout)."""
+the epsilons used only."""
 
 from __future__ import annotations
 

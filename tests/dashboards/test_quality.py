@@ -1,4 +1,4 @@
-"""Quality at a glance (issue 18 part 7): one score per release for the steward, beside the dashboard;
+"""Quality at a glance: one score per release for the steward, beside the dashboard;
 the dataset pages compare releases by it; the compare page marks the better value."""
 
 from __future__ import annotations

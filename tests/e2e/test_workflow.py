@@ -51,7 +51,7 @@ def _release(page, dataset_url: str, mechanism: str, epsilon: str) -> str:
     page.goto(f"{dataset_url}releases/new/?mechanism={mechanism}")
     page.fill("#id_epsilon", epsilon)
     page.fill("#id_rows", str(ROWS))
-    if page.locator("input[name=confirm_would_fail]").count():  # predicted near-uniform: confirm (issue 18)
+    if page.locator("input[name=confirm_would_fail]").count():  # predicted near-uniform: confirm
         page.check("input[name=confirm_would_fail]")
     page.click("#submit-release")
     page.wait_for_url(re.compile(r".*/releases/\d+/$"))

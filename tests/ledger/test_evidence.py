@@ -1,4 +1,4 @@
-"""The ledger's evidence (issue 16): every column that carries meaning is covered (single-field and
+"""The ledger's evidence: every column that carries meaning is covered (single-field and
 foreign-key edits detected), old (v1) chains still verify, a whole-chain rewrite passes the
 database check but not the external anchor, and verification under a burst of releases raises no
 false alarm (one consistent snapshot; the old reads are a mutant that must alarm)."""

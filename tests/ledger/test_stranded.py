@@ -1,4 +1,4 @@
-"""Stranded jobs with real workers (issue 16): SIGKILL of the WHOLE worker (main process and pool)
+"""Stranded jobs with real workers: SIGKILL of the WHOLE worker (main process and pool)
 mid-fit, on the embedded filesystem broker and on Redis. Nothing redelivers the message in time
 (the filesystem broker forgets it; Redis waits for its visibility timeout, over an hour), so only
 the sweeper can settle the release: a restarted worker sweeps at startup and periodically. The
@@ -78,11 +78,11 @@ def test_sigkill_of_the_whole_worker_leaves_no_stranded_release(broker_url):  # 
 
 
 def test_a_cold_shutdown_names_itself_on_the_release():
-    """Issue 16: a second Ctrl-C (cold shutdown) left the error text '-241' (billiard's
+    """A second Ctrl-C (cold shutdown) left the error text '-241' (billiard's
     SystemExit(-(256 - SIGTERM))). What run.sh does: TERM to the worker, then on the second Ctrl-C
     the terminal's INT reaches the whole group and run.sh sends QUIT. Embedded filesystem broker.
-    NOT fixed: the worker's main process then often hangs (3 of 3 runs of the code before issue 16,
-    and on this branch; its stack: billiard waiting for the pool's queue lock), so this test waits
+    NOT fixed: the worker's main process then often hangs (3 of 3 runs; its stack:
+    billiard waiting for the pool's queue lock), so this test waits
     for the release, not for the worker's exit."""
     with tempfile.TemporaryDirectory(prefix="dpportal-cold-") as tmp:
         scene = Scene(tmp, None)

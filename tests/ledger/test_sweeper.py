@@ -1,4 +1,4 @@
-"""Stranded jobs (issue 16): a release whose worker vanished is failed and settled by the sweeper,
+"""Stranded jobs: a release whose worker vanished is failed and settled by the sweeper,
 spent if it had read data, refunded otherwise; a live job (fresh heartbeat) is left alone."""
 
 from __future__ import annotations

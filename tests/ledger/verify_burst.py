@@ -115,7 +115,7 @@ def main() -> None:
 
 
 def _install_mutant(services, Budget, LedgerEntry) -> None:
-    """The pre-issue-16 reads: entries, then (2 ms later, as under load) the budget row; no snapshot."""
+    """The unsnapshotted reads: entries, then (2 ms later, as under load) the budget row; no snapshot."""
     import contextlib
 
     def read_chain(dataset_id):

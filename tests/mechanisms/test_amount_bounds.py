@@ -1,4 +1,4 @@
-"""Issue 16: amounts and JSON are bounded before any arithmetic (microseconds, not minutes)."""
+"""Amounts and JSON are bounded before any arithmetic (microseconds, not minutes)."""
 
 from __future__ import annotations
 

@@ -46,6 +46,7 @@ def singleton_release_rate(threshold_fn, draws: int = 3000) -> float:
     return hits / draws
 
 
+@pytest.mark.slow
 def test_a_singleton_label_is_released_at_most_delta_over_two_and_a_broken_threshold_is_caught():
     # discrete Laplace of scale 2 above 5: about 0.05; the claim is delta / 2 = 0.1. 3,000 draws: sd 0.004.
     assert singleton_release_rate(categories.threshold) <= 0.1

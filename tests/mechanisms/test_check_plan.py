@@ -25,7 +25,7 @@ def test_privhp_and_the_default_hook_accept_a_sound_plan():
     build("baseline", WIDE, epsilon=1.0, n=10_000)
 
 
-# -- memory plan (issue 16): refused before any reservation, with a message naming the limit --------
+# -- memory plan: refused before any reservation, with a message naming the limit --------
 def _wide_schema(k: int):
     from mechanisms.schema import Column, Schema
 

@@ -92,6 +92,7 @@ def test_lp_error_is_the_max_deviation_it_reports():
     assert t_star > 0.01
 
 
+@pytest.mark.slow
 def test_twenty_column_two_way_schema_solves_sparse(monkeypatch):
     schema = cat_schema([4] * 20)
     rng = np.random.default_rng(3)

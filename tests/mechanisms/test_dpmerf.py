@@ -236,6 +236,7 @@ def audit_delta(cls, *, same_label: bool, seed: int, draws: int = 3_000_000, pil
 
 
 @pytest.mark.parametrize("same_label", [True, False])
+@pytest.mark.slow
 def test_audit_of_released_embedding_passes(same_label):
     assert audit_delta(DPMERF, same_label=same_label, seed=11) <= DELTA
 
@@ -244,6 +245,7 @@ def test_audit_catches_half_noise_mutant():
     assert audit_delta(HalfNoise, same_label=False, seed=12) > 10 * DELTA
 
 
+@pytest.mark.slow
 def test_audit_catches_forgotten_factor_two_in_the_sensitivity():
     assert audit_delta(ForgotFactorTwo, same_label=True, seed=13) > DELTA
 
@@ -261,6 +263,7 @@ def mixture_frame(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, dict]
     return frame, means
 
 
+@pytest.mark.slow
 def test_noise_off_generator_matches_a_2d_mixture():
     rng = np.random.default_rng(5)
     schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
@@ -341,6 +344,7 @@ def test_delta_is_required():
         DPMERF(mixed_schema(), epsilon=EPS, delta=0.0)
 
 
+@pytest.mark.slow
 def test_cli_synthesizes_with_target(tmp_path):
     rng = np.random.default_rng(4)
     data = tmp_path / "d.csv"

@@ -205,6 +205,7 @@ def test_pmse_helper_is_the_mean_squared_deviation_from_the_synthetic_share():
     assert ev.pmse(np.array([0.9, 0.1, 0.5, 0.7]), np.array([1, 0, 1, 0])) == pytest.approx(0.09)
 
 
+@pytest.mark.slow
 def test_tstr_is_close_to_the_real_baseline_for_good_data_and_near_chance_for_shuffled_labels():
     real, test = table(1500, 1), table(1000, 9)
     good = ev.evaluate(SCHEMA, real, table(1500, 2), target="y", test=test, fast=True)["ml"]

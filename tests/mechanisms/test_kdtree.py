@@ -124,7 +124,7 @@ def _force_path(monkeypatch, path: str) -> None:
 
 
 def test_dense_occupation_of_a_large_grid_never_fails_and_leaves_the_occupied_cells_alone():
-    """Issue 17, finding 3: on grids above 16 x 2^20 cells with fewer than a quarter free, the old sampler
+    """On grids above 16 x 2^20 cells with fewer than a quarter free, the old sampler
     raised "grid too densely occupied": whether a release failed depended on the data (one replaced record
     could flip it). The path is now chosen from the grid alone and draws from the complement exactly."""
     grid = CellGrid([4097, 4096])  # 16,781,312 cells > 16 x 2^20

@@ -285,6 +285,7 @@ def test_repeated_measurements_are_pooled_by_inverse_variance():
     assert pooled.sigma == pytest.approx((1 / 4 + 1) ** -0.5)
 
 
+@pytest.mark.slow
 def test_the_compiled_estimate_equals_private_pgms_mirror_descent():
     """pgm.estimate compiles mbi's MirrorDescent steps as one program and carries the marginals each
     step has already computed (one message-passing pass per step instead of two): same estimate as
@@ -420,6 +421,7 @@ def _loopy_model(mbi):
     return names, sizes, mbi.MarkovRandomField(potentials=potentials, marginals=marginals, total=500.0)
 
 
+@pytest.mark.slow
 def test_candidate_marginals_by_propagation_equal_variable_elimination(monkeypatch):
     """candidate_marginals on a large model (junction-tree marginals, pairs propagated along the tree,
     triples by elimination) gives Private-PGM's variable_elimination for every pair and some triples,

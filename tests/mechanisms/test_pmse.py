@@ -84,7 +84,7 @@ def _reference_pmse(V, y, depth):
 
 @pytest.mark.parametrize("depth", [4, 10, 30])
 def test_deep_trees_equal_a_recursive_reference_and_pmse_never_exceeds_a_quarter(depth):
-    """Issue 17, finding 1: rows of nodes that stopped splitting carry node -1; indexing split[-1] read the
+    """Rows of nodes that stopped splitting carry node -1; indexing split[-1] read the
     LAST node's flag and sent them into its children. On this seed the old engine gave 0.41 (> 1/4, the
     maximum of pMSE) for the last group at depth 10 and 30, where the reference gives 0.14."""
     rng = np.random.default_rng(depth)
@@ -256,6 +256,7 @@ def test_metropolis_samples_a_known_gaussian_target():
     assert noise.draws == 22_000  # one accept/reject uniform per iteration, through noise.uniform
 
 
+@pytest.mark.slow
 def test_large_epsilon_concentrates_on_the_data_generating_parameters():
     """ε = 20, n = 1500, strict mode: mean, sd and slope of the synthetic data match the real data
     (ε = 20 puts the log-weight of the true θ ~50 units above a 10%-off θ; much larger ε makes the
@@ -305,7 +306,7 @@ def test_parameters_and_schemas_are_validated():
 
 @pytest.mark.parametrize("params", [{"burn_in": 0}, {"iterations": 1}, {"burn_in": 99}, {"iterations": 99}])
 def test_chains_too_short_to_leave_the_start_are_refused_before_any_data_is_read(params):
-    """Issue 17, finding 2: burn_in=0 / iterations=1 released the public starting point with a
+    """burn_in=0 / iterations=1 released the public starting point with a
     data-dependent probability (epsilon lower bound 2.66 against 1). The old specs accepted them."""
     name = next(iter(params))
     with pytest.raises(ValueError, match=f"{name}' must be >= 100"):
@@ -314,6 +315,7 @@ def test_chains_too_short_to_leave_the_start_are_refused_before_any_data_is_read
                   iterations=pmse.MIN_ITERATIONS)
 
 
+@pytest.mark.slow
 def test_at_the_floors_the_chain_never_releases_its_starting_point():
     """The atom at the public start (finding 2's leak) is there with the old minimums and gone at the
     floors: 300 releases each, n = 10, epsilon 1, m = 1 (the figures beside MIN_BURN_IN)."""

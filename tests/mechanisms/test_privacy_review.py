@@ -155,6 +155,7 @@ def _left_splits_only(seed: int, counts, scale_factor: float) -> bool:
 
 
 @pytest.mark.parametrize("scale_factor,caught", [(1.0, False), (0.5, True)])
+@pytest.mark.slow
 def test_adaptive_split_decisions_hold_their_epsilon_and_a_half_scale_mutant_is_caught(scale_factor, caught):
     from tests.audit import epsilon_lower_bound
 

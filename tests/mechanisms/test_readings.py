@@ -1,4 +1,4 @@
-"""Plain-language readings of the evaluation (issue 18): TSTR is read against chance, not as a share
+"""Plain-language readings of the evaluation: TSTR is read against chance, not as a share
 of the real models' score."""
 
 from __future__ import annotations

@@ -166,6 +166,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_prints_a_human_summary_and_json():
     schema = str(ROOT / "benchmarks" / "schemas" / "adult.json")
     out = _cli("--schema", schema, "--rows", str(ADULT_N), "--epsilon", "10", "--target-error", "0.1")

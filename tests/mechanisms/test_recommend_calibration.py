@@ -16,6 +16,7 @@ def means():
 
 
 @pytest.mark.parametrize("mech", list(cal.FITS))
+@pytest.mark.slow
 def test_the_priors_in_the_code_are_the_fit_of_the_recorded_run(means, mech):
     saved = {name: getattr(rec, name) for name in cal.FITS[mech]}
     try:
@@ -63,7 +64,7 @@ def test_near_uniform_output_in_the_recorded_run_was_predicted(means):
 
 
 def _outside_goal(means) -> list[tuple]:
-    """Issue 18's goal 2 on the recorded run: each marginal-based prediction within a factor 1.5 of the
+    """The calibration goal on the recorded run: each marginal-based prediction within a factor 1.5 of the
     measured error, or within 0.01 absolute (ratios of TVDs below 0.01 say little)."""
     out = []
     for r in cal.compare_rows(means, cal.ROWS):
@@ -80,7 +81,7 @@ def test_marginal_predictions_are_within_the_goal_and_a_width_blind_density_lp_i
     assert _outside_goal(means) == []
     saved = rec.LP_WIDTH_POWER
     try:
-        rec.LP_WIDTH_POWER = 0.0  # mutant: the tenth session's density-lp, blind to the table's width
+        rec.LP_WIDTH_POWER = 0.0  # mutant: a density-lp blind to the table's width
         missed = _outside_goal(means)
     finally:
         rec.LP_WIDTH_POWER = saved

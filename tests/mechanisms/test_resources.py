@@ -69,6 +69,7 @@ print(json.dumps({"torch": torch.get_num_threads(), "pools": pools, "xla": os.en
 """
 
 
+@pytest.mark.slow
 def test_limit_threads_reaches_torch_blas_and_xla():
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "4", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
     out = subprocess.run([sys.executable, "-c", LIMIT_SCRIPT, "1"], cwd=REPO, env=env, capture_output=True,
@@ -84,6 +85,7 @@ def test_limit_threads_refuses_a_bad_count():
         resources.limit_threads(0)
 
 
+@pytest.mark.slow
 def test_dpmerf_sizes_torch_through_resources():
     script = ("import os, torch; torch.set_num_threads(2); from mechanisms import dpmerf; t = dpmerf._torch(); "
               "print(t.get_num_threads(), os.environ['OMP_NUM_THREADS'])")
@@ -104,9 +106,9 @@ jax.jit(lambda x: x * 2 + 1)(jnp.ones(3)).block_until_ready()
 
 
 def test_flags_appended_after_the_thread_flags_reach_xla(tmp_path):
-    """pgm.load_mbi appends its XLA flags after limit_threads' thread flags. Until the sixth session those
+    """pgm.load_mbi appends its XLA flags after limit_threads' thread flags. If those
     ended with the bare token ``intra_op_parallelism_threads=1``, after which XLA's parser ignores every
-    flag: the optimisation-level and fusion flags never applied. A flag appended last must take effect
+    flag: the optimisation-level and fusion flags would never apply. A flag appended last must take effect
     (here --xla_dump_to, which writes the compiled program's HLO); with the old token it writes nothing."""
     dump = tmp_path / "dump"
     subprocess.run([sys.executable, "-c", FLAGS_SCRIPT, str(dump)], cwd=REPO,
@@ -131,6 +133,7 @@ print(json.dumps({"pool": sum("XLAEigen" in n for n in names), "cpus": len(os.sc
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs an affinity mask of two or more CPUs")
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.slow
 def test_xla_intra_op_pool_has_the_jobs_threads_and_every_thread_all_cpus(threads):
     """XLA runs large loops on its own pool, one thread per CPU unless the backend starts under a smaller
     mask (AIM used 1.4 cores as a one-thread job before this). ``load_mbi`` starts it with the job's

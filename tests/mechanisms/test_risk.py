@@ -92,6 +92,7 @@ def test_the_control_is_detected_and_baseline_stays_below_its_claim(adult):
         0 <= x["risk"] <= 1 for x in rep["attribute_inference"])
 
 
+@pytest.mark.slow
 def test_mst_at_epsilon_one_stays_below_its_claim(adult):
     schema, prepared = adult
     rep = risk.risk_report(schema, prepared.iloc[:1200], "mst", epsilon=1.0, delta=1e-6, runs=1,

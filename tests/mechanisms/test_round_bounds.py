@@ -1,4 +1,4 @@
-"""Suggested numeric bounds are rounded outward to round numbers (issue 18 part 6): a hurried
+"""Suggested numeric bounds are rounded outward to round numbers: a hurried
 confirmation does not publish the data's exact minimum and maximum."""
 
 from __future__ import annotations

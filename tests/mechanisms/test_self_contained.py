@@ -1,4 +1,4 @@
-"""The repository runs its tests and its API walk-through from itself (issue 19): no test and no line of
+"""The repository runs its tests and its API walk-through from itself: no test and no line of
 docs/api.md reads the team's shared folder beside the repository; the sample tables they use are in
 samples/ with their provenance, and small."""
 

@@ -237,7 +237,7 @@ if _has_noise_type("density-lp"):
         params={"reference": "histogram", "m": 20, "noise_type": "gaussian"})
 
 
-# -- Private bounds estimation (mechanisms/bounds.py, issue 18): a DP release charged like one, though
+# -- Private bounds estimation (mechanisms/bounds.py): a DP release charged like one, though
 #    not a registered mechanism. Two columns; the replaced record moves bins in both. ------------------
 
 def _run_bounds(case: Case, frame: pd.DataFrame, noise: Noise) -> None:

@@ -1,4 +1,4 @@
-"""Privacy audit harness (issue 17): one worst-case neighbouring pair per mechanism, the released noisy
+"""Privacy audit harness: one worst-case neighbouring pair per mechanism, the released noisy
 summary, a Clopper-Pearson lower bound on the privacy parameter, and a mutant the same audit must catch.
 
 How a mechanism is audited (FIELD-NOTES, "Auditing a mechanism"):
@@ -48,7 +48,7 @@ from tests.audit import clopper_pearson
 
 FULL = os.environ.get("DPPORTAL_AUDIT") == "full"  # `make audit`
 PILOT, DRAWS = (50_000, 1_000_000) if FULL else (10_000, 100_000)
-ALPHA = 0.01  # false-alarm probability of each audit (99% bounds, as in issue 17)
+ALPHA = 0.01  # false-alarm probability of each audit (99% bounds)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -264,6 +264,7 @@ def test_access_matrix(world, people, route):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
 def test_nothing_changes_when_non_owners_call_every_url(world, people, settings):
     """Every call by someone who is not the owner leaves the owner's dataset, budget, releases, grants
     and files exactly as they were."""

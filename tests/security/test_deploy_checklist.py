@@ -74,6 +74,7 @@ def test_debug_is_off_unless_asked_for_and_a_bad_value_is_refused(tmp_path):
     assert bad.returncode != 0 and "DJANGO_DEBUG must be a boolean" in bad.stderr
 
 
+@pytest.mark.slow
 def test_without_an_env_key_the_secret_key_lives_in_the_private_data_dir(tmp_path):
     code = "import django; django.setup(); from django.conf import settings as s; print(s.SECRET_KEY)"
     first = _run(["-c", code], {}, tmp_path).stdout.strip()

@@ -337,7 +337,7 @@ def test_free_draws_refuse_bad_row_counts(world, refused):
 
 
 # ====================================================================================================
-# Issue 16: one number, one body, one byte must not stall, crash or charge (hostile-input suite).
+# One number, one body, one byte must not stall, crash or charge (hostile-input suite).
 # Every case: no 500, answered in under a second (the bounds are checked before any arithmetic),
 # nothing charged, nothing queued. ``timed`` wraps ``refused`` with the clock.
 # ====================================================================================================

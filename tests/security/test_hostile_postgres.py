@@ -1,4 +1,4 @@
-"""The hostile-input suite on PostgreSQL (issue 16): NUL bytes were a 500 there only. The suite runs
+"""The hostile-input suite on PostgreSQL: NUL bytes were a 500 there only. The suite runs
 again in a child pytest whose DATABASE_URL points at the throwaway server that the ledger tests
 start (tests/ledger/conftest.py), so every case of test_hostile_input.py is checked on both, with the
 login throttle, the API tokens and the canonical amounts (names and text PostgreSQL stores differently)."""

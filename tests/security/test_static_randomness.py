@@ -65,7 +65,7 @@ def test_each_job_gets_its_own_secure_noise(world, monkeypatch):
     assert not (keys[0] == keys[1]).all()
 
 
-# -- private choices never come from the stream that draws published rows (issue 17, finding 4) ----------
+# -- private choices never come from the stream that draws published rows -----------
 
 import ast  # noqa: E402
 
@@ -127,7 +127,7 @@ def test_mechanisms_draw_private_choices_from_private_rng_only():
     "def metropolis(score, noise):\n    step = noise.rng.standard_normal(3)\n",
 ])
 def test_the_private_choice_scan_catches_the_old_code(planted):
-    """The exact patterns kdtree, PrivHP and pMSE had before issue 17."""
+    """The exact patterns kdtree, PrivHP and pMSE once had."""
     assert _violations("kdtree.py", planted)
 
 
@@ -147,7 +147,7 @@ def test_private_rng_is_a_separate_stream_from_rng():
                                          ("privhp", {"depth": 12, "pruning_level": 4})])
 def test_fit_consumes_nothing_from_the_published_rows_stream(name, params):
     """kdtree's Binomial counts and empty-cell choices, PrivHP's hashes: fit() leaves noise.rng untouched
-    (it consumed it before issue 17)."""
+    (it once consumed it)."""
     import pandas as pd
 
     from mechanisms import registry

@@ -1,5 +1,5 @@
 """A steward creates analyst accounts from the dataset page; releases are named, annotated, withdrawn
-from analysts or hidden (issue 18, "also broken")."""
+from analysts or hidden."""
 
 from __future__ import annotations
 

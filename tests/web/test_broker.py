@@ -17,7 +17,8 @@ def _connection(tmp_path, transport):
     folder = tmp_path / "queue"
     folder.mkdir(exist_ok=True)
     opts = {"data_folder_in": str(folder), "data_folder_out": str(folder),
-            "processed_folder": str(tmp_path / "processed"), "store_processed": False}
+            "processed_folder": str(tmp_path / "processed"), "store_processed": False,
+            "control_folder": str(tmp_path / "control")}  # exchange files; kombu's default is ./control
     (tmp_path / "processed").mkdir(exist_ok=True)
     return Connection("filesystem://", transport=transport, transport_options=opts), folder
 

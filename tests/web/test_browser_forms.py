@@ -1,4 +1,4 @@
-"""The small form helpers of static/dpportal/forms.js in a real browser (issue 18): typing a custom
+"""The small form helpers of static/dpportal/forms.js in a real browser: typing a custom
 budget chooses "Custom values"; the schema page's review count follows the ticks and typed values."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The budget form: typed custom values never save a preset; a cap corrected before any release is
-not logged as a raise (issue 18, "also broken")."""
+not logged as a raise."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cancel (issue 19): the steward cancels a queued release (refunded: it never touched data) or a
+"""Cancel: the steward cancels a queued release (refunded: it never touched data) or a
 running one (it stops at its next progress point; spent if it had read the data, refunded if not).
 In-process here; tests/web/test_cancel_live.py does it with a real worker."""
 

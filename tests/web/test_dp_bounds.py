@@ -1,4 +1,4 @@
-"""Private bounds from the schema page (issue 18 part 6): charged like a release (reserve, run,
+"""Private bounds from the schema page: charged like a release (reserve, run,
 settle), shown as estimates, used in one action, never visible to analysts."""
 
 from __future__ import annotations

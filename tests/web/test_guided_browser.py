@@ -1,5 +1,5 @@
 """A steward walks from the upload of a 40-column table to a recommended release in the browser, never
-opening "Advanced" (issue 18). Screenshots of every step go to test-artifacts/ (and to docs/img/ for
+opening "Advanced". Screenshots of every step go to test-artifacts/ (and to docs/img/ for
 the README when DPPORTAL_SCREENSHOTS=docs)."""
 
 from __future__ import annotations

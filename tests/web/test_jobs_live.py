@@ -1,4 +1,4 @@
-"""Jobs with REAL workers, one per queue as scripts/run.sh starts them (issue 19), on the embedded
+"""Jobs with REAL workers, one per queue as scripts/run.sh starts them, on the embedded
 filesystem broker: while a long DP-MERF fit runs on the synthesis worker, a baseline release and a
 draw are done within 10 s of submit (fast queue); a second fit waits with its queue position and is
 cancelled (refunded); the running fit is cancelled and stops within 5 s (spent: it read the data);
@@ -15,7 +15,7 @@ from .live import Stack, manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=False)]  # the stack has its own database
 
-GOAL_FAST_S = 10.0  # a draw or a baseline release while a fit runs (issue 19)
+GOAL_FAST_S = 10.0  # a draw or a baseline release while a fit runs
 GOAL_CANCEL_S = 5.0  # a running fit stops after the cancel request
 # DP-MERF reports progress PROGRESS_STEPS (200) times per fit: with 6,000 epochs, every 30 Adam steps
 # (about a second here), which bounds how fast a cancel takes effect.

@@ -62,6 +62,7 @@ def api_walkthrough(stack: Stack) -> None:
     assert status == 401
 
 
+@pytest.mark.slow
 def test_the_api_path_on_a_live_server_with_a_worker_on_the_filesystem_broker(tmp_path, template_db):
     stack = Stack(tmp_path / "fs", template_db=template_db).start()
     try:

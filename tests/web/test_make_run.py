@@ -1,4 +1,4 @@
-"""`make run` (scripts/run.sh) serves through gunicorn (issue 16): 32 concurrent API requests are all
+"""`make run` (scripts/run.sh) serves through gunicorn: 32 concurrent API requests are all
 answered. (The issue measured the development server dropping 4-9 of 32 connections; on this
 light request, GET /api/datasets/, runserver with DEV=1 also answered 32 of 32 in 3 bursts here, so
 this test shows that gunicorn answers all, not that runserver fails.)"""

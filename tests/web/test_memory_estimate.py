@@ -1,4 +1,4 @@
-"""The release form shows PrivHP's memory estimate before anything is submitted (issue 6)."""
+"""The release form shows PrivHP's memory estimate before anything is submitted."""
 
 from __future__ import annotations
 

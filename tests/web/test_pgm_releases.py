@@ -29,6 +29,7 @@ def _api_release(world, body):
     ("aim", {"max_rounds": 3, "iters": 100, "final_iters": 100}),
     ("baseline", {"noise_type": "gaussian"}),
 ])
+@pytest.mark.slow
 def test_a_zcdp_release_through_the_api_is_charged_what_its_report_declares(world, mechanism, params):
     before = ledger.remaining(world.dataset)
     release = _api_release(world, {"mechanism": mechanism, "epsilon": "0.5", "delta": "1e-6", "rows": 30,

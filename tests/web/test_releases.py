@@ -230,7 +230,7 @@ def test_release_form_warns_when_pmse_gets_more_columns_than_it_can_use(world):
 
 
 def test_pmse_releases_are_recorded_as_mcmc_or_heuristic_never_pure(world):
-    """Issue 17: the release form warns before release (advice), and after it the ledger and the release
+    """the release form warns before release (advice), and after it the ledger and the release
     page carry the honest label: 'mcmc' for strict trees, 'heuristic' for the paper's greedy trees."""
     from dpportal.ledger.models import LedgerEntry
 

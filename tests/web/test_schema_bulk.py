@@ -1,4 +1,4 @@
-"""The schema page for wide tables (issue 18 part 6): a count of columns still to review, bulk
+"""The schema page for wide tables: a count of columns still to review, bulk
 actions that edit the working values without saving, and rounded suggestions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Time estimate, queue position, elapsed and remaining (issue 19), and the queue each job goes to."""
+"""Time estimate, queue position, elapsed and remaining, and the queue each job goes to."""
 
 from __future__ import annotations
 
