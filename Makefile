@@ -19,10 +19,12 @@ run: venv
 
 test: venv
 	./scripts/ensure-system-packages.sh
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
 # The suite without browsers, live servers, workers or system services (pytest markers in pytest.ini).
 test-fast: venv
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q -m "not browser and not services and not slow"
 
 clean:

@@ -176,7 +176,7 @@ class AIM(Mechanism):
         names, sizes, weights = self._plan()
         mbi = load_mbi()
         table = CellTable(self.schema.to_cells(source.frame()), names, [sizes[a] for a in names])
-        n, d = table.n, len(names)
+        n = table.n
         rho = zcdp_rho(self.epsilon, self.delta)
         rounds = self.params["max_rounds"] or default_rounds(n, rho, [sizes[a] for a in names])
         sigma = sigma_for_rho(MEASURE_SHARE * rho / rounds)

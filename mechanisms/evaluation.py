@@ -55,7 +55,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_limits
 
-from .schema import MISSING_CATEGORY, Column, Schema, read_raw_csv
+from .schema import MISSING_CATEGORY, Schema, read_raw_csv
 
 ProgressFn = Callable[[float, str], None]
 

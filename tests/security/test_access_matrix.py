@@ -133,8 +133,6 @@ MATRIX: dict[str, list[Case]] = {
     "api/releases/<int:pk>/synthetic-spreadsheet.csv": [Case("get", "/api/releases/{r}/synthetic-spreadsheet.csv",
                                                              api_viewer())],
     "api/releases/<int:pk>/manifest.json": [Case("get", "/api/releases/{r}/manifest.json", api_viewer())],
-    "api/releases/<int:pk>/synthetic-spreadsheet.csv": [
-        Case("get", "/api/releases/{r}/synthetic-spreadsheet.csv", api_viewer())],
     # datasets (web)
     "datasets/": [Case("get", "/datasets/", web_user())],
     "datasets/upload/": [Case("get", "/datasets/upload/", web_steward()),
@@ -165,8 +163,6 @@ MATRIX: dict[str, list[Case]] = {
     "releases/<int:pk>/synthetic-spreadsheet.csv": [Case("get", "/releases/{r}/synthetic-spreadsheet.csv",
                                                          web_viewer())],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
-    "releases/<int:pk>/synthetic-spreadsheet.csv": [
-        Case("get", "/releases/{r}/synthetic-spreadsheet.csv", web_viewer())],
     "releases/<int:pk>/report/": [Case("get", "/releases/{r}/report/", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
     "releases/<int:pk>/cancel/": [Case("post", "/releases/{r}/cancel/", web_owner(302))],
