@@ -30,7 +30,6 @@ Accuracy (stated)
 from __future__ import annotations
 
 import math
-import re
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -38,6 +37,7 @@ import pandas as pd
 
 from .accounting import PrivacyCost
 from .noise import Noise, laplace_scale
+from .schema import ordered_labels
 
 SENSITIVITY = 2  # L1 change of one column's label counts under replace-one (one -1, one +1)
 MAX_LABELS = 100_000  # distinct labels counted per column (a free-text column is refused, not counted)
@@ -76,16 +76,10 @@ def discover_categories(chunks: Iterable[pd.DataFrame], columns: Sequence[str], 
     for c, counts in label_counts(chunks, columns, markers).items():
         noisy = noise.laplace_int(counts.to_numpy(dtype=np.int64), scale=scale) if len(counts) else np.array([])
         keep = np.asarray(noisy) >= t
-        labels = _ordered(counts.index[keep].tolist())
+        labels = ordered_labels(counts.index[keep].tolist())
         out[c] = {"categories": labels, "noisy_counts": {lab: int(v) for lab, v in zip(counts.index[keep], noisy[keep])}}
     return {"columns": out, "epsilon_per_column": eps_col, "delta_per_column": delta_col, "scale": scale,
             "threshold": t}
-
-
-def _ordered(labels: list[str]) -> list[str]:
-    if labels and all(re.fullmatch(r"-?\d{1,15}", v) for v in labels):
-        return sorted(labels, key=int)
-    return sorted(labels)
 
 
 def privacy_cost(epsilon: float, delta: float, result: dict) -> PrivacyCost:

@@ -842,7 +842,7 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
         if found:
             cols.append(_draft_date(str(name), present, *found, has_missing=has_missing))
             continue
-        levels = _levels(present)
+        levels = ordered_labels(present.unique().tolist())
         if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
             cols.append(Column(name=str(name), kind="excluded"))
             continue
@@ -873,12 +873,11 @@ def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[
     return out
 
 
-def _levels(present: pd.Series) -> list[str]:
-    """Distinct values, in numeric order when every one is an integer code, else sorted as text."""
-    levels = present.unique().tolist()
-    if levels and all(re.fullmatch(r"-?\d{1,15}", v) for v in levels):
-        return sorted(levels, key=int)
-    return sorted(levels)
+def ordered_labels(labels: list[str]) -> list[str]:
+    """Labels in numeric order when every one is an integer code, else sorted as text."""
+    if labels and all(re.fullmatch(r"-?\d{1,15}", v) for v in labels):
+        return sorted(labels, key=int)
+    return sorted(labels)
 
 
 def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, has_missing: bool) -> Column:
