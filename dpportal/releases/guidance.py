@@ -275,6 +275,16 @@ def would_fail_reason(dataset, mechanism: str, epsilon, delta) -> str | None:
     """Why ``mechanism`` is predicted near-uniform on this dataset (public inputs only), or None. Used by
     the API to ask for an explicit confirmation, like the release form's checkbox. Amounts that do not
     parse are left to the release's own validation (which names them)."""
+    setting = _setting(dataset, mechanism, epsilon, delta)
+    if setting is None:
+        return None
+    p = rec.predict(mechanism, setting, rec.Purpose())
+    return p.reason if p.status == "would-fail" else None
+
+
+def _setting(dataset, mechanism: str, epsilon, delta) -> rec.Setting | None:
+    """The public setting of a release request (schema, n, epsilon, delta), or None when the mechanism
+    cannot run on the schema or an amount does not parse (the release's own validation names it)."""
     schema = dataset.confirmed_schema()
     if schema is None or mechanism not in registry.supporting(schema):
         return None
@@ -282,10 +292,9 @@ def would_fail_reason(dataset, mechanism: str, epsilon, delta) -> str | None:
         eps = parse_amount(epsilon, "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON,
                            high_open=False)
         dlt = parse_amount(delta, "delta", default=0.0, low_open=False, high=1.0, high_open=True)
-    except GuidanceError:
+        return rec.Setting(schema, dataset.n_rows, eps, dlt)
+    except (GuidanceError, ValueError):
         return None
-    p = rec.predict(mechanism, rec.Setting(schema, dataset.n_rows, eps, dlt), rec.Purpose())
-    return p.reason if p.status == "would-fail" else None
 
 
 HIGH_ERROR = 0.30  # a predicted error above this, where more epsilon would bring it under, needs a confirmation
@@ -296,16 +305,13 @@ def high_error_reason(dataset, mechanism: str, epsilon, delta, *, params: Mappin
     """Why a release of ``mechanism`` at this epsilon is predicted to keep little of the table (its error,
     by the purpose's measure, above HIGH_ERROR while a larger epsilon is predicted below it), or None.
     Public inputs only. The form and the API ask for an explicit confirmation with this reason."""
-    schema = dataset.confirmed_schema()
-    if schema is None or mechanism not in registry.supporting(schema):
+    setting = _setting(dataset, mechanism, epsilon, delta)
+    if setting is None:
         return None
+    schema, eps, dlt = setting.schema, setting.epsilon, setting.delta
     try:
-        eps = parse_amount(epsilon, "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON,
-                           high_open=False)
-        dlt = parse_amount(delta, "delta", default=0.0, low_open=False, high=1.0, high_open=True)
         purpose = purpose_from(query or {}, schema)
-        p = rec.predict(mechanism, rec.Setting(schema, dataset.n_rows, eps, dlt), purpose,
-                        _choice_params(mechanism, params or {}))
+        p = rec.predict(mechanism, setting, purpose, _choice_params(mechanism, params or {}))
         if p.status != "ok" or p.score is None or p.score <= HIGH_ERROR:
             return None
         enough = rec.smallest_epsilon(mechanism, schema, n=dataset.n_rows, target=HIGH_ERROR, delta=dlt,

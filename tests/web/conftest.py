@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from .data import SMALL_CSV, SMALL_SCHEMA
 from .personas import world  # noqa: F401  (fixture)
 
 
@@ -16,3 +19,13 @@ def private_storage(settings, tmp_path):
     (tmp_path / "uploads" / "tmp").mkdir(parents=True)
     (tmp_path / "releases").mkdir()
     return tmp_path
+
+
+@pytest.fixture
+def files(tmp_path):
+    """The small table and its schema as files, for the CLI tests."""
+    data = tmp_path / "people.csv"
+    data.write_text(SMALL_CSV)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SMALL_SCHEMA))
+    return data, schema, tmp_path

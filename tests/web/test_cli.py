@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .data import SMALL_CSV, SMALL_SCHEMA
+from .data import SMALL_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,15 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mechanisms", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
-
-
-@pytest.fixture
-def files(tmp_path):
-    data = tmp_path / "people.csv"
-    data.write_text(SMALL_CSV)
-    schema = tmp_path / "schema.json"
-    schema.write_text(json.dumps(SMALL_SCHEMA))
-    return data, schema, tmp_path
 
 
 def test_list_prints_a_readable_summary_by_default():

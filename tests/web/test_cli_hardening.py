@@ -10,16 +10,7 @@ import pytest
 from mechanisms.__main__ import main
 from mechanisms.runner import SEEDED_GUARANTEE
 
-from .data import SMALL_CSV, SMALL_SCHEMA
-
-
-@pytest.fixture
-def files(tmp_path):
-    data = tmp_path / "people.csv"
-    data.write_text(SMALL_CSV)
-    schema = tmp_path / "schema.json"
-    schema.write_text(json.dumps(SMALL_SCHEMA))
-    return data, schema, tmp_path
+from .data import SMALL_CSV
 
 
 def synth(files, *extra, out=None):
