@@ -68,7 +68,9 @@ ProgressFn = Callable[[float, str], None]
 MIN_ROWS = 50  # fewer records: the halves are too small for any attack to say anything
 MAX_ROWS = 10_000  # records used (a random sample beyond): refits and distances stay within the time goal
 REFERENCE_FRACTION = 0.25  # records set aside as the attacker's population sample (DOMIAS, control)
-MAX_TARGETS = 2_000  # targets scored per run (a random subset of the pool beyond)
+DEFAULT_CANARY_PAIRS = 50  # target pairs per run (the most vulnerable records): few, so their coins barely blur each other
+SAMPLE_FACTOR = 20  # synthetic rows drawn per refit, in multiples of the training size (for the counts)
+MAX_SYNTHETIC_ROWS = 200_000  # ... and at most this many
 DEFAULT_RUNS = 2  # refits on random halves: keeps the report within ~3x the release's time
 DEFAULT_CONFIDENCE = 0.95
 FPR_LEVELS = (0.01, 0.001)
@@ -168,8 +170,156 @@ def marginal_scores(target_cells: np.ndarray, synthetic_cells: np.ndarray, refer
     return score
 
 
-ATTACKS = ("dcr", "density_ratio", "marginal_ratio")
+def vulnerability(cells: np.ndarray, population_cells: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """How much each record stands out: the self-information of its public cells, columns taken as
+    independent (-sum over columns of log share of its cell in ``population_cells``). Records in rare
+    cells (outliers) score highest: a release moves most with them (Carlini et al. 2022; Meeus et al.
+    2023 on vulnerable records), so the membership game spends its coins on them."""
+    score = np.zeros(len(cells))
+    for j, k in enumerate(sizes):
+        share = (np.bincount(population_cells[:, j], minlength=k) + 0.5) / (len(population_cells) + 0.5 * k)
+        score -= np.log(share[cells[:, j]])
+    return score
+
+
+MAX_MARGINAL_CELLS = 1_000_000  # marginals larger than this are left out of the cell-count attack
+CELL_ROUNDS = 1  # interference-cancellation rounds (more did not help on adult: over-confident feedback)
+CELL_CLIP = 6.0  # log-odds cap when a round's estimate feeds the next (damps over-confidence)
+
+
+def measured_marginals(mech, names: list[str]) -> list[tuple[int, ...]]:
+    """The marginals a cell-based mechanism measured (public structure of its fitted model): every
+    one-way marginal, plus MST's tree edges and AIM's selected cliques when the refit has them."""
+    index = {n: j for j, n in enumerate(names)}
+    out = [(j,) for j in range(len(names))]
+    extra = list(getattr(mech, "edges", None) or [])
+    extra += [c for c, _ in (getattr(mech, "selected", None) or []) if isinstance(c, (list, tuple))]
+    for clique in extra:
+        if isinstance(clique, (list, tuple)) and len(clique) > 1 and all(c in index for c in clique):
+            m = tuple(sorted(index[c] for c in clique))
+            if m not in out:
+                out.append(m)
+    return out
+
+
+def cell_count_scores(cells_a: np.ndarray, cells_b: np.ndarray, fixed_cells: np.ndarray,
+                      synthetic_cells: np.ndarray, n_train: int, marginals: list[tuple[int, ...]],
+                      sizes: list[int], rounds: int = CELL_ROUNDS) -> np.ndarray:
+    """The informed attacker's statistic per pair (a, b): it knows every training record but which one
+    of each pair is in, so it knows each cell's count up to the coins. On every measured marginal it
+    compares the synthetic count in a's cell and in b's cell (scaled to the training size) with the
+    count it expects, and sums (residual at a - residual at b) / their variance over the marginals:
+    T, the log-likelihood ratio of "a is in" up to a factor 2 under a Gaussian approximation. The
+    variance holds the other pairs' coins, the noise (estimated from all cells) and the sampling
+    error. The expectation starts at half a record per target; later rounds put each other pair at its
+    current probability (interference cancellation), so records in common cells also tell."""
+    scale = n_train / max(len(synthetic_cells), 1)
+    flat: list[tuple] = []
+    for m in marginals:
+        dims = [int(sizes[j]) for j in m]
+        total = int(np.prod(dims))
+        if total > MAX_MARGINAL_CELLS:
+            continue
+
+        def f(c, m=m, dims=dims):
+            return np.ravel_multi_index(tuple(np.clip(c[:, j], 0, sizes[j] - 1) for j in m), dims)
+
+        fa, fb = f(cells_a), f(cells_b)
+        disc = fa != fb
+        if not disc.any():
+            continue
+        fixed_count = (np.bincount(f(fixed_cells), minlength=total)
+                       + np.bincount(fa[~disc], minlength=total)).astype(float)
+        observed = np.bincount(f(synthetic_cells), minlength=total) * scale
+        flat.append((total, fa, fb, disc, fixed_count, observed))
+    T = np.zeros(len(cells_a))
+    for _ in range(max(rounds, 1)):
+        p = 1.0 / (1.0 + np.exp(-np.clip(2 * T, -CELL_CLIP, CELL_CLIP)))  # P(a is in) so far
+        new = np.zeros(len(cells_a))
+        for total, fa, fb, disc, fixed_count, observed in flat:
+            a, b, pd_ = fa[disc], fb[disc], p[disc]
+            expected = (fixed_count + np.bincount(a, weights=pd_, minlength=total)
+                        + np.bincount(b, weights=1 - pd_, minlength=total))
+            pv = pd_ * (1 - pd_)
+            coin_var = np.bincount(a, weights=pv, minlength=total) + np.bincount(b, weights=pv, minlength=total)
+            sampling = (expected + 1.0) * scale
+            resid = observed - expected
+            touched = expected > 0
+            noise_var = max(float(np.mean(resid[touched] ** 2 - coin_var[touched] - sampling[touched])), 0.25)
+            # this pair's own coin is the signal: its expectation and variance are taken back out
+            ra = resid[a] + pd_ - 0.5
+            rb = resid[b] - pd_ + 0.5
+            var = coin_var[a] + coin_var[b] - 2 * pv + sampling[a] + sampling[b] + 2 * noise_var
+            new[disc] += (ra - rb) / var
+        T = new
+    return T
+
+
+def singling_out(members: np.ndarray, control: np.ndarray, synthetic: np.ndarray, rng: np.random.Generator,
+                 n_queries: int = 500, n_cols: int = 3) -> dict:
+    """Anonymeter's singling-out evaluator on the public cells: predicates read off the synthetic table
+    (a value seen once in a column; a synthetic record's cells on ``n_cols`` random columns that match
+    no other synthetic record) single out a target when exactly one record of the table holds them.
+    Success on the members against the control records (as many members as control records, so the
+    two tables have one size); the same risk formula as the others."""
+    n = min(len(members), len(control))
+    mem = members[rng.choice(len(members), n, replace=False)]
+    ctl = control[rng.choice(len(control), n, replace=False)]
+    d = synthetic.shape[1]
+    queries: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for j in range(d):
+        vals, counts = np.unique(synthetic[:, j], return_counts=True)
+        queries += [((j,), (int(v),)) for v in vals[counts == 1]]
+    k = min(n_cols, d)
+    for i in rng.permutation(len(synthetic)):
+        if len(queries) >= 2 * n_queries:
+            break
+        cols = tuple(sorted(rng.choice(d, k, replace=False).tolist()))
+        vals = tuple(int(synthetic[i, j]) for j in cols)
+        if np.sum(np.all(synthetic[:, cols] == vals, axis=1)) == 1:
+            queries.append((cols, vals))
+    if not queries:
+        return {**anonymeter_risk(0, 0, 0), "queries": 0}
+    pick = rng.choice(len(queries), min(n_queries, len(queries)), replace=False)
+
+    def singled(table: np.ndarray) -> int:
+        return sum(int(np.sum(np.all(table[:, list(queries[q][0])] == queries[q][1], axis=1)) == 1) for q in pick)
+
+    return {**anonymeter_risk(singled(mem), singled(ctl), len(pick)), "queries": int(len(pick))}
+
+
+def shadow_classifier(features: list[tuple[np.ndarray, np.ndarray]]):
+    """A logistic regression on per-pair feature differences (the other attacks' scores of a minus
+    those of b) fitted on a shadow game, where the attacker knows the coins because it tossed them
+    (Shokri et al. 2017; Stadler et al. 2022 for synthetic data). Returns a function from a run's
+    features to per-target scores, or None when the shadow game has a single class."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.concatenate([f for f, _ in features])
+    y = np.concatenate([lab for _, lab in features])
+    if len(np.unique(y)) < 2:
+        return None
+    sd = X.std(axis=0)
+    sd[sd == 0] = 1.0
+    clf = LogisticRegression(fit_intercept=False, C=1.0, max_iter=1000).fit(X / sd, y)
+
+    def score(F: np.ndarray) -> np.ndarray:
+        t = clf.decision_function(F / sd)
+        return np.column_stack([t / 2, -t / 2]).ravel()
+
+    return score
+
+
+def pair_features(scores: dict[str, np.ndarray]) -> np.ndarray:
+    """Per pair: each attack's score of the first record minus that of the second."""
+    return np.column_stack([scores[a].reshape(-1, 2) @ np.array([1.0, -1.0]) for a in BASE_ATTACKS])
+
+
+BASE_ATTACKS = ("dcr", "density_ratio", "marginal_ratio", "cell_count")
+ATTACKS = BASE_ATTACKS + ("shadow_model",)
 ATTACK_TITLES = {"dcr": "distance to the closest synthetic record",
+                 "cell_count": "informed attacker: counts on the measured marginals' cells",
+                 "shadow_model": "shadow-model classifier on the other attacks' scores",
                  "marginal_ratio": "density ratio on public cells, one column at a time",
                  "density_ratio": "density ratio, synthetic over reference (DOMIAS)"}
 
@@ -374,13 +524,27 @@ def kept_schema(schema: Schema) -> Schema:
 
 
 def _refit(name: str, schema: Schema, members: pd.DataFrame, *, epsilon, delta, params, noise: Noise,
-           progress: ProgressFn | None = None) -> pd.DataFrame:
+           progress: ProgressFn | None = None, rows: int | None = None):
+    """The mechanism fitted on ``members`` and ``rows`` synthetic rows from it (default: as many as
+    members); returns (mechanism, synthetic frame)."""
     from .runner import build
 
     mech = build(name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members),
                  progress=progress)
     mech.fit(TableSource(schema, frame=members.reset_index(drop=True)))
-    return mech.sample(len(members))
+    return mech, mech.sample(rows or len(members))
+
+
+def membership_game(cells: np.ndarray, pool: np.ndarray, population_cells: np.ndarray, sizes: list[int],
+                    n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, fixed): the ``2 * n_pairs`` most vulnerable records of ``pool`` in random pairs (the
+    targets: a coin per pair and run puts one of the two in) and the other records of the pool, in
+    every training table (the attacker is told them: DP's guarantee holds against that attacker too)."""
+    v = vulnerability(cells[pool], population_cells, sizes)
+    order = np.argsort(-v, kind="stable")
+    k = min(n_pairs, len(pool) // 2)
+    targets = rng.permutation(pool[order[: 2 * k]])
+    return targets.reshape(-1, 2), np.sort(pool[order[2 * k:]])
 
 
 def not_computable(reason: str, **extra) -> dict:
@@ -392,7 +556,9 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                 noise: Noise | None = None, confidence: float = DEFAULT_CONFIDENCE,
                 noise_off_control: bool = True, max_rows: int = MAX_ROWS,
                 progress: ProgressFn | None = None, release_seconds: float | None = None,
-                attack_noise: Noise | None = None, time_budget: float | None = None) -> dict[str, Any]:
+                attack_noise: Noise | None = None, time_budget: float | None = None,
+                canary_pairs: int = DEFAULT_CANARY_PAIRS, sample_factor: float = SAMPLE_FACTOR,
+                shadow: bool = True) -> dict[str, Any]:
     """The risk report of ``mechanism`` at (``epsilon``, ``delta``) with ``params`` on ``prepared``
     (the table as :meth:`Schema.prepare` returns it). Never raises for bad input: a report with
     status "not computable" and the reason instead.
@@ -447,22 +613,49 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     perm = rng.permutation(len(frame))
     n_ref = max(int(round(len(frame) * REFERENCE_FRACTION)), 10)
     ref_idx, pool_idx = perm[:n_ref], perm[n_ref:]
-    pairs = pool_idx[: 2 * (len(pool_idx) // 2)].reshape(-1, 2)  # a coin per pair puts one of the two in
+    n_pairs = min(int(canary_pairs), max(len(pool_idx) // 4, 1))
+    pairs, fixed = membership_game(C, pool_idx, C, sizes, n_pairs, rng)
+    n_train = len(fixed) + len(pairs)
     reference = X[ref_idx]
+    # the shadow game: the same game played by the attacker on its own reference records
+    s_perm = rng.permutation(ref_idx)
+    s_nref = max(len(s_perm) // 4, 5)
+    s_ref = s_perm[:s_nref]
+    s_pairs, s_fixed = membership_game(C, s_perm[s_nref:], C[ref_idx], sizes,
+                                       min(n_pairs, max((len(s_perm) - s_nref) // 4, 1)), rng)
+    syn_rows = int(min(max(sample_factor, 1) * n_train, max(MAX_SYNTHETIC_ROWS, n_train)))
 
-    # the first private refit, then the noise-off control, then the other private refits; with a
-    # time budget, a refit that would likely end past it is skipped (the first one always runs)
-    sequence = ["private"] + (["noise off"] if noise_off_control else []) + ["private"] * (runs - 1)
-    noises = {"private": attack_noise or noise, "noise off": ZeroNoise(base=noise)}
+    # the first private refit, then the shadow refit, the noise-off control and the other private
+    # refits; with a time budget, a refit that would likely end past it is skipped (the first always runs)
+    sequence = (["private"] + (["shadow"] if shadow else []) + (["noise off"] if noise_off_control else [])
+                + ["private"] * (runs - 1))
+    noises = {"private": attack_noise or noise, "shadow": attack_noise or noise, "noise off": ZeroNoise(base=noise)}
     total_fits = len(sequence)
     done_fits = 0
-    results: dict[str, dict[str, list]] = {"private": {a: [] for a in ATTACKS},
-                                           "members": {a: [] for a in ATTACKS},
-                                           "noise off": {a: [] for a in ATTACKS}}
-    attribute = linked = None
+    results: dict[str, dict[str, list]] = {k: {a: [] for a in BASE_ATTACKS}
+                                           for k in ("private", "members", "noise off")}
+    feats: dict[str, list] = {"private": [], "members": [], "noise off": [], "shadow": []}
+    attribute = linked = singled = None
     fit_seconds: list[float] = []
     step_seconds: list[float] = []
     skipped: list[str] = []
+
+    def play(game_pairs, game_fixed, ref_rows, syn_frame, mech, first_in):
+        """Every base attack's per-target scores and the labels, for one refit of one game."""
+        train_idx = np.r_[game_fixed, np.where(first_in, game_pairs[:, 0], game_pairs[:, 1])]
+        syn_prepared = kschema.prepare(syn_frame)
+        S_cells = kschema.to_cells(syn_prepared)
+        S = enc.encode(syn_prepared.iloc[:len(train_idx)])
+        t_idx = game_pairs.ravel()  # targets in pair order: (first, second) of each pair
+        labels = np.column_stack([first_in, ~first_in]).ravel()
+        sc = attack_scores(X[t_idx], S, X[ref_rows], enc.numeric)
+        sc["marginal_ratio"] = marginal_scores(C[t_idx], S_cells[:len(train_idx)], C[ref_rows], sizes)
+        T = cell_count_scores(C[game_pairs[:, 0]], C[game_pairs[:, 1]], C[game_fixed], S_cells, len(train_idx),
+                              measured_marginals(mech, kschema.names) if mech is not None
+                              else [(j,) for j in range(len(sizes))], sizes)
+        sc["cell_count"] = np.column_stack([T / 2, -T / 2]).ravel()
+        return sc, labels, train_idx, S, S_cells
+
     try:
         for kind in sequence:
             if step_seconds and time_budget is not None and (
@@ -470,55 +663,62 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                 skipped.append(kind)
                 continue
             ts = time.perf_counter()
-            first_in = rng.random(len(pairs)) < 0.5
-            members_idx = np.where(first_in, pairs[:, 0], pairs[:, 1])
-            step(done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})")
-            tf = time.perf_counter()
+            game_pairs, game_fixed = (s_pairs, s_fixed) if kind == "shadow" else (pairs, fixed)
+            first_in = rng.random(len(game_pairs)) < 0.5
+            members_idx = np.r_[game_fixed, np.where(first_in, game_pairs[:, 0], game_pairs[:, 1])]
             base, label = done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})"
-            syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
-                         params=params, noise=noises[kind],  # the fit's progress also lets a cancel stop it
-                         progress=lambda f, s: step(base + 0.9 * f / (total_fits + 1), label))
+            step(base, label)
+            tf = time.perf_counter()
+            mech, syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
+                               params=params, noise=noises[kind],  # the fit's progress also lets a cancel stop it
+                               progress=lambda f, s: step(base + 0.9 * f / (total_fits + 1), label),
+                               rows=int(min(max(sample_factor, 1) * len(members_idx), max(MAX_SYNTHETIC_ROWS,
+                                                                                           len(members_idx)))))
             fit_seconds.append(time.perf_counter() - tf)
             done_fits += 1
-            syn_prepared = kschema.prepare(syn)
-            S, S_cells = enc.encode(syn_prepared), kschema.to_cells(syn_prepared)
-            n_sel = min(len(pairs), MAX_TARGETS // 2)
-            p_sel = np.sort(rng.choice(len(pairs), n_sel, replace=False)) if n_sel < len(pairs) else np.arange(len(pairs))
-            t_idx = pairs[p_sel].ravel()  # targets in pair order: (first, second) of each chosen pair
-            labels = np.column_stack([first_in[p_sel], ~first_in[p_sel]]).ravel()
-            targets, t_cells = X[t_idx], C[t_idx]
-            scores = attack_scores(targets, S, reference, enc.numeric)
-            scores["marginal_ratio"] = marginal_scores(t_cells, S_cells, C[ref_idx], sizes)
-            for a, sc in scores.items():
-                results[kind][a].append((labels, sc))
+            sc, labels, train_idx, S, S_cells = play(game_pairs, game_fixed, s_ref if kind == "shadow" else ref_idx,
+                                                     syn, mech, first_in)
+            feats[kind].append((pair_features(sc), first_in))
+            if kind != "shadow":
+                for a in BASE_ATTACKS:
+                    results[kind][a].append((labels, sc[a]))
             if kind == "private" and attribute is None:
-                step(done_fits / (total_fits + 1), "attribute inference")
-                attribute = attribute_inference(kschema, X[members_idx], reference, S, enc.numeric, rng)
-                linked = linkability(kschema, X[members_idx], reference, S, enc.numeric, rng)
+                step(done_fits / (total_fits + 1), "attribute inference, linkability, singling out")
+                attribute = attribute_inference(kschema, X[train_idx], reference, S, enc.numeric, rng)
+                linked = linkability(kschema, X[train_idx], reference, S, enc.numeric, rng)
+                singled = singling_out(C[train_idx], C[ref_idx], S_cells[:len(train_idx)], rng)
                 # the members themselves as a "release": the positive control, on the same coins
-                scores = attack_scores(targets, X[members_idx], reference, enc.numeric)
-                scores["marginal_ratio"] = marginal_scores(t_cells, C[members_idx], C[ref_idx], sizes)
-                for a, sc in scores.items():
-                    results["members"][a].append((labels, sc))
+                sc_m, _, _, _, _ = play(pairs, fixed, ref_idx, frame.iloc[train_idx], None, first_in)
+                feats["members"].append((pair_features(sc_m), first_in))
+                for a in BASE_ATTACKS:
+                    results["members"][a].append((labels, sc_m[a]))
             step_seconds.append(time.perf_counter() - ts)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
-        return not_computable(f"the mechanism could not be refitted on half of the table: "
+        return not_computable(f"the mechanism could not be refitted on part of the table: "
                               f"{(str(exc).splitlines() or [type(exc).__name__])[0]}", **claim)
 
+    clf = shadow_classifier(feats["shadow"]) if feats["shadow"] else None
+    if clf is not None:
+        for kind in ("private", "members", "noise off"):
+            results[kind]["shadow_model"] = [(np.column_stack([lab, ~lab]).ravel(), clf(F)) for F, lab in feats[kind]]
+
     step(0.97, "summarising")
-    attacks = [summarise_attack(a, results["private"][a], confidence=confidence, delta=delta) for a in ATTACKS]
+    done = [a for a in ATTACKS if results["private"].get(a)]
+    attacks = [summarise_attack(a, results["private"][a], confidence=confidence, delta=delta) for a in done]
     control = [dict(summarise_attack(a, results["members"][a], confidence=confidence, delta=0.0),
-                    release="members themselves") for a in ATTACKS]
+                    release="members themselves") for a in done]
     if results["noise off"][ATTACKS[0]]:
         control += [dict(summarise_attack(a, results["noise off"][a], confidence=confidence, delta=0.0),
-                         release="noise switched off") for a in ATTACKS]
+                         release="noise switched off") for a in done if results["noise off"].get(a)]
     runs_done = len(results["private"][ATTACKS[0]])
     report = {"status": "done", **claim, "delta": delta, "params": params or {}, "runs": runs_done,
               "runs_requested": runs, "skipped_for_time": skipped, "time_budget_seconds": time_budget,
               "rows_total": rows_total, "rows_used": len(frame), "reference_rows": int(n_ref),
-              "targets_per_run": int(2 * min(len(pairs), MAX_TARGETS // 2)),
+              "targets_per_run": int(2 * len(pairs)), "target_pairs": int(len(pairs)),
+              "fixed_members": int(len(fixed)), "synthetic_rows_attacked": syn_rows,
+              "shadow_game": bool(feats["shadow"]),
               "attacks": attacks, "control": control, "attribute_inference": attribute or [],
-              "linkability": linked,
+              "linkability": linked, "singling_out": singled,
               "fit_seconds": [round(s, 3) for s in fit_seconds]}
     report.update(verdict(report))
     report["seconds"] = round(time.perf_counter() - t0, 3)

@@ -163,7 +163,7 @@ def test_a_time_budget_skips_refits_after_the_first(adult):
     rep = risk.risk_report(schema, prepared.iloc[:600], "baseline", epsilon=1.0, runs=3, noise=Noise.seeded(5),
                            time_budget=0.0)
     assert rep["status"] == "done" and rep["runs"] == 1 and rep["runs_requested"] == 3
-    assert rep["skipped_for_time"] == ["noise off", "private", "private"]
+    assert rep["skipped_for_time"] == ["shadow", "noise off", "private", "private"]
     assert {c["release"] for c in rep["control"]} == {"members themselves"}  # the free control stays
 
 
