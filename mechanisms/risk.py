@@ -7,12 +7,14 @@ mechanism with the SAME parameters and epsilon on random subsets of the table an
 Membership inference (``runs`` refits)
     The table (at most ``max_rows`` records, a random sample beyond) is split once into a reference
     part (``REFERENCE_FRACTION``: population data the attacker is granted, never trained on, never a
-    target) and a target pool of random PAIRS of records. In each run an independent fair coin per
-    pair puts one of its two records in the training table (members; the other is a non-member): the
-    training table always has the same size and flipping one coin replaces one record by another,
-    which is exactly dpportal's neighbouring relation (replace one record, n public). The mechanism is
-    fitted on the members and samples as many synthetic rows. Each attack scores every target
-    (higher: "member"):
+    target) and a pool. The ``2 * canary_pairs`` most VULNERABLE records of the pool (rarest public
+    cells, :func:`vulnerability`) form random pairs, the targets; every other pool record is in every
+    training table, and the attacker is told them (the informed attacker of DP auditing: the guarantee
+    holds against it too). In each run an independent fair coin per pair puts one of its two records
+    in: flipping a coin replaces one record by another, exactly dpportal's neighbouring relation
+    (replace one record, n public). The mechanism is fitted on the training table and samples
+    ``sample_factor`` times as many synthetic rows (the guarantee covers any number of draws). Each
+    attack scores every target (higher: "member"):
 
     * ``dcr``: minus the distance to the closest synthetic record, on the public encoding (numeric
       columns scaled to [0, 1] on the schema's bounds, categorical columns 0/1 mismatch; the mean over
@@ -21,13 +23,21 @@ Membership inference (``runs`` refits)
       reference density at the target, both kernel density estimates with the same Gower distance
       (exp(-distance / h), h the median distance of targets to their closest reference record);
     * ``marginal_ratio``: the same ratio with histogram densities on the public cells, one column at a
-      time (columns taken as independent): the attack that fits releases of noisy one-way marginals.
+      time (columns taken as independent);
+    * ``cell_count``: the informed attacker on the marginals the refit measured (every one-way
+      marginal, MST's tree edges, AIM's cliques: :func:`measured_marginals`): the synthetic counts in
+      each target's cells against the counts it expects from the known records
+      (:func:`cell_count_scores`);
+    * ``shadow_model``: a classifier on the four scores above, trained on a shadow game the attacker
+      plays on its own reference records with one more refit (:func:`shadow_classifier`).
 
     Reported per attack: ROC AUC, TPR at FPR 1% and 0.1% (pooled over runs), the membership
     advantage (the largest TPR - FPR), and an empirical epsilon LOWER bound: on the pairs whose two
     scores differ most (a few guess counts, Bonferroni-corrected) the attacker guesses that the
     higher-scored record is the member, and :func:`mechanisms.audit.guessing_epsilon_lower_bound`
     turns the correct guesses into a bound with a one-sided Clopper-Pearson interval at ``confidence``.
+    With k guesses all right the bound is only about ln(k / 3) at 95%: many refits (``runs``) make
+    many guesses, and a time budget limits them.
 
 Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
     On the first run's synthetic table: the attacker knows every column of a target but a secret one
@@ -35,9 +45,10 @@ Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
     (training records) against success on the reference records (never trained on: the control);
     the risk is (members - control) / (1 - control) with a 95% interval from Wilson intervals. The same
     for linkability: two halves of a target's columns are linked when their closest synthetic records
-    coincide. Anonymeter itself (PyPI ``anonymeter``) pins numpy < 1.27 and numba, incompatible with
-    this project's numpy 2; this is a small reimplementation of its attribute-inference and linkability
-    evaluators (its singling-out evaluator is not implemented).
+    coincide; singling out: predicates read off the synthetic table that hold for exactly one record.
+    Anonymeter itself (PyPI ``anonymeter`` 1.1.0) needs numpy < 1.27 (pip would downgrade this
+    project's numpy 2.4 and add numba and polars); this is a small reimplementation of its three
+    evaluators' core (success on members vs. on control records, its risk formula, Wilson intervals).
 
 Positive control
     The same attacks against releases that are not private: the members themselves (a "release" that
