@@ -2,7 +2,7 @@
 
 The worker calls :func:`risk_report_finished_release` after the release is settled: its privacy cost
 is spent and its synthetic table written, so nothing here can fail or delay the release or a draw.
-The report attacks refits of the same mechanism on halves of the RAW table (:mod:`mechanisms.risk`):
+The report attacks refits of the same mechanism on the RAW table (:mod:`mechanisms.risk`):
 it is steward-only, like the utility dashboard. An empirical lower bound above the claimed epsilon
 is logged as an error and flagged on the release page: it would mean an implementation error.
 """
@@ -199,8 +199,8 @@ def api_dict(release: Release) -> dict:
         out["control"] = [{**{k: a.get(k) for k in keys}, "release": a.get("release")}
                           for a in results.get("control", [])]
         for k in ("confidence", "epsilon_lower_bound", "guarantee_failed", "control_auc", "control_detected",
-                  "empirical_advantage", "theoretical_advantage", "summary", "attribute_inference", "linkability", "runs",
-                  "rows_used", "seconds", "release_seconds", "time_ratio"):
+                  "empirical_advantage", "theoretical_advantage", "summary", "attribute_inference", "linkability", "singling_out",
+                  "runs", "target_pairs", "rows_used", "seconds", "release_seconds", "time_ratio"):
             if k in results:
                 out[k] = results[k]
     return out
