@@ -70,7 +70,8 @@ def test_a_computed_report_reaches_the_api_and_the_pages(world):
     assert body["control_detected"] and body["control_auc"] >= 0.9  # the members themselves are found
     page = world.client(world.owner).get(reverse("dpportal-release-dashboard", args=[release.pk])).content.decode()
     assert 'id="risk-summary"' in page and "more success than a coin flip" in page and "risk-guarantee-failed" not in page
-    assert 'id="risk-linkability"' in page and "Attribute inference" in page
+    assert 'id="risk-linkability"' in page and "Attribute inference" in page and 'id="risk-singling-out"' in page
+    assert body["singling_out"]["queries"] > 0 and body["target_pairs"] > 0
     detail = world.client(world.owner).get(reverse("dpportal-release", args=[release.pk])).content.decode()
     assert "more success than a coin flip" in detail and "risk-guarantee-failed" not in detail
 
