@@ -80,8 +80,8 @@ MIN_ROWS = 50  # fewer records: the halves are too small for any attack to say a
 MAX_ROWS = 10_000  # records used (a random sample beyond): refits and distances stay within the time goal
 REFERENCE_FRACTION = 0.25  # records set aside as the attacker's population sample (DOMIAS, control)
 DEFAULT_CANARY_PAIRS = 50  # target pairs per run (the most vulnerable records): few, so their coins barely blur each other
-SAMPLE_FACTOR = 20  # synthetic rows drawn per refit, in multiples of the training size (for the counts)
-MAX_SYNTHETIC_ROWS = 200_000  # ... and at most this many
+SAMPLE_FACTOR = 100  # synthetic rows drawn per refit, in multiples of the training size (for the counts)
+MAX_SYNTHETIC_ROWS = 400_000  # ... and at most this many
 DEFAULT_RUNS = 2  # refits on random halves: keeps the report within ~3x the release's time
 DEFAULT_CONFIDENCE = 0.95
 FPR_LEVELS = (0.01, 0.001)
@@ -546,6 +546,20 @@ def _refit(name: str, schema: Schema, members: pd.DataFrame, *, epsilon, delta, 
     return mech, mech.sample(rows or len(members))
 
 
+def synthetic_cells(schema: Schema, synthetic: pd.DataFrame, prepared_head: pd.DataFrame) -> np.ndarray:
+    """The public cells of every synthetic row. A mechanism's rows are already in the schema's domain, so
+    the cells are read off them directly (preparing 100x the training size costs more than the
+    refit); when the prepared first rows give other cells, everything goes through prepare."""
+    head = schema.to_cells(prepared_head)
+    try:
+        cells = schema.to_cells(synthetic)
+        if cells.shape[0] == len(synthetic) and np.array_equal(cells[:len(head)], head):
+            return cells
+    except (ValueError, TypeError, KeyError):
+        pass
+    return schema.to_cells(schema.prepare(synthetic))
+
+
 def membership_game(cells: np.ndarray, pool: np.ndarray, population_cells: np.ndarray, sizes: list[int],
                     n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(pairs, fixed): the ``2 * n_pairs`` most vulnerable records of ``pool`` in random pairs (the
@@ -654,9 +668,9 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     def play(game_pairs, game_fixed, ref_rows, syn_frame, mech, first_in):
         """Every base attack's per-target scores and the labels, for one refit of one game."""
         train_idx = np.r_[game_fixed, np.where(first_in, game_pairs[:, 0], game_pairs[:, 1])]
-        syn_prepared = kschema.prepare(syn_frame)
-        S_cells = kschema.to_cells(syn_prepared)
-        S = enc.encode(syn_prepared.iloc[:len(train_idx)])
+        syn_prepared = kschema.prepare(syn_frame.iloc[:len(train_idx)])
+        S = enc.encode(syn_prepared)
+        S_cells = synthetic_cells(kschema, syn_frame, syn_prepared)
         t_idx = game_pairs.ravel()  # targets in pair order: (first, second) of each pair
         labels = np.column_stack([first_in, ~first_in]).ravel()
         sc = attack_scores(X[t_idx], S, X[ref_rows], enc.numeric)
