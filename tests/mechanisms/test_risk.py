@@ -82,8 +82,8 @@ def test_the_control_is_detected_and_baseline_stays_below_its_claim(adult):
     assert rep["status"] == "done"
     members = [c for c in rep["control"] if c["release"] == "members themselves"]
     assert max(c["auc"] for c in members) >= 0.9 and rep["control_detected"]
-    for a in rep["attacks"]:  # independent marginals leak (almost) nothing about one record
-        assert a["epsilon_lower_bound"] <= 1.0 and abs(a["auc"] - 0.5) < 0.05, a
+    for a in rep["attacks"]:  # little about one record: 400 targets, an AUC's sd about 0.03
+        assert a["epsilon_lower_bound"] <= 1.0 and abs(a["auc"] - 0.5) < 0.1, a
         assert set(a["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert not rep["guarantee_failed"]
     assert rep["theoretical_advantage"] == pytest.approx(math.tanh(0.5), abs=1e-4)
