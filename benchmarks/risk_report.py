@@ -3,9 +3,10 @@ positive control's AUC, the report's time against the release's own, and a broke
 scale divided by 10) that the report must catch.
 
     .venv/bin/python -m benchmarks.risk_report --tables adult bank_marketing credit_default_taiwan \
-        --mechanisms baseline mst --epsilon 1 --rows 5000 --runs 2 --broken --out docs/benchmarks-risk.jsonl
+        bank_credit_wide --mechanisms baseline --rows 5000 --runs 30 --time-factor 3 --min-seconds 10 \
+        --broken --broken-runs 30 --out docs/benchmarks-risk/goals-baseline.jsonl
 
-Each line of ``--out`` is one (table, mechanism) result; ``--markdown`` prints the table of
+(docs/benchmarks-risk.md lists the runs behind its tables.) Each line of ``--out`` is one (table, mechanism) result; ``--markdown`` prints the table of
 docs/benchmarks-risk.md from such a file. Seeded noise (benchmarks only): reruns give the same figures.
 """
 
