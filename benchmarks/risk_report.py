@@ -91,10 +91,16 @@ def _needs_delta(mechanism: str, schema: Schema, params: dict) -> bool:
 
 def one(table: str, mechanism: str, *, epsilon: float, rows: int, runs: int, seed: int, broken: bool,
         time_factor: float | None = None, min_seconds: float = 0.0, default_params: bool = False,
-        canary_pairs: int = risk.DEFAULT_CANARY_PAIRS, broken_runs: int | None = None) -> dict:
+        canary_pairs: int = risk.DEFAULT_CANARY_PAIRS, broken_runs: int | None = None,
+        broken_only: bool = False) -> dict:
     schema, raw = load(table, rows, seed)
     params = {} if default_params else PARAMS.get(mechanism, {})
     delta = DELTA if _needs_delta(mechanism, schema, params) else 0.0
+    if broken_only:
+        return {"table": table, "mechanism": mechanism, "epsilon": epsilon, "rows": len(raw),
+                "columns": len(schema.kept), "params": params, "canary_pairs": canary_pairs, "seed": seed,
+                **_broken(schema, schema.prepare(raw), mechanism, epsilon, delta, params, broken_runs or runs,
+                          seed, canary_pairs)}
     rel_s = release_seconds(schema, raw, mechanism, epsilon, params, seed)
     prepared = schema.prepare(raw)
     budget = None if time_factor is None else max(time_factor * rel_s, min_seconds)
@@ -119,16 +125,29 @@ def one(table: str, mechanism: str, *, epsilon: float, rows: int, runs: int, see
                    linkability_risk=(rep["linkability"] or {}).get("risk"),
                    singling_out_risk=(rep["singling_out"] or {}).get("risk"))
     if broken:
-        b = risk.risk_report(schema, prepared, mechanism, epsilon=epsilon, delta=delta, params=params,
-                             runs=broken_runs or runs, noise=Noise.seeded(seed),
-                             attack_noise=ScaledNoise(0.1, seed=seed), noise_off_control=False,
-                             canary_pairs=canary_pairs)
-        out["broken_runs"] = b.get("runs")
-        out["broken_seconds"] = b.get("seconds")
-        out["broken_lower_bound"] = b.get("epsilon_lower_bound")
-        out["broken_lower_bounds"] = {a["name"]: a["epsilon_lower_bound"] for a in b.get("attacks", [])}
-        out["broken_caught"] = b.get("guarantee_failed")
+        out.update(_broken(schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed,
+                           canary_pairs))
     return out
+
+
+def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs) -> dict:
+    """The report on the variant with every noise scale divided by 10, claiming ``epsilon``."""
+    b = risk.risk_report(schema, prepared, mechanism, epsilon=epsilon, delta=delta, params=params, runs=runs,
+                         noise=Noise.seeded(seed), attack_noise=ScaledNoise(0.1, seed=seed),
+                         noise_off_control=False, canary_pairs=canary_pairs)
+    return {"broken_runs": b.get("runs"), "broken_seconds": b.get("seconds"),
+            "broken_lower_bound": b.get("epsilon_lower_bound"),
+            "broken_lower_bounds": {a["name"]: a["epsilon_lower_bound"] for a in b.get("attacks", [])},
+            "broken_caught": b.get("guarantee_failed")}
+
+
+def broken_markdown(lines: list[dict]) -> str:
+    head = ("| table | cols | rows | mechanism | seed | refits | broken LB (best attack) | caught | seconds |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    return head + "\n" + "\n".join(
+        f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r.get('seed', 0)} | {r['broken_runs']} | "
+        f"{_best(r['broken_lower_bounds'])} | {'yes' if r['broken_caught'] else 'no'} | {r['broken_seconds']:.0f} |"
+        for r in lines)
 
 
 def _best(d: dict) -> str:
@@ -177,18 +196,20 @@ def main(argv=None) -> int:
     p.add_argument("--broken-runs", type=int, default=None, help="refits of the broken variant (default: --runs)")
     p.add_argument("--default-params", action="store_true", help="the mechanisms' defaults, not the shorter PARAMS")
     p.add_argument("--broken", action="store_true", help="also attack the variant with noise scale / 10")
+    p.add_argument("--broken-only", action="store_true", help="only the broken variant (no release, no honest report)")
     p.add_argument("--out", default=None, help="append one JSON line per result")
     p.add_argument("--markdown", default=None, help="print the markdown table of a JSON-lines file and exit")
     args = p.parse_args(argv)
     if args.markdown:
-        print(markdown([json.loads(x) for x in Path(args.markdown).read_text().splitlines() if x.strip()]))
+        lines = [json.loads(x) for x in Path(args.markdown).read_text().splitlines() if x.strip()]
+        print(broken_markdown(lines) if lines and "status" not in lines[0] else markdown(lines))
         return 0
     for table in args.tables:
         for mech in args.mechanisms:
             res = one(table, mech, epsilon=args.epsilon, rows=args.rows, runs=args.runs, seed=args.seed,
                       broken=args.broken, time_factor=args.time_factor, min_seconds=args.min_seconds,
                       default_params=args.default_params, canary_pairs=args.canary_pairs,
-                      broken_runs=args.broken_runs)
+                      broken_runs=args.broken_runs, broken_only=args.broken_only)
             line = json.dumps(res)
             print(line, flush=True)
             if args.out:
