@@ -95,8 +95,8 @@ def one(table: str, mechanism: str, *, epsilon: float, rows: int, runs: int, see
         broken_only: bool = False) -> dict:
     schema, raw = load(table, rows, seed)
     params = {} if default_params else dict(PARAMS.get(mechanism, {}))
-    if params.get("max_rounds"):  # AIM's first rounds measure every column: at least that many, and 8 more
-        params["max_rounds"] = max(params["max_rounds"], len(schema.kept) + 8)
+    if params.get("max_rounds") and params["max_rounds"] < len(schema.kept):
+        params["max_rounds"] = len(schema.kept) + 8  # AIM's first rounds measure every column, one each
     delta = DELTA if _needs_delta(mechanism, schema, params) else 0.0
     if broken_only:
         return {"table": table, "mechanism": mechanism, "epsilon": epsilon, "rows": len(raw),
