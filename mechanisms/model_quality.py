@@ -9,7 +9,7 @@ tables, labelled as such, at the recorded epsilon nearest to the steward's. The 
 follows from public inputs alone is structural: a mechanism that synthesises every column independently
 keeps no relation between the target and the other columns, so models trained on it predict at chance.
 
-``MEASURED`` is printed by ``python -m benchmarks.tstr_reference`` from docs/data/ (binary targets,
+``MEASURED`` is printed by ``python -m benchmarks.calibration.tstr_reference`` from docs/data/ (binary targets,
 ROC AUC; per table the median over the recorded runs, beside training on the real data).
 """
 

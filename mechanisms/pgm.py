@@ -69,7 +69,7 @@ def xla_default_flags(threads: int) -> tuple[str, ...]:
     XLA splits every program's LLVM module into up to 32 parts compiled on a pool of its own, one thread per
     CPU: a one-thread job then compiled on both cores, and the parts cost more CPU in all than one module.
     Same seed, same path, one job thread, run one after the other (``python -m
-    benchmarks.aim_profile --rounds 100000 --seed 7 --tvd``, the flag set in XLA_FLAGS): adult at 1 compile
+    benchmarks.reproduce.aim_profile --rounds 100000 --seed 7 --tvd``, the flag set in XLA_FLAGS): adult at 1 compile
     21.9 -> 16.1 CPU s, release 42.7 -> 39.3 s wall, 50.1 -> 43.6 CPU s; credit_default_taiwan at 1 compile
     82.6 -> 64.1 CPU s, 278.7 -> 277.2 s wall, 308 -> 287 CPU s (the parallel parts had hidden on the idle
     core: a busy worker has none); same models (2-way TVD 0.02266 and 0.01505 both ways)."""
@@ -248,7 +248,7 @@ def _compiled_estimate(mbi):
 
 
 # A program whose iterations touch at least this many MiB x iterations is compiled at XLA's optimisation level 2:
-# about 2.7 s more compiling, iterations twice as fast. Measured (benchmarks/estimate_speed.py, one thread):
+# about 2.7 s more compiling, iterations twice as fast. Measured (benchmarks/reproduce/estimate_speed.py, one thread):
 # a 21.6 MiB model of credit_default_taiwan, 250 iterations: level 0 3.4 s compile + 29.2 s, level 2 6.1 s + 13.6 s.
 OPTIMISE_MIB_ITERS = 1000.0
 

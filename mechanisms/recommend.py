@@ -20,7 +20,7 @@ kept apart and listed in the prediction itself (``modelled`` and ``priors``):
   a model keeps when the noise vanishes, and where the error saturates once noise swamps the counts.
   Their values were read off the measured benchmark of the six shared tables
   (``docs/data/benchmarks-full.json``, ``docs/benchmarks.md``): the fitted ones are the choice of
-  ``python -m benchmarks.recommend_calibration --fit`` (a grid search); ``docs/recommend.md``
+  ``python -m benchmarks.calibration.recommend_calibration --fit`` (a grid search); ``docs/recommend.md``
   reports predicted against measured errors, also with each table held out of the fit.
 
 Mechanisms whose output is predicted to be near-uniform on this schema (kdtree-grid,

@@ -3,7 +3,7 @@ confirmed schema and the mechanism's parameters. Nothing here reads data, so an 
 show before a release is submitted (and to route short jobs to the fast queue).
 
 Each mechanism has a work measure ``w`` (what its cost grows with, read from its algorithm) and a
-line ``seconds = a + b * w`` per job thread, fitted by ``benchmarks/runtime_calibration.py`` on the
+line ``seconds = a + b * w`` per job thread, fitted by ``benchmarks/calibration/runtime_calibration.py`` on the
 shared datasets (predicted vs measured: docs/operations.md). The coefficients are for one thread of
 the 2-core development machine; the estimate is a guide (the goal is within a factor of 2), never a
 limit.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from .schema import Schema
 
-# (a seconds, b seconds per unit of work): `python -m benchmarks.runtime_calibration` (23 November 2026, the
+# (a seconds, b seconds per unit of work): `python -m benchmarks.calibration.runtime_calibration` (23 November 2026, the
 # 2-core machine with nothing else running; pmse re-run with `--only pmse` beside two benchmark jobs; AIM
 # by `--from-grid`; table in docs/operations.md). Unknown mechanisms: FALLBACK.
 COEFFICIENTS: dict[str, tuple[float, float]] = {
@@ -62,7 +62,7 @@ PMSE_DEFAULTS = {"iterations": 2000, "burn_in": 1000, "m": 5}
 # releases (docs/operations.md: AIM's 17 releases run alone, predicted/measured 0.32-3.11), and the widest
 # table calibrated; wider tables get WIDE_RANGE (an extrapolation in the columns).
 # The low ends cover a worker that has run the mechanism before: Private-PGM's compiled programs are reused,
-# and the job takes a half to a seventh of a fresh process's time (benchmarks/estimate_accuracy.py through
+# and the job takes a half to a seventh of a fresh process's time (benchmarks/calibration/estimate_accuracy.py through
 # the API, docs/benchmarks-estimates.md, three runs: AIM down to 0.13x, MST 0.19x-0.98x of the central estimate).
 RANGES: dict[str, tuple[float, float]] = {"aim": (0.1, 3.2), "mst": (0.15, 1.5)}
 CALIBRATED_COLUMNS: dict[str, int] = {"aim": 24, "mst": 21}
@@ -152,7 +152,7 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
 # triples' cells over-estimated them by up to 7.6x; all-3way releases through the API took about as long as
 # all pairs on the same table (docs/benchmarks-estimates.md), where counting the triples' cells had
 # over-estimated them by 48x to 184x.
-AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
+AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/calibration/runtime_calibration.py --from-grid)
 AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.aim.default_rounds)
 
 

@@ -1,4 +1,4 @@
-"""The benchmark harness's bookkeeping (benchmarks/compare.py, benchmarks/report.py): run order,
+"""The benchmark harness's bookkeeping (benchmarks/harness/compare.py, benchmarks/harness/report.py): run order,
 resume, and the best-per-dataset verdicts that docs/benchmarks.md quotes. No release is run here."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchmarks import compare, report
-from benchmarks.datasets import DatasetsMissing, dataset_path, datasets_dir
+from benchmarks.harness import compare, report
+from benchmarks.harness.datasets import DatasetsMissing, dataset_path, datasets_dir
 from tests.samples import SAMPLES
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks import tstr_reference
+from benchmarks.calibration import tstr_reference
 from mechanisms import model_quality as mq
 from mechanisms import recommend as rec
 from mechanisms.schema import Schema

@@ -376,7 +376,7 @@ def test_the_stored_tables_are_the_models_junction_tree_marginals():
 def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkeypatch):
     """pgm.estimate picks XLA's optimisation level and mbi's marginal oracle by the model's MiB x
     iterations (level 2 with message_passing_implicit runs the iterations several times faster and
-    compiles longer: benchmarks/estimate_speed.py); both programs give the same estimate."""
+    compiles longer: benchmarks/reproduce/estimate_speed.py); both programs give the same estimate."""
     mbi = pgm.load_mbi()
     names, sizes = ["a", "b", "c"], {"a": 3, "b": 4, "c": 2}
     rng = np.random.default_rng(1)

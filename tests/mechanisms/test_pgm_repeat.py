@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import pgm_repeat
+from benchmarks.harness import pgm_repeat
 
 
 def _row(family: str, rep: int, tvd: float, seconds: float, mib: float, status: str = "ok") -> dict:

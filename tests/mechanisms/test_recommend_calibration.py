@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import recommend_calibration as cal
+from benchmarks.calibration import recommend_calibration as cal
 from mechanisms import recommend as rec
 
 
@@ -24,7 +24,7 @@ def test_the_priors_in_the_code_are_the_fit_of_the_recorded_run(means, mech):
     finally:
         for name, value in saved.items():
             setattr(rec, name, value)
-    assert chosen == saved, f"refit {mech}: python -m benchmarks.recommend_calibration --fit"
+    assert chosen == saved, f"refit {mech}: python -m benchmarks.calibration.recommend_calibration --fit"
 
 
 def test_the_fit_notices_a_broken_prior(means):
