@@ -1,6 +1,6 @@
 """Run-time estimates against measured run times, through the JSON API.
 
-    python -m benchmarks.calibration.estimate_accuracy                 # writes docs/benchmarks-estimates.md
+    python -m benchmarks.calibration.estimate_accuracy                 # writes docs/benchmarks/estimates.md
     python -m benchmarks.calibration.estimate_accuracy --only baseline # a subset of the mechanisms (quick check)
 
 A throw-away dpportal (SQLite and private storage in a temporary folder, jobs run in the request as the
@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "docs" / "benchmarks-estimates.md"
+OUT = ROOT / "docs" / "benchmarks" / "estimates.md"
 EPSILON, DELTA, ROWS = "1", "1e-6", 1000
 CONFIGS = [("baseline", {}), ("mst", {}), ("aim", {"workload": "all-2way"}), ("aim", {"workload": "all-3way"}),
            ("aim", {"workload": "target"})]

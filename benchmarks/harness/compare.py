@@ -24,7 +24,8 @@ thread, so on a 2-core machine ``--jobs 2`` measures each release on one core. E
 appended to benchmarks/out/compare-NAME.jsonl at once, so ``--resume`` continues an interrupted
 run and ``--report-only`` writes the report from what is there.
 
-Results: benchmarks/out/compare-NAME.json, docs/benchmarks-NAME.md and charts under docs/img/.
+Results: benchmarks/out/compare-NAME.json and .md, charts under docs/img/; the committed run
+(docs/data/benchmarks-full.json) becomes docs/benchmarks/full.md through ``python -m benchmarks.report``.
 """
 
 from __future__ import annotations
@@ -297,7 +298,7 @@ def main(argv=None) -> int:
                            capture_output=True, text=True, timeout=600)
         print(r.stdout.strip() or r.stderr.strip()[-500:], flush=True)
     from benchmarks.harness.report import write_report
-    write_report(path)
+    write_report(path, doc=OUT / f"compare-{mode}.md")
     return 0
 
 

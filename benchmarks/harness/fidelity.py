@@ -1,4 +1,4 @@
-"""The downloaded file at full resolution, against the sampling floor (docs/benchmarks-fidelity.md).
+"""The downloaded file at full resolution, against the sampling floor (docs/benchmarks/fidelity.md).
 
 Each table is split in two random halves: the mechanism is fitted on one (A, with the public row count
 of A) and releases as many rows; the other half (B) is the reference. The exported CSV (exactly the file
@@ -42,7 +42,7 @@ from mechanisms.schema import DEFAULT_BINS, Schema, TableSource, draft_schema, r
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = ("adult", "credit_default_taiwan", "bank_marketing", "german_credit")
 OUT = ROOT / "docs" / "data" / "benchmarks-fidelity.jsonl"
-DOC = ROOT / "docs" / "benchmarks-fidelity.md"
+DOC = ROOT / "docs" / "benchmarks" / "fidelity.md"
 MEASURES = (("foreign_labels", "foreign labels"), ("special_share_error", "special-value share error"),
             ("mean_error_worst", "worst mean error"), ("tvd_1way", "1-way TVD"), ("tvd_2way", "2-way TVD"),
             ("tvd_2way_equal_width", "2-way TVD, 10 equal-width bins"), ("unseen_pair_rows", "never-seen pair rows"))
@@ -162,7 +162,7 @@ def _mean(values):
     return round(float(np.mean(values)), 4) if values else None
 
 
-def write_doc(rows: list[dict], command: str) -> None:
+def write_doc(rows: list[dict], command: str, doc: Path = DOC) -> None:
     lines = ["# Benchmarks: the downloaded file at full resolution", "",
              "What an analyst downloads, scored as a statistician checks it (`mechanisms/fidelity.py`): labels, the",
              "share of zeros and other special values, the worst column mean, 1-way TVD per value or in 50 quantile",
@@ -170,7 +170,7 @@ def write_doc(rows: list[dict], command: str) -> None:
              "rows holding a pair of categorical values never seen together in the real data. Each table is split",
              "in random halves: the mechanism is fitted on one, the other is the reference, and the **floor** is",
              "the fitted half itself (real rows, same size, sampling error only). `suggested` is the schema the",
-             "upload page suggests; `coarse` is the former column model (10 equal-width bins, no special values,",
+             "upload page suggests; `coarse` is the simple column model (10 equal-width bins, no special values,",
              "formula guard applied to the file). Epsilon 1, delta 1e-5, default parameters.", "",
              f"Command: `{command}`", "",
              "Each row is the mean over its runs (the `runs` column); single runs on the small tables (german_credit:",
@@ -193,7 +193,8 @@ def write_doc(rows: list[dict], command: str) -> None:
         lines.append(f"| {table} | floor | real rows | | - | " + " | ".join(_fmt(r["floor"][k]) for k, _ in MEASURES)
                      + f" | {_fmt(r.get('tstr_auc_floor'))} | |")
     lines += timing_lines()
-    DOC.write_text("\n".join(lines) + "\n")
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("\n".join(lines) + "\n")
 
 
 TIMING = ROOT / "docs" / "data" / "benchmarks-fidelity-timing.jsonl"
@@ -249,7 +250,7 @@ def main() -> None:
                    help="mechanism parameter (target=label: the table's last column), e.g. workload=target")
     p.add_argument("--timeout", type=int, default=3600, help="seconds for one SmartNoise run")
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--write-doc", action="store_true", help="regenerate docs/benchmarks-fidelity.md from --out")
+    p.add_argument("--write-doc", action="store_true", help="regenerate docs/benchmarks/fidelity.md from --out")
     p.add_argument("--one", nargs=3, metavar=("TABLE", "MODEL", "MECHANISM"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:  # one release in this process (the loop below starts one process per release)

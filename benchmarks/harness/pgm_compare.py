@@ -18,7 +18,8 @@ calibrated to replace-one neighbours; SmartNoise's to add/remove (its ``-r1`` va
 epsilon whose rho is the replace-one equivalent, see benchmarks/harness/peers_runner.py).
 
 Results are appended to benchmarks/out/pgm-NAME.jsonl as they finish; the report
-docs/benchmarks-pgm.md is written at the end (``--report-only`` rewrites it).
+benchmarks/out/pgm-NAME.md is written at the end (``--report-only`` rewrites it); copy the log to docs/data/
+and run ``python -m benchmarks.report`` for docs/benchmarks/pgm.md.
 """
 
 from __future__ import annotations
@@ -173,15 +174,9 @@ def main(argv=None) -> int:
     return 0
 
 
-def write_report(name: str, rows: list[dict], command: str) -> None:
-    lines = [f"# AIM, MST and the Gaussian baseline against SmartNoise ({name})", "",
-             f"Produced by `{command}` (docs: docs/benchmarks.md, docs/mechanisms/aim.md). Each group of runs "
-             "started together (one thread each, two at a time on the 2-core machine), so the times in a group "
-             "compare. dpportal is calibrated to replace-one neighbours; SmartNoise to add/remove (`aim-r1`: "
-             "SmartNoise AIM given the replace-one-equivalent budget). TVD: mean total variation distance over "
-             "all 1-way / 2-way marginals on the public bins (lower is better); TSTR: ROC AUC of gradient "
-             "boosting trained on synthetic, tested on real held-out data.", "",
-             "| dataset | epsilon | run | family | status | 1-way TVD | 2-way TVD | TSTR | seconds | CPU s | peak MiB | started |",
+def rows_table(rows: list[dict]) -> list[str]:
+    """Every run, in plan order: status, 1-way / 2-way TVD, TSTR, wall and CPU seconds, peak memory."""
+    lines = ["| dataset | epsilon | run | family | status | 1-way TVD | 2-way TVD | TSTR | seconds | CPU s | peak MiB | started |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {(ds, eps): i for i, (ds, eps, _) in enumerate(PLAN + GRID)}
     for r in sorted(rows, key=lambda r: (order.get((r["dataset"], float(r["epsilon"])), 99), r.get("started", ""),
@@ -191,16 +186,21 @@ def write_report(name: str, rows: list[dict], command: str) -> None:
                      f"{f('tvd_1way')} | {f('tvd_2way')} | {f('tstr')} | {f('seconds', 0)} | {f('cpu_seconds', 0)} | "
                      f"{f('peak_rss_mib', 0)} | "
                      f"{r.get('started', '')} |")
-    lines += grid_summary(rows)
-    doc = ROOT / "docs" / f"benchmarks-{name}.md"
-    old = doc.read_text() if doc.exists() else ""
-    if NOTES_END in old:  # a hand-written account of the run stays on top
-        notes = old.split(NOTES_END)[0]
-        lines = [notes + NOTES_END, ""] + lines[4:]  # the notes replace the title and the generic paragraph
-    doc.write_text("\n".join(lines) + "\n")
+    return lines
 
 
-NOTES_END = "<!-- end of notes: the rest is written by benchmarks/harness/pgm_compare.py -->"
+INTRO = ("Each group of runs started together (one thread each, two at a time on the 2-core machine), so the times in "
+         "a group compare. dpportal is calibrated to replace-one neighbours; SmartNoise to add/remove (`aim-r1`: "
+         "SmartNoise AIM given the replace-one-equivalent budget). TVD: mean total variation distance over all "
+         "1-way / 2-way marginals on the public bins (lower is better); TSTR: ROC AUC of gradient boosting trained "
+         "on synthetic, tested on real held-out data.")
+
+
+def write_report(name: str, rows: list[dict], command: str) -> None:
+    lines = [f"# AIM, MST and the Gaussian baseline against SmartNoise ({name})", "", f"Produced by `{command}`. {INTRO}",
+             "", *rows_table(rows), *grid_summary(rows)]
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"pgm-{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def _timeout_seconds(row: dict) -> float | None:
@@ -210,7 +210,7 @@ def _timeout_seconds(row: dict) -> float | None:
 
 
 def grid_summary(rows: list[dict]) -> list[str]:
-    """The issue's goals per table and epsilon: AIM against SmartNoise AIM (2-way TVD at most theirs, at
+    """The goals per table and epsilon: AIM against SmartNoise AIM (2-way TVD at most theirs, at
     most a fifth of their wall time, at most half their peak memory), MST against SmartNoise MST (TVD at
     most theirs in at most half the time), the Gaussian baseline's share of MST's lead at epsilon 0.1."""
     by = {(r["dataset"], float(r["epsilon"]), r["label"], r["family"]): r for r in rows}

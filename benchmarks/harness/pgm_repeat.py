@@ -12,7 +12,7 @@ thread per process, exactly as the grid does (``benchmarks.harness.compare.run_t
 evaluation), and reports mean, standard deviation and every draw, so the comparison is made on means.
 
 Results: benchmarks/out/pgm-repeat.jsonl (appended as they finish), copied to docs/data/benchmarks-repeat.jsonl
-when the run ends; report docs/benchmarks-repeat.md. A run without --resume starts a new log, so a trial with
+when the run ends; report benchmarks/out/pgm-repeat.md (docs/benchmarks/pgm.md: ``python -m benchmarks.report``). A run without --resume starts a new log, so a trial with
 --only replaces the committed rows: restore them with git before committing.
 """
 
@@ -120,9 +120,8 @@ def private(o: dict, p: dict) -> str:
     return f"{o['peak_anon_mib']:.0f} / {p['peak_anon_mib']:.0f} (1/{p['peak_anon_mib'] / o['peak_anon_mib']:.1f})"
 
 
-def write_report(rows: list[dict], command: str) -> None:
-    lines = ["# AIM against SmartNoise AIM, repeated", "",
-             f"Produced by `{command}` (see the module's docstring). Each repetition is one release of each, "
+def summary_table(rows: list[dict]) -> list[str]:
+    lines = ["Each repetition is one release of each, "
              "started together, one thread each on the 2-core machine. 2-way TVD: mean total variation distance "
              "over all pairs of columns on the public bins (lower is better). Goals (judged on the "
              "means): TVD at most SmartNoise's, at most 1/5 of its wall time, at most 1/2 of its peak memory. "
@@ -145,7 +144,13 @@ def write_report(rows: list[dict], command: str) -> None:
             f"1/{s['memory_ratio']:.1f} {'yes' if s['memory_ratio'] >= 2 else '**no**'} | "
             f"{private(o, p)} | "
             f"{' '.join(f'{x:.3f}' for x in o['draws'])} / {' '.join(f'{x:.3f}' for x in p['draws'])} |")
-    (ROOT / "docs" / "benchmarks-repeat.md").write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def write_report(rows: list[dict], command: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    lines = ["# AIM against SmartNoise AIM, repeated", "", f"Produced by `{command}`.", "", *summary_table(rows)]
+    (OUT / "pgm-repeat.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

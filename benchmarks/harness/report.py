@@ -1,4 +1,5 @@
-"""Turn benchmarks/out/compare-*.json into docs/benchmarks.md (tables: mean ± sd over repetitions)."""
+"""Turn a benchmarks/harness/compare.py result file into docs/benchmarks/NAME.md (tables: mean ± sd over
+repetitions). ``python -m benchmarks.report`` writes docs/benchmarks/full.md from docs/data/benchmarks-full.json."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def tables(results: list[dict], chart_prefix: str | None = None) -> tuple[str, d
     for ds in dict.fromkeys(r["dataset"] for r in results):
         lines.append(f"\n### {ds}\n")
         if chart_prefix and (ROOT / "docs" / "img" / f"{chart_prefix}-{ds}.png").exists():
-            lines.append(f"![{ds}: utility against epsilon](img/{chart_prefix}-{ds}.png)\n")
+            lines.append(f"![{ds}: utility against epsilon](../img/{chart_prefix}-{ds}.png)\n")
         for eps in sorted({r["epsilon"] for r in results if r["dataset"] == ds}):
             lines.append(f"\n**epsilon = {eps}**\n")
             lines.append("| mechanism | " + " | ".join(h for _, h in METRICS) + " |")
@@ -91,7 +92,7 @@ def summary(best: dict, ours: str = "dpportal") -> str:
     return "\n".join(out)
 
 
-def write_report(path: Path, *more: Path, name: str | None = None) -> Path:
+def write_report(path: Path, *more: Path, name: str | None = None, doc: Path | None = None) -> Path:
     """One markdown report from one or more result files (runs split over processes merge here)."""
     data = json.loads(Path(path).read_text())
     meta, results = data["meta"], list(data["results"])
@@ -105,10 +106,11 @@ def write_report(path: Path, *more: Path, name: str | None = None) -> Path:
     if name:
         meta["mode"] = name
     body, best = tables(results, chart_prefix=f"bench-{meta['mode']}")
-    doc = ROOT / "docs" / f"benchmarks-{meta['mode']}.md"
+    doc = doc or ROOT / "docs" / "benchmarks" / f"{meta['mode']}.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(
         f"# Benchmark results ({meta['mode']} mode)\n\n"
-        f"Command(s), from the repo root: `{meta['command']}`.\n"
+        f"Command(s), from the repo root: `{meta['command']}`; this page: `python -m benchmarks.report`.\n"
         f"Finished {meta['finished']}, {meta['seconds'] if meta['seconds'] is not None else 'unrecorded'} s in all, on the 2-core development machine"
         f"{', ' + str(meta['jobs']) + ' releases at a time, one thread each' if meta.get('jobs', 1) > 1 else ''}.\n"
         f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"

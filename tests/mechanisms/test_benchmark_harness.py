@@ -92,7 +92,7 @@ def test_resume_skips_finished_runs_and_report_only_needs_a_log(tmp_path, monkey
     assert [(t["mechanism"], t["rep"]) for t in ran] == [("baseline", 1)]  # rep 0 was in the log
     lines = (tmp_path / "compare-t.jsonl").read_text().splitlines()
     assert len(lines) == 2
-    doc = (tmp_path / "docs" / "benchmarks-t.md").read_text()
+    doc = (tmp_path / "compare-t.md").read_text()
     assert "0.250 ± 0.071" in doc  # 2-way TVD over the logged run (0.2) and the new one (0.3)
 
 

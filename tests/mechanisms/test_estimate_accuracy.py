@@ -30,7 +30,7 @@ def test_a_row_passes_within_2x_inside_the_shown_range_or_as_a_few_seconds():
 
 
 def test_the_committed_table_covers_three_tables_and_aim_with_each_workload_and_every_row_passes():
-    text = (ROOT / "docs" / "benchmarks-estimates.md").read_text()
+    text = (ROOT / "docs" / "benchmarks" / "estimates.md").read_text()
     assert "`python -m benchmarks.calibration.estimate_accuracy`" in text
     rows = [r for r in text.splitlines() if r.startswith("| ") and not r.startswith("| table")]
     assert {r.split(" | ")[0][2:] for r in rows} == {"adult", "german_credit", "generated"}
