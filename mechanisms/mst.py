@@ -85,7 +85,7 @@ def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool 
     noise, and the third of the budget spent selecting them and the third measuring them are lost: then
     (``tree='auto'``) MST measures the 1-way marginals only, with the whole budget. Public inputs only (n,
     rho, the schema's cell counts, bounded by what compression keeps: :func:`compressed_sizes`). Measured
-    (docs/mechanisms/aim.md, "MST at small epsilon"): at epsilon
+    (docs/mechanisms/mst.md, "Small epsilon"): at epsilon
     0.1, german_credit (800 rows) and bank_marketing (3,616) are past the limit (ratio 11.7 and 4.2; the
     paper's split gave 2-way TVD 0.54 and 0.24 where the 1-way measurements alone give 0.40 and 0.19);
     the other four tables are within it (ratio 1.1-1.4, as german_credit at epsilon 1), where the tree

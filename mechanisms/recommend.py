@@ -546,7 +546,7 @@ def predict_pmse(s: Setting, params: dict) -> Errors | None:
 
 
 # -- select-measure-generate (MST, AIM; Private-PGM estimation) -------------------------------------------
-# Replace-one neighbours: a count vector moves by sqrt(2) in L2 (FIELD-NOTES), so a dpportal MST or AIM
+# Replace-one neighbours: a count vector moves by sqrt(2) in L2 (one count down, one up), so a dpportal MST or AIM
 # adds sqrt(2) x the noise of SmartNoise's add/remove calibration at the same rho. The links below were
 # fitted on SmartNoise's MST (18 runs) and AIM (4 runs) in the recorded benchmark with the add/remove
 # factor 1, then used with sqrt(2) for dpportal's own mechanisms.

@@ -63,7 +63,7 @@ PMSE_DEFAULTS = {"iterations": 2000, "burn_in": 1000, "m": 5}
 # table calibrated; wider tables get WIDE_RANGE (an extrapolation in the columns).
 # The low ends cover a worker that has run the mechanism before: Private-PGM's compiled programs are reused,
 # and the job takes a half to a seventh of a fresh process's time (benchmarks/calibration/estimate_accuracy.py through
-# the API, docs/benchmarks-estimates.md, three runs: AIM down to 0.13x, MST 0.19x-0.98x of the central estimate).
+# the API, docs/benchmarks/estimates.md, three runs: AIM down to 0.13x, MST 0.19x-0.98x of the central estimate).
 RANGES: dict[str, tuple[float, float]] = {"aim": (0.1, 3.2), "mst": (0.15, 1.5)}
 CALIBRATED_COLUMNS: dict[str, int] = {"aim": 24, "mst": 21}
 WIDE_RANGE = (0.1, 10.0)
@@ -150,7 +150,7 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
 # list. On the grid run (docs/data/benchmarks-grid.jsonl, two releases side by side) the 13 target releases
 # took 0.4-4.7x the all-pairs estimate (the all-pairs releases on the same tables 0.5-7x), while counting the
 # triples' cells over-estimated them by up to 7.6x; all-3way releases through the API took about as long as
-# all pairs on the same table (docs/benchmarks-estimates.md), where counting the triples' cells had
+# all pairs on the same table (docs/benchmarks/estimates.md), where counting the triples' cells had
 # over-estimated them by 48x to 184x.
 AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/calibration/runtime_calibration.py --from-grid)
 AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.aim.default_rounds)

@@ -56,7 +56,7 @@ MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this man
 DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
 # ... and at most the cells a reference release can resolve: n / (3 sigma) for the 1-way noise of MST at
 # epsilon 1, delta 1e-6 on a table of this width (below it, MST merges cells anyway and the finer ones only
-# spread noise: docs/benchmarks-fidelity.md). 32,561 rows x 15 columns: 214 cells; 4,521 x 17: 28.
+# spread noise: docs/benchmarks/fidelity.md). 32,561 rows x 15 columns: 214 cells; 4,521 x 17: 28.
 REFERENCE_EPSILON, REFERENCE_DELTA = 1.0, 1e-6
 MAX_SPECIAL = 10  # special values per numeric column
 MAX_DECIMALS = 12

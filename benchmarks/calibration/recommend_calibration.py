@@ -39,7 +39,7 @@ from mechanisms.schema import Schema
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "docs" / "data" / "benchmarks-full.json"
 # dpportal's AIM, MST and Gaussian baseline, one repetition each, from the side-by-side grid run
-# (`python -m benchmarks.harness.pgm_compare --plan grid --name grid`, docs/benchmarks-grid.md)
+# (`python -m benchmarks.harness.pgm_compare --plan grid --name grid`, docs/benchmarks/pgm.md)
 GRID_RUN = ROOT / "docs" / "data" / "benchmarks-grid.jsonl"
 GRID_LABELS = {"aim": "aim", "mst": "mst", "baseline gaussian": "baseline[noise_type=gaussian]",
                "aim target": "aim[workload=target]", "density-lp gaussian": "density-lp[noise_type=gaussian]"}
@@ -49,9 +49,9 @@ DELTA = compare.DELTA
 # training rows of each table in the recorded run (80% splits; adult.csv whole): the public n
 ROWS = {"german_credit": 800, "california_housing_numeric": 16_512, "california_housing": 16_512,
         "credit_default_taiwan": 24_000, "bank_marketing": 3_616, "adult": 32_561}
-FACTOR = 1.5  # the goal: predicted within a factor 1.5 of measured
+FACTOR = 1.5  # the target: predicted within a factor 1.5 of measured
 ABSOLUTE = 0.01  # ... or within this absolute TVD (ratios of errors below 0.01 say little)
-WITHIN = 0.10  # the goal: recommended within 10% of the best measured
+WITHIN = 0.10  # the target: recommended within 10% of the best measured
 MARGINAL_BASED = ("baseline", "density-lp", "mst", "aim")  # mechanisms that release noisy marginals
 
 
@@ -376,7 +376,7 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            "The recommended mechanism's measured utility for the purpose (explore: mean 2-way TVD, lower is",
            "better; ml: TSTR, higher is better) against the best dpportal mechanism measured at the same table",
            "and epsilon (recorded run, mean of 3 repetitions; dpportal's AIM, MST and the Gaussian baseline from the",
-           "grid run, one repetition: docs/benchmarks-grid.md). \"All\" compares with every mechanism, \"usable\"",
+           "grid run, one repetition: docs/benchmarks/pgm.md). \"All\" compares with every mechanism, \"usable\"",
            "with those not predicted to fail (a near-uniform mechanism can be best when everything fails, as on",
            "german_credit at ε 0.1).", "",
            f"**Recommended within 10% of the best in {ok_all} of {len(goals)} cases (all), {ok_usable} of {len(goals)} "

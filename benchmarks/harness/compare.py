@@ -71,7 +71,7 @@ PARAMS = {"dpmerf": {"epochs": "2000"}, "pmse": {"iterations": "400", "burn_in":
 QUICK_PARAMS = {"dpmerf": {"epochs": "300"}, "pmse": {"iterations": "300", "burn_in": "100"}}
 PEER_TIMEOUT = {"quick": 300, "full": 600}
 # Slow peers skip adult by default: AIM and DPCTGAN need 14-17 minutes each there on 2 cores
-# (FIELD-NOTES: 1040 s and 816 s), over the 600 s limit; docs/benchmarks.md quotes FIELD-NOTES instead.
+# (more than the 600 s limit); SmartNoise AIM on adult is measured in the grid (docs/benchmarks/pgm.md).
 SLOW_DATASETS = [d for d in DATASETS if d != "adult"]
 # DPPORTAL_THREADS_PER_JOB as well: without it a release's own
 # resources.limit_threads sized its pools to cores // 1 = 2, BLAS and (from then on) XLA's intra-op pool.

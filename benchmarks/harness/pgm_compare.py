@@ -38,7 +38,7 @@ from benchmarks.harness.compare import DATASETS, ONE_THREAD, OUT, ROOT, prepare_
 
 AIM_TARGET = {"workload": "target"}  # + target = the dataset's label
 # (dataset, epsilon, [runs]); a run is (family, mechanism, params, label). Ordered by what the
-# issue's goals need first.
+# named targets need first.
 PLAN = [
     ("adult", 1.0, [[("dpportal", "aim", {}, "aim"), ("smartnoise", "aim", {}, "aim")],
                     [("dpportal", "mst", {}, "mst"), ("smartnoise", "mst", {}, "mst")],
@@ -60,7 +60,7 @@ PLAN = [
 ]
 
 
-# The whole goal grid: every table at epsilon 0.1, 1 and 10. Small epsilons first (the
+# The whole grid: every table at epsilon 0.1, 1 and 10. Small epsilons first (the
 # SmartNoise AIM runs grow with epsilon), and within an epsilon the narrow tables first.
 GRID_EPSILONS = (0.1, 1.0, 10.0)
 GRID_ORDER = ("german_credit", "bank_marketing", "california_housing_numeric", "california_housing", "adult",

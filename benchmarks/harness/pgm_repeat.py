@@ -5,7 +5,7 @@
     python -m benchmarks.harness.pgm_repeat --resume               # continue an interrupted run
     python -m benchmarks.harness.pgm_repeat --report-only
 
-The goal grid (``benchmarks.harness.pgm_compare --plan grid``, docs/benchmarks-grid.md) runs every comparison
+The goal grid (``benchmarks.harness.pgm_compare --plan grid``, docs/benchmarks/pgm.md) runs every comparison
 once. Where dpportal's AIM and SmartNoise's AIM differ by less than one release's spread, that single
 draw decides the goal's yes/no. This runs ``--reps`` pairs per cell, each pair started together, one
 thread per process, exactly as the grid does (``benchmarks.harness.compare.run_task``: same public bins, same
@@ -32,7 +32,7 @@ from benchmarks.harness.compare import ONE_THREAD, OUT, ROOT, prepare_split, run
 from benchmarks.harness.pgm_compare import pgm_task
 
 # The grid's AIM cells where the 2-way TVDs were within 0.01 of each other or the time ratio within
-# 10% of the goal's 1/5 (docs/benchmarks-grid.md).
+# 10% of the goal's 1/5 (docs/benchmarks/pgm.md).
 DEFAULT_CELLS = ("bank_marketing:0.1", "california_housing_numeric:0.1", "credit_default_taiwan:0.1")
 PAIR = (("dpportal", "aim"), ("smartnoise", "aim"))
 RAW = ROOT / "docs" / "data" / "benchmarks-repeat.jsonl"  # the committed copy of the run's rows

@@ -1,4 +1,4 @@
-"""pMSE mechanism performance: the issue's target release and scaling in n and d (one core).
+"""pMSE mechanism performance: the target release and scaling in n and d (one core).
 
 1. Target: ε = 1, n = 5000, d = 2, paper-mode trees of depth 5 (cp 0.01), m = 5, burn-in 1000
    (strict-utility warm-up, annealed) + 1500 depth-5 iterations; and the default strict release

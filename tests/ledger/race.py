@@ -118,7 +118,7 @@ def main() -> None:
 
 
 def _install_read_check_write_mutant(services, Budget) -> None:
-    """The known-broken ledger (FIELD-NOTES: granted 32 of 32): read, check in Python, then write."""
+    """The known-broken ledger (granted 32 of 32 when measured): read, check in Python, then write."""
     from django.db import transaction
     from django.db.models import F
 

@@ -20,7 +20,7 @@ from .test_crash import HERE, ROOT, Scene, broker_url  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 # Seconds from the kill to a settled release. The test uses short intervals; STRANDED_DEFAULT_TIMING=1
-# runs it with the shipped defaults (heartbeat 10 s, stale 60 s, sweep 30 s) against the goal
+# runs it with the shipped defaults (heartbeat 10 s, stale 60 s, sweep 30 s) against the target
 # of 2 minutes.
 DEFAULT_TIMING = bool(os.environ.get("STRANDED_DEFAULT_TIMING"))
 BOUND = 120 if DEFAULT_TIMING else 60

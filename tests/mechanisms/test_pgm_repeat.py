@@ -1,4 +1,4 @@
-"""The repeated AIM comparison judges the issue's goals on means, not on one draw."""
+"""The repeated AIM comparison judges its targets on means, not on one draw."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def test_the_goal_table_compares_the_recommendation_with_the_best_measured(means
     # mechanism (AIM) was not measured: credit_default_taiwan at epsilon 10, both purposes (more than 30 min)
     assert len(rows) == 31
     assert not any(r["near_uniform_recommended"] for r in rows)
-    # the goal is 90%: measured 28 of 31 (docs/recommend.md lists the three misses: a near tie sent to
+    # the target is 90%: measured 28 of 31 (docs/recommend.md lists the three misses: a near tie sent to
     # the faster MST on adult at 0.1, and two german_credit ml cells where every TSTR is near chance)
     assert sum(r["ok_all"] for r in rows) >= 28
 

@@ -1,5 +1,5 @@
 """`make run` (scripts/run.sh) serves through gunicorn: 32 concurrent API requests are all
-answered. (The issue measured the development server dropping 4-9 of 32 connections; on this
+answered. (The development server was measured dropping 4-9 of 32 connections; on this
 light request, GET /api/datasets/, runserver with DEV=1 also answered 32 of 32 in 3 bursts here, so
 this test shows that gunicorn answers all, not that runserver fails.)"""
 
