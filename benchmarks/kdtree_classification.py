@@ -40,7 +40,7 @@ from sklearn.svm import LinearSVC  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 from benchmarks.kdtree_common import OUT_DIR, timer  # noqa: E402
-from mechanisms.kdtree import KDTreeAdaptive  # noqa: E402
+from mechanisms.synthesizers.kdtree import KDTreeAdaptive  # noqa: E402
 from benchmarks.datasets import datasets_dir  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402

@@ -8,7 +8,7 @@ Two sources of measured errors:
 
 * **recorded**: the full benchmark run committed in ``docs/data/benchmarks-full.json`` (six tables,
   epsilon 0.1 / 1 / 10, three repetitions; ``docs/benchmarks.md``). The priors of
-  ``mechanisms/recommend.py`` were read off this run, so agreement there is in-sample.
+  ``mechanisms/guidance/recommend.py`` were read off this run, so agreement there is in-sample.
 * **fresh**: a new, short run (one repetition, epsilon 1, ``--datasets``, default german_credit and
   bank_marketing) through the same harness (``benchmarks.compare.run_task``: every release in its own
   process, scored by ``mechanisms.evaluation``), with new noise: out of sample for the noise, not for
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchmarks import compare
 from benchmarks.pgm_compare import latest_rows
-from mechanisms import recommend as rec
+from mechanisms.guidance import recommend as rec
 from mechanisms import registry
 from mechanisms.schema import Schema
 
@@ -174,7 +174,7 @@ def goal_rows(means: dict, rows_of: dict) -> list[dict]:
     return out
 
 
-# The priors of mechanisms/recommend.py that were read off the recorded run, and the grids they were
+# The priors of mechanisms/guidance/recommend.py that were read off the recorded run, and the grids they were
 # chosen from (--fit re-runs the search; --lodo refits without each table and predicts it).
 FITS: dict[str, dict[str, list[float]]] = {
     "baseline": {"CONCENTRATION": [0.4, 0.5, 0.6, 0.7, 0.8], "INDEPENDENCE_PENALTY": [0.05, 0.06, 0.07, 0.08]},
@@ -210,7 +210,7 @@ def loss(means: dict, mech: str, datasets: set[str]) -> tuple[int, float]:
 
 
 def fit(means: dict, mech: str, datasets: set[str]) -> dict[str, float]:
-    """Grid search of ``mech``'s priors on ``datasets`` (sets them on mechanisms.recommend; returns them)."""
+    """Grid search of ``mech``'s priors on ``datasets`` (sets them on mechanisms.guidance.recommend; returns them)."""
     grid = FITS[mech]
     best = None
     for values in itertools.product(*grid.values()):
@@ -333,7 +333,7 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
     uniform = sum(r["near_uniform_recommended"] for r in goals)
     marginal = [r for r in recorded if r["mechanism"] in MARGINAL_BASED]
     doc = ["# Recommendation engine: predicted against measured", "",
-           "`mechanisms/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
+           "`mechanisms/guidance/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
            "and the purpose only, each mechanism's mean 1-way and 2-way TVD over the public cells (the",
            "dashboard's metrics). This page compares the predictions with measured errors. Produced by:", "",
            *([f"    {meta['fresh_command']}   # the fresh releases: {meta['fresh_seconds']:.0f} s on the 2-core "

@@ -1,6 +1,6 @@
 """The measured model accuracy behind the guided release's "train a model" reference figures.
 
-    python -m benchmarks.tstr_reference          # prints mechanisms/model_quality.py's MEASURED table
+    python -m benchmarks.tstr_reference          # prints mechanisms/guidance/model_quality.py's MEASURED table
 
 Reads every dpportal run recorded in docs/data/ (benchmarks-full.json and the *.jsonl files) on the
 tables with a binary target (ROC AUC; california_housing's target has five classes and is scored by

@@ -210,7 +210,7 @@ class Mechanism:
 
     @classmethod
     def describe(cls) -> dict:
-        from .steward_help import steward_help  # beside the specs; imports this module
+        from .guidance.steward_help import steward_help  # beside the specs; imports this module
 
         params = [{**p.to_dict(), "steward_help": steward_help(cls.name, p)} for p in cls.params]
         return {

@@ -9,15 +9,15 @@ from .base import Mechanism
 from .schema import Schema
 
 _ENTRIES: dict[str, str] = {
-    "baseline": "mechanisms.baseline:Baseline",
-    "kdtree-grid": "mechanisms.kdtree:KDTreeGrid",
-    "kdtree-adaptive": "mechanisms.kdtree:KDTreeAdaptive",
-    "pmse": "mechanisms.pmse:PMSEMechanism",
-    "privhp": "mechanisms.privhp:PrivHP",
-    "density-lp": "mechanisms.density_lp:DensityLP",
-    "dpmerf": "mechanisms.dpmerf:DPMERF",
-    "aim": "mechanisms.aim:AIM",
-    "mst": "mechanisms.mst:MST",
+    "baseline": "mechanisms.synthesizers.baseline:Baseline",
+    "kdtree-grid": "mechanisms.synthesizers.kdtree:KDTreeGrid",
+    "kdtree-adaptive": "mechanisms.synthesizers.kdtree:KDTreeAdaptive",
+    "pmse": "mechanisms.synthesizers.pmse:PMSEMechanism",
+    "privhp": "mechanisms.synthesizers.privhp:PrivHP",
+    "density-lp": "mechanisms.synthesizers.density_lp:DensityLP",
+    "dpmerf": "mechanisms.synthesizers.dpmerf:DPMERF",
+    "aim": "mechanisms.synthesizers.aim:AIM",
+    "mst": "mechanisms.synthesizers.mst:MST",
 }
 
 

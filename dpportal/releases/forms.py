@@ -7,7 +7,7 @@ import math
 from django import forms
 
 from mechanisms.base import ParamSpec
-from mechanisms.steward_help import steward_help
+from mechanisms.guidance.steward_help import steward_help
 
 PARAM_PREFIX = "param_"
 

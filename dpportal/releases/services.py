@@ -24,7 +24,8 @@ from django.utils import timezone
 
 import dpportal
 from dpportal.ledger import services as ledger
-from mechanisms import registry, resources, runtime
+from mechanisms import registry, resources
+from mechanisms.guidance import runtime
 from mechanisms.accounting import canonical, check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv

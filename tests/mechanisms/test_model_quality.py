@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import tstr_reference
-from mechanisms import model_quality as mq
-from mechanisms import recommend as rec
+from mechanisms.guidance import model_quality as mq
+from mechanisms.guidance import recommend as rec
 from mechanisms.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[2]

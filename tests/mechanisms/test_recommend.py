@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mechanisms import recommend as rec
+from mechanisms.guidance import recommend as rec
 from mechanisms.schema import Column, Schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,7 +209,7 @@ def test_the_tie_rule_reads_in_the_reason():
 
 def test_every_parameter_of_every_mechanism_has_steward_help():
     from mechanisms import registry
-    from mechanisms.steward_help import steward_help
+    from mechanisms.guidance.steward_help import steward_help
 
     assert {"aim", "mst", "dpmerf"} <= set(registry.names())
     for name in registry.names():
@@ -224,7 +224,7 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
     """Finding 2 of docs/benchmarks.md: zCDP composition over d marginals beats basic composition.
     A mechanism offering a 'gaussian' choice gets it recommended when delta > 0 and it predicts better."""
     from mechanisms.base import ParamSpec
-    from mechanisms.baseline import Baseline
+    from mechanisms.synthesizers.baseline import Baseline
 
     setting = rec.Setting(ADULT, ADULT_N, 0.1, 1e-5)
     laplace = rec.predict("baseline", setting, rec.Purpose())
@@ -239,7 +239,7 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
 
 def test_mst_and_aim_predictions_follow_their_small_signal_rules():
     """dpportal's MST measures no tree and AIM runs fewer rounds when n is small for the budget
-    (mechanisms.mst.tree_is_informative, mechanisms.aim.default_rounds): the predictions say so."""
+    (mechanisms.synthesizers.mst.tree_is_informative, mechanisms.synthesizers.aim.default_rounds): the predictions say so."""
     german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
     small = rec.Setting(german, 800, 0.1, 1e-5)
     mst = rec.PREDICTORS["mst"](small, {})

@@ -1,4 +1,4 @@
-"""The calibration behind the recommendation: the priors in mechanisms/recommend.py are what the
+"""The calibration behind the recommendation: the priors in mechanisms/guidance/recommend.py are what the
 documented grid search chooses on the recorded benchmark (docs/data/benchmarks-full.json)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import recommend_calibration as cal
-from mechanisms import recommend as rec
+from mechanisms.guidance import recommend as rec
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""Run-time estimates (mechanisms/runtime.py): public inputs only, growing with what the algorithm's
+"""Run-time estimates (mechanisms/guidance/runtime.py): public inputs only, growing with what the algorithm's
 cost grows with, readable text."""
 
 from __future__ import annotations
 
 import pytest
 
-from mechanisms import runtime
+from mechanisms.guidance import runtime
 from mechanisms.schema import Column, Schema
 
 SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
@@ -52,11 +52,11 @@ def test_draws_are_estimated_from_rows_alone():
 
 def test_aim_estimate_grows_with_the_budget_the_candidates_and_the_largest_column():
     """AIM: work = candidate cells x sqrt(largest column) x columns x rho^0.2 x (T / 16 d)^0.8
-    (docs/operations.md); T = 16 d unless n is small for the budget (mechanisms.aim.default_rounds)."""
+    (docs/operations.md); T = 16 d unless n is small for the budget (mechanisms.synthesizers.aim.default_rounds)."""
     import math
 
     from mechanisms.accounting import zcdp_rho
-    from mechanisms.aim import default_rounds
+    from mechanisms.synthesizers.aim import default_rounds
 
     cols = tuple(Column(f"c{i}", "categorical", categories=tuple("abcd")) for i in range(6))
     six = Schema(columns=cols)

@@ -72,10 +72,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost
-from .base import Mechanism, ParamSpec
-from .noise import Noise
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost
+from ...base import Mechanism, ParamSpec
+from ...noise import Noise
+from ...schema import Schema, TableSource
 
 # -- tuning constants ------------------------------------------------------------------------------
 PRIOR_VARIANCE = 1e5  # the paper's "very flat" N(0, 100 000) prior on every parameter (Section 6)

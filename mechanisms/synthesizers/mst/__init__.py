@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
-from .base import Mechanism, ParamSpec
-from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
+from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ...base import Mechanism, ParamSpec
+from ...pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
                   estimate, load_mbi, measure, release_programs, rho_of_measurement, sigma_for_rho)
-from .schema import TableSource
+from ...schema import TableSource
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged
 MAX_PAIR_CELLS = 50_000_000  # all column pairs' exact counts are held for selection (int64: 400 MB)

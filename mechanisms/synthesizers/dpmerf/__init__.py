@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
-from . import resources
-from .base import Mechanism, ParamSpec
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
+from ... import resources
+from ...base import Mechanism, ParamSpec
+from ...schema import Schema, TableSource
 
 # -- tuning constants ---------------------------------------------------------------------------
 DEFAULT_FEATURES = 1000  # D, paper Table 4 private setting for adult

@@ -82,10 +82,10 @@ from scipy import sparse
 from scipy.optimize import OptimizeWarning, linprog
 from scipy.stats import binom
 
-from .accounting import PrivacyCost, split_budget, zcdp_rho
-from .base import NOISE_MODE, Mechanism, ParamSpec
-from .noise import Noise, laplace_scale
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost, split_budget, zcdp_rho
+from ...base import NOISE_MODE, Mechanism, ParamSpec
+from ...noise import Noise, laplace_scale
+from ...schema import Schema, TableSource
 
 # -- tuning constants --------------------------------------------------------------------------------
 # Accuracy target delta and failure probability gamma used to derive the default m from the theorems

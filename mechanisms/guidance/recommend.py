@@ -43,8 +43,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from . import accounting, model_quality, registry
-from .schema import Schema
+from .. import accounting, registry
+from . import model_quality
+from ..schema import Schema
 
 # -- priors (not knowable from public information; values from the shared tables' benchmark) -----------
 # Where a TVD saturates when noise swamps every count: the output is then close to uniform over the
@@ -433,7 +434,7 @@ def predict_density_lp(s: Setting, params: dict) -> Errors:
     # the LP's own noise swamps a table (noise TVD >= 1: more noise than records) its error there is that
     # reference's or worse (measured: german_credit at 0.1, Gaussian mode, 2-way 0.55); the floor is
     # phased in with the noise TVD, so where the LP's tables are informative it corrects the reference
-    from .density_lp import HISTOGRAM_MAX_CELLS  # the mechanism's own rule (imported here: scipy)
+    from ..synthesizers.density_lp import HISTOGRAM_MAX_CELLS  # the mechanism's own rule (imported here: scipy)
 
     product = split > 0 and (params.get("reference") == "product" or (
         params.get("reference", "auto") == "auto" and math.prod(sizes) > HISTOGRAM_MAX_CELLS))
@@ -633,13 +634,13 @@ def _gaussian_errors(s: Setting, sigma: float, gains: tuple[float, float], penal
 
 
 def predict_mst(s: Setting, params: dict) -> Errors:
-    """MST (mechanisms/mst.py): a third of rho measures the d 1-way marginals, sigma_1 = sqrt(d / (rho/3))
+    """MST (mechanisms/synthesizers/mst/): a third of rho measures the d 1-way marginals, sigma_1 = sqrt(d / (rho/3))
     under replace-one (L2 sensitivity sqrt(2) per marginal), a third the d - 1 tree pairs,
     sigma_2 = sqrt((d - 1) / (rho/3)); add/remove (SmartNoise) is 1/sqrt(2) of that."""
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
     rho = zcdp_rho(s.epsilon, s.delta)
     if f == REPLACE_ONE_L2 and params.get("tree", "auto") == "auto":
-        from .mst import tree_is_informative  # no JAX: mst.py loads Private-PGM inside fit only
+        from ..synthesizers.mst import tree_is_informative  # no JAX: mst.py loads Private-PGM inside fit only
 
         if not tree_is_informative(s.n, rho, list(s.sizes)):  # dpportal's MST measures the 1-way marginals only
             e = predict_baseline(s, {"noise_type": GAUSSIAN})
@@ -655,10 +656,10 @@ def predict_mst(s: Setting, params: dict) -> Errors:
 
 
 def predict_aim(s: Setting, params: dict) -> Errors:
-    """AIM: up to T = 16 d rounds (dpportal: mechanisms.aim.default_rounds), 90% of each round's rho
+    """AIM: up to T = 16 d rounds (dpportal: mechanisms.synthesizers.aim.default_rounds), 90% of each round's rho
     measuring one marginal with Gaussian noise sigma = f sqrt(T / (2 x 0.9 rho)); Private-PGM's joint
     estimate removes much of it (fitted gains)."""
-    from .aim import default_rounds  # no JAX: aim.py loads Private-PGM inside fit only
+    from ..synthesizers.aim import default_rounds  # no JAX: aim.py loads Private-PGM inside fit only
 
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
     rho = zcdp_rho(s.epsilon, s.delta)
@@ -779,7 +780,7 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
 def _plan_refusal(cls, setting: Setting, params: dict) -> str | None:
     """The message with which the release itself would be refused before any budget (the mechanism's
     own ``check_plan``: public inputs only), or None."""
-    from .base import Mechanism
+    from ..base import Mechanism
 
     if cls.check_plan is Mechanism.check_plan:
         return None  # nothing beyond parameter validation to check

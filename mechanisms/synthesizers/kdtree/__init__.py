@@ -74,10 +74,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, split_budget
-from .base import Mechanism, ParamSpec
-from .noise import Noise, laplace_scale
-from .schema import TableSource
+from ...accounting import PrivacyCost, split_budget
+from ...base import Mechanism, ParamSpec
+from ...noise import Noise, laplace_scale
+from ...schema import TableSource
 
 COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, replace-one
 # Refuse parameters for which the expected number of surviving (or splitting) empty cells exceeds

@@ -100,10 +100,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, split_budget
-from .base import Mechanism, ParamSpec
-from .noise import laplace_scale
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost, split_budget
+from ...base import Mechanism, ParamSpec
+from ...noise import laplace_scale
+from ...schema import Schema, TableSource
 
 COUNTER_SENSITIVITY = 2  # L1 change of one level's counter vector under replace-one (-1 and +1)
 SKETCH_ROW_SENSITIVITY = 2  # L1 change of ONE sketch row under replace-one; a j-row sketch changes by 2j

@@ -26,10 +26,10 @@ import pandas as pd
 
 import math
 
-from .accounting import PrivacyCost, zcdp_rho
-from .base import NOISE_MODE, Mechanism
-from .noise import laplace_scale
-from .schema import TableSource
+from ...accounting import PrivacyCost, zcdp_rho
+from ...base import NOISE_MODE, Mechanism
+from ...noise import laplace_scale
+from ...schema import TableSource
 
 SENSITIVITY = 2  # L1 sensitivity of one histogram under replace-one
 

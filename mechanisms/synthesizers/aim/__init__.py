@@ -47,12 +47,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
-from .base import Mechanism, ParamSpec
-from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, JunctionTreeSize, Measurement, Measurements,
+from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ...base import Mechanism, ParamSpec
+from ...pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, JunctionTreeSize, Measurement, Measurements,
                   ModelTables, candidate_marginals, estimate, load_mbi, measure, release_programs,
                   rho_of_measurement, sigma_for_rho)
-from .schema import Schema, TableSource
+from ...schema import Schema, TableSource
 
 WORKLOADS = ("all-2way", "all-3way", "target")
 ROUNDS_PER_COLUMN = 16  # the paper's T = 16 d

@@ -7,7 +7,7 @@ beside the specs rather than in them, so that a steward-facing wording review ha
 
 from __future__ import annotations
 
-from .base import ParamSpec
+from ..base import ParamSpec
 
 _KD_COMMON = {
     "threshold": "Cells with fewer noisy rows than this are dropped. Higher: less noise kept, fewer rare "

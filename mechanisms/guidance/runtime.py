@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .schema import Schema
+from ..schema import Schema
 
 # (a seconds, b seconds per unit of work): `python -m benchmarks.runtime_calibration` (23 November 2026, the
 # 2-core machine with nothing else running; pmse re-run with `--only pmse` beside two benchmark jobs; AIM
@@ -53,7 +53,7 @@ COEFFICIENTS: dict[str, tuple[float, float]] = {
 # fit that runs for minutes would hold up draws; the estimate says it is not calibrated.
 FALLBACK = (60.0, 5.0e-5)
 DRAW = (0.5, 1.0e-6)  # a draw of more rows: sampling only (post-processing), ``rows d``
-DPMERF_BATCH = (0.1, 256, 4096)  # mirrors mechanisms.dpmerf: 0.1 n clipped to 256..4096
+DPMERF_BATCH = (0.1, 256, 4096)  # mirrors mechanisms.synthesizers.dpmerf: 0.1 n clipped to 256..4096
 DPMERF_DEFAULTS = {"features": 1000, "epochs": 2000}
 PMSE_DEFAULTS = {"iterations": 2000, "burn_in": 1000, "m": 5}
 
@@ -138,7 +138,7 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
     if mechanism == "aim":
         return aim_work(n=n, schema=schema, params=params, epsilon=epsilon, delta=delta)
     if mechanism == "density-lp":
-        from .density_lp import DensityLP  # its plan (m, tables) is pure: computed from the schema alone
+        from ..synthesizers.density_lp import DensityLP  # its plan (m, tables) is pure: computed from the schema alone
 
         plan = DensityLP(schema, epsilon=1.0, **{k: v for k, v in params.items() if v not in (None, "")})
         return float(plan.m * len(plan.tables))
@@ -153,7 +153,7 @@ def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float
 # all pairs on the same table (docs/benchmarks-estimates.md), where counting the triples' cells had
 # over-estimated them by 48x to 184x.
 AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/runtime_calibration.py --from-grid)
-AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.aim.default_rounds)
+AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (mechanisms.synthesizers.aim.default_rounds)
 
 
 def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: float | None) -> float:
@@ -166,8 +166,8 @@ def aim_work(*, n: int, schema: Schema, params: dict, epsilon: float | None, del
     (epsilon, delta), epsilon 1 and delta 1e-5 when not given. The earlier form without d and with rho^0.4,
     fitted on 17 releases run alone, was off by up to 4.8x (credit_default_taiwan, 24 columns, at 1); this
     one by up to 3.1x (docs/operations.md): :func:`time_range` turns that into the range shown."""
-    from .accounting import zcdp_rho
-    from .aim import ROUNDS_PER_COLUMN, candidate_weights, default_rounds, workload_cliques
+    from ..accounting import zcdp_rho
+    from ..synthesizers.aim import ROUNDS_PER_COLUMN, candidate_weights, default_rounds, workload_cliques
 
     names = schema.names
     sizes = dict(zip(names, schema.cell_sizes))
