@@ -1,6 +1,6 @@
-"""Calibrate mechanisms/guidance/runtime.py: time releases on the shared datasets, fit ``seconds = a + b w`` per
-mechanism, print predicted vs measured (docs/operations.md quotes the table) and the COEFFICIENTS to
-paste into mechanisms/guidance/runtime.py.
+"""Calibrate the run-time estimates (mechanisms/guidance/runtime.py): time releases on the shared datasets, fit
+``seconds = a + b w`` per mechanism, print predicted vs measured (docs/operations.md quotes the table) and the
+COEFFICIENTS to paste into each mechanism's RuntimeModel (its package's guide.py).
 
     python -m benchmarks.runtime_calibration            # ~10 min on 2 cores, one thread per run
     python -m benchmarks.runtime_calibration --refit    # fit again from the last log (no runs)
@@ -100,7 +100,7 @@ def _env() -> dict:
 
 
 def _work(row: dict) -> float:
-    """The work measure of a logged run, computed with the CURRENT mechanisms/guidance/runtime.py."""
+    """The work measure of a logged run, computed with the CURRENT run-time models."""
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{row['dataset']}.json").read_text())
     return runtime.work(row["mechanism"], n=row["n"], schema=schema, params=row["params"],
                         epsilon=row.get("epsilon"), delta=row.get("delta"))
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.report or a.refit:
         rows = [json.loads(line) for line in LOG.read_text().splitlines()]
-        coeffs = fit(rows) if a.refit else runtime.COEFFICIENTS
+        coeffs = fit(rows) if a.refit else runtime.coefficients()
         print(report(rows, coeffs))
         if a.refit:
             print("COEFFICIENTS = " + json.dumps(coeffs))

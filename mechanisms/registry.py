@@ -1,5 +1,6 @@
-"""Mechanism registry: name -> class, loaded lazily so a heavy dependency (torch) is imported only
-when its mechanism is used."""
+"""Mechanism registry: name -> the mechanism's home (its package under mechanisms/synthesizers/), loaded
+lazily so a heavy dependency (torch) is imported only when its mechanism is used. A home declares every
+part the guidance reads (``Mechanism.missing_parts``); one that does not is refused here, by name."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ _ENTRIES: dict[str, str] = {
     "aim": "mechanisms.synthesizers.aim:AIM",
     "mst": "mechanisms.synthesizers.mst:MST",
 }
+_COMPLETE: set[type] = set()  # homes already checked (recommend looks them up many times)
 
 
 def names() -> list[str]:
@@ -31,6 +33,11 @@ def get(name: str) -> type[Mechanism]:
     module, attr = _ENTRIES[name].split(":")
     cls = getattr(importlib.import_module(module), attr)
     assert cls.name == name, (cls.name, name)
+    if cls not in _COMPLETE:
+        missing = cls.missing_parts()
+        if missing:
+            raise TypeError(f"mechanism {name!r} does not declare {missing} (mechanisms/base.py: public-input guidance)")
+        _COMPLETE.add(cls)
     return cls
 
 

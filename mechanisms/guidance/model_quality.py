@@ -9,8 +9,9 @@ tables, labelled as such, at the recorded epsilon nearest to the steward's. The 
 follows from public inputs alone is structural: a mechanism that synthesises every column independently
 keeps no relation between the target and the other columns, so models trained on it predict at chance.
 
-``MEASURED`` is printed by ``python -m benchmarks.tstr_reference`` from docs/data/ (binary targets,
-ROC AUC; per table the median over the recorded runs, beside training on the real data).
+Each mechanism's figures (``tstr_measured`` in its package's guide.py) are printed by
+``python -m benchmarks.tstr_reference`` from docs/data/ (binary targets, ROC AUC; per table the median over
+the recorded runs, beside training on the real data); :func:`measured` gathers them.
 """
 
 from __future__ import annotations
@@ -22,67 +23,29 @@ TABLES_NOTE = ("ROC AUC of models trained on each mechanism's output and tested 
                "four benchmark tables with a two-class target (adult, bank_marketing, credit_default_taiwan, "
                "german_credit), beside models trained on the real data; 0.5 is chance")
 
-MEASURED = {('aim', 0.1): {'adult': (0.82, 0.85), 'bank_marketing': (0.549, 0.828),
-                           'credit_default_taiwan': (0.656, 0.728), 'german_credit': (0.558, 0.775)},
-            ('aim', 1.0): {'adult': (0.83, 0.85), 'bank_marketing': (0.603, 0.829),
-                           'credit_default_taiwan': (0.698, 0.728), 'german_credit': (0.546, 0.775)},
-            ('aim', 10.0): {'adult': (0.823, 0.85), 'bank_marketing': (0.766, 0.829), 'german_credit': (0.701, 0.775)},
-            ('aim:target', 0.1): {'adult': (0.817, 0.85), 'bank_marketing': (0.552, 0.829),
-                                  'credit_default_taiwan': (0.692, 0.728), 'german_credit': (0.464, 0.775)},
-            ('aim:target', 1.0): {'adult': (0.833, 0.85), 'bank_marketing': (0.658, 0.829),
-                                  'german_credit': (0.509, 0.775)},
-            ('baseline', 0.1): {'adult': (0.517, 0.85), 'bank_marketing': (0.512, 0.829),
-                                'credit_default_taiwan': (0.506, 0.728), 'german_credit': (0.485, 0.775)},
-            ('baseline', 1.0): {'adult': (0.447, 0.85), 'bank_marketing': (0.476, 0.828),
-                                'credit_default_taiwan': (0.481, 0.712), 'german_credit': (0.472, 0.775)},
-            ('baseline', 10.0): {'adult': (0.496, 0.85), 'bank_marketing': (0.529, 0.828),
-                                 'credit_default_taiwan': (0.495, 0.72), 'german_credit': (0.469, 0.775)},
-            ('density-lp', 0.1): {'adult': (0.508, 0.85), 'bank_marketing': (0.527, 0.828),
-                                  'credit_default_taiwan': (0.496, 0.72), 'german_credit': (0.491, 0.775)},
-            ('density-lp', 1.0): {'adult': (0.629, 0.85), 'bank_marketing': (0.509, 0.826),
-                                  'credit_default_taiwan': (0.503, 0.712), 'german_credit': (0.509, 0.775)},
-            ('density-lp', 10.0): {'adult': (0.787, 0.85), 'bank_marketing': (0.518, 0.826),
-                                   'credit_default_taiwan': (0.598, 0.712), 'german_credit': (0.515, 0.775)},
-            ('dpmerf', 0.1): {'adult': (0.737, 0.85), 'bank_marketing': (0.518, 0.826),
-                              'credit_default_taiwan': (0.527, 0.712), 'german_credit': (0.511, 0.775)},
-            ('dpmerf', 1.0): {'adult': (0.816, 0.85), 'bank_marketing': (0.572, 0.826),
-                              'credit_default_taiwan': (0.641, 0.712), 'german_credit': (0.53, 0.775)},
-            ('dpmerf', 10.0): {'adult': (0.818, 0.85), 'bank_marketing': (0.715, 0.826),
-                               'credit_default_taiwan': (0.674, 0.712), 'german_credit': (0.713, 0.775)},
-            ('kdtree-adaptive', 0.1): {'adult': (0.512, 0.85), 'bank_marketing': (0.503, 0.826),
-                                       'credit_default_taiwan': (0.502, 0.712), 'german_credit': (0.464, 0.775)},
-            ('kdtree-adaptive', 1.0): {'adult': (0.583, 0.85), 'bank_marketing': (0.556, 0.826),
-                                       'credit_default_taiwan': (0.547, 0.712), 'german_credit': (0.487, 0.775)},
-            ('kdtree-adaptive', 10.0): {'adult': (0.824, 0.85), 'credit_default_taiwan': (0.662, 0.712),
-                                        'german_credit': (0.538, 0.775)},
-            ('kdtree-grid', 0.1): {'adult': (0.472, 0.85), 'bank_marketing': (0.54, 0.826),
-                                   'credit_default_taiwan': (0.496, 0.712), 'german_credit': (0.526, 0.775)},
-            ('kdtree-grid', 1.0): {'adult': (0.635, 0.85), 'bank_marketing': (0.514, 0.826),
-                                   'credit_default_taiwan': (0.519, 0.712), 'german_credit': (0.539, 0.775)},
-            ('kdtree-grid', 10.0): {'adult': (0.825, 0.85), 'credit_default_taiwan': (0.502, 0.712),
-                                    'german_credit': (0.541, 0.775)},
-            ('mst', 0.1): {'adult': (0.692, 0.85), 'bank_marketing': (0.523, 0.829),
-                           'credit_default_taiwan': (0.641, 0.728), 'german_credit': (0.54, 0.775)},
-            ('mst', 1.0): {'adult': (0.752, 0.85), 'bank_marketing': (0.68, 0.829),
-                           'credit_default_taiwan': (0.666, 0.728), 'german_credit': (0.569, 0.775)},
-            ('mst', 10.0): {'adult': (0.779, 0.85), 'bank_marketing': (0.697, 0.829),
-                            'credit_default_taiwan': (0.657, 0.728), 'german_credit': (0.653, 0.775)},
-            ('privhp', 0.1): {'adult': (0.574, 0.85), 'bank_marketing': (0.545, 0.826),
-                              'credit_default_taiwan': (0.516, 0.712), 'german_credit': (0.496, 0.775)},
-            ('privhp', 1.0): {'adult': (0.758, 0.85), 'bank_marketing': (0.501, 0.826),
-                              'credit_default_taiwan': (0.511, 0.712), 'german_credit': (0.522, 0.775)},
-            ('privhp', 10.0): {'adult': (0.776, 0.85), 'bank_marketing': (0.523, 0.826),
-                               'credit_default_taiwan': (0.483, 0.712), 'german_credit': (0.569, 0.775)}}
+
+def measured() -> dict:
+    """Every mechanism's recorded figures, {(variant, epsilon): {table: (TSTR AUC, real AUC)}}: each home's
+    ``tstr_measured`` (printed by ``python -m benchmarks.tstr_reference``)."""
+    from .. import registry  # the registry imports the mechanisms, which import the guidance
+
+    return {key: figures for name in registry.names() for key, figures in registry.get(name).tstr_measured.items()}
 
 
 def variant(mechanism: str, params: dict) -> str:
-    """The recorded variant a release matches: AIM with ``workload=target`` is recorded apart."""
-    return "aim:target" if mechanism == "aim" and (params or {}).get("workload") == "target" else mechanism
+    """The recorded variant a release matches: a mechanism run around the target (its ``target_params``,
+    e.g. AIM's workload "target") is recorded apart, as "<name>:target"."""
+    from .. import registry
+
+    around = registry.get(mechanism).target_params if mechanism in registry.names() else {}
+    if around and all((params or {}).get(k) == v for k, v in around.items()):
+        return f"{mechanism}:target"
+    return mechanism
 
 
 def nearest_epsilon(name: str, epsilon: float) -> float | None:
     """The recorded epsilon of ``name`` closest to ``epsilon`` on a log scale, or None when none is."""
-    recorded = [e for (n, e) in MEASURED if n == name]
+    recorded = [e for (n, e) in measured() if n == name]
     return min(recorded, key=lambda e: abs(math.log(e / epsilon))) if recorded else None
 
 
@@ -97,7 +60,7 @@ def reference(mechanism: str, params: dict, epsilon: float, *, independent: bool
     recorded epsilon: ``kind`` "chance" (structural: independent columns), "measured" or "none"."""
     name = variant(mechanism, params)
     eps = nearest_epsilon(name, epsilon)
-    tables = MEASURED.get((name, eps), {})
+    tables = measured().get((name, eps), {})
     figures = {t: {"tstr_auc": s, "real_auc": r} for t, (s, r) in sorted(tables.items())}
     out = {"kind": "measured" if tables else "none", "variant": name, "epsilon": eps, "tables": figures,
            "predicted": independent and CHANCE or None}
