@@ -217,7 +217,7 @@ def _amount(value: str, name: str) -> float:
 
 def cmd_recommend(args) -> int:
     """Which mechanism and epsilon suit a purpose: from the schema and the public row count only."""
-    from . import recommend as rec
+    from .guidance import recommend as rec
 
     schema = _load_schema(args.schema)
     if schema.draft:

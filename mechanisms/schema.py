@@ -891,7 +891,7 @@ def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, ha
 def resolvable_cells(rows: int, columns: int) -> int:
     """Cells per numeric column a reference release resolves (see REFERENCE_EPSILON): at least DEFAULT_BINS."""
     rho = zcdp_rho(REFERENCE_EPSILON, REFERENCE_DELTA)
-    sigma = math.sqrt(max(columns, 1) / (rho / 3))  # MST's 1-way noise under replace-one (mechanisms/mst.py)
+    sigma = math.sqrt(max(columns, 1) / (rho / 3))  # MST's 1-way noise under replace-one (mechanisms/synthesizers/mst/)
     return max(DEFAULT_BINS, int(rows // (3 * sigma)))
 
 

@@ -7,8 +7,9 @@ recommended mechanism was (close to) the best one measured.
 Two sources of measured errors:
 
 * **recorded**: the full benchmark run committed in ``docs/data/benchmarks-full.json`` (six tables,
-  epsilon 0.1 / 1 / 10, three repetitions; ``docs/benchmarks.md``). The priors of
-  ``mechanisms/recommend.py`` were read off this run, so agreement there is in-sample.
+  epsilon 0.1 / 1 / 10, three repetitions; ``docs/benchmarks.md``). The priors
+  (``mechanisms/guidance/predictors.py`` and each mechanism's ``guide.py``) were read off this run, so
+  agreement there is in-sample.
 * **fresh**: a new, short run (one repetition, epsilon 1, ``--datasets``, default german_credit and
   bank_marketing) through the same harness (``benchmarks.harness.compare.run_task``: every release in its own
   process, scored by ``mechanisms.evaluation``), with new noise: out of sample for the noise, not for
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import importlib
 import json
 import math
 import statistics
@@ -32,8 +34,9 @@ from pathlib import Path
 
 from benchmarks.harness import compare
 from benchmarks.harness.pgm_compare import latest_rows
-from mechanisms import recommend as rec
 from mechanisms import registry
+from mechanisms.guidance import predictors
+from mechanisms.guidance import recommend as rec
 from mechanisms.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +65,16 @@ def schema_of(ds: str) -> Schema:
 PEERS = {"smartnoise-mst": "mst", "smartnoise-aim": "aim"}  # SmartNoise runs: add/remove neighbours
 
 
+def prior_home(name: str):
+    """The module that holds the prior ``name``: the shared predictors, or a mechanism's guide.py."""
+    homes = [predictors] + [importlib.import_module(registry.get(m).__module__ + ".guide") for m in registry.names()]
+    return next(home for home in homes if hasattr(home, name))
+
+
+def prior(name: str) -> float:
+    return getattr(prior_home(name), name)
+
+
 def split_label(label: str) -> tuple[str, dict]:
     """'baseline[noise_type=gaussian]' -> ('baseline', {'noise_type': 'gaussian'}) (fresh runs with --param)."""
     name, _, rest = label.partition("[")
@@ -75,7 +88,7 @@ def predicted(ds: str, mech: str, eps: float, n: int) -> rec.Prediction:
     target = compare.DATASETS[ds][0]
     setting = rec.Setting(schema_of(ds), n, eps, DELTA)
     if mech in PEERS:
-        errors = rec.PREDICTORS[PEERS[mech]](setting, {"neighbour_factor": 1.0})
+        errors = registry.get(PEERS[mech]).predict_accuracy(setting, {"neighbour_factor": 1.0})
         pairs = rec.Purpose().pairs_of_interest(setting.schema)
         return rec.Prediction(mech, mech, "ok", tvd_1way=sum(errors.one_way) / len(errors.one_way),
                               tvd_2way=sum(errors.two_way(i, j) for i, j in pairs) / len(pairs))
@@ -174,7 +187,7 @@ def goal_rows(means: dict, rows_of: dict) -> list[dict]:
     return out
 
 
-# The priors of mechanisms/recommend.py that were read off the recorded run, and the grids they were
+# The priors (mechanisms/guidance/predictors.py and each mechanism's guide.py) that were read off the recorded run, and the grids they were
 # chosen from (--fit re-runs the search; --lodo refits without each table and predicts it).
 FITS: dict[str, dict[str, list[float]]] = {
     "baseline": {"CONCENTRATION": [0.4, 0.5, 0.6, 0.7, 0.8], "INDEPENDENCE_PENALTY": [0.05, 0.06, 0.07, 0.08]},
@@ -210,23 +223,23 @@ def loss(means: dict, mech: str, datasets: set[str]) -> tuple[int, float]:
 
 
 def fit(means: dict, mech: str, datasets: set[str]) -> dict[str, float]:
-    """Grid search of ``mech``'s priors on ``datasets`` (sets them on mechanisms.recommend; returns them)."""
+    """Grid search of ``mech``'s priors on ``datasets`` (sets them on mechanisms.guidance.recommend; returns them)."""
     grid = FITS[mech]
     best = None
     for values in itertools.product(*grid.values()):
         for name, value in zip(grid, values):
-            setattr(rec, name, value)
+            setattr(prior_home(name), name, value)
         score = loss(means, mech, datasets)
         if best is None or score < best[0]:
             best = (score, dict(zip(grid, values)))
     for name, value in best[1].items():
-        setattr(rec, name, value)
+        setattr(prior_home(name), name, value)
     return best[1]
 
 
 def leave_one_table_out(means: dict) -> list[str]:
     """Refit every mechanism's priors without one table, predict that table; restore the priors."""
-    saved = {name: getattr(rec, name) for grid in FITS.values() for name in grid}
+    saved = {name: prior(name) for grid in FITS.values() for name in grid}
     tables = sorted({k[0] for k in means})
     counts = defaultdict(lambda: [0, 0])
     for held in tables:
@@ -242,7 +255,7 @@ def leave_one_table_out(means: dict) -> list[str]:
                         counts[mech][1] += 1
                         counts[mech][0] += f <= FACTOR or abs(pred - meas) <= ABSOLUTE
     for name, value in saved.items():
-        setattr(rec, name, value)
+        setattr(prior_home(name), name, value)
     lines = ["| mechanism | held-out predictions within 1.5x or 0.01 absolute |", "|---|---|"]
     lines += [f"| {m} | {ok}/{tot} |" for m, (ok, tot) in counts.items()]
     return lines
@@ -333,7 +346,7 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
     uniform = sum(r["near_uniform_recommended"] for r in goals)
     marginal = [r for r in recorded if r["mechanism"] in MARGINAL_BASED]
     doc = ["# Recommendation engine: predicted against measured", "",
-           "`mechanisms/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
+           "`mechanisms/guidance/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
            "and the purpose only, each mechanism's mean 1-way and 2-way TVD over the public cells (the",
            "dashboard's metrics). This page compares the predictions with measured errors. Produced by:", "",
            *([f"    {meta['fresh_command']}   # the fresh releases: {meta['fresh_seconds']:.0f} s on the 2-core "
@@ -358,14 +371,14 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            "* **Priors** (not knowable without the data; chosen on the recorded run below by",
            "  `python -m benchmarks.calibration.recommend_calibration --fit`, so the agreement on that run is in-sample; the",
            "  held-out table section shows the out-of-sample picture): the sampling error of n synthetic rows",
-           f"  ({rec.CONCENTRATION} x the uniform-share value; on a single column dpportal's Private-PGM sampler leaves",
-           f"  {rec.PGM_SAMPLING_1WAY} of it, and on a pair inside one of the model's cliques sqrt(cells / n) of it,",
+           f"  ({prior('CONCENTRATION')} x the uniform-share value; on a single column dpportal's Private-PGM sampler leaves",
+           f"  {prior('PGM_SAMPLING_1WAY')} of it, and on a pair inside one of the model's cliques sqrt(cells / n) of it,",
            "  both measured on the sampler: tests/mechanisms/test_pgm.py; pairs outside the cliques get i.i.d.",
            "  error, so MST's share is weighted by its d - 1 tree pairs of the d(d-1)/2; AIM's columns are drawn",
-           f"  given larger cliques: sqrt({rec.AIM_PARENT_CELLS:g} x cells / n), the factor fitted),",
-           f"  the independence penalty {rec.INDEPENDENCE_PENALTY} (2-way TVD of a pair against the product of its margins),",
-           f"  the saturation values {rec.SATURATION_1WAY} / {rec.SATURATION_2WAY}, density-lp's LP consistency gain (on 1-way",
-           f"  marginals scaled by ({rec.LP_WIDTH_REF} / d)^{rec.LP_WIDTH_POWER}: a column's marginal is reconciled across its d - 1 pair tables) and",
+           f"  given larger cliques: sqrt({prior('AIM_PARENT_CELLS'):g} x cells / n), the factor fitted),",
+           f"  the independence penalty {prior('INDEPENDENCE_PENALTY')} (2-way TVD of a pair against the product of its margins),",
+           f"  the saturation values {prior('SATURATION_1WAY')} / {prior('SATURATION_2WAY')}, density-lp's LP consistency gain (on 1-way",
+           f"  marginals scaled by ({prior('LP_WIDTH_REF')} / d)^{prior('LP_WIDTH_POWER')}: a column's marginal is reconciled across its d - 1 pair tables) and",
            "  DP-MERF's no-noise error and link, MST's off-tree and AIM's unexplained structure. kdtree-grid, kdtree-adaptive, privhp and pmse are not modelled",
            "  numerically on wide tables: a rule (more than 8 columns, a joint domain too large for n x ε, more than",
            "  3 numeric columns for pmse) predicts near-uniform output, as measured on every shared table.", "",
@@ -409,7 +422,7 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
             "  `ml` misses there say which draw was lucky, not which mechanism is better.",
             "* AIM's 1-way errors at epsilon 0.1 depend on how its annealing spends the budget (data-dependent);",
             "  the predictor uses the first rounds' noise with a fitted gain.",
-            "* Near ties (predictions within 5%) go to the faster mechanism (`TIE_MARGIN`, `FASTEST_FIRST`): on adult",
+            "* Near ties (predictions within 5%) go to the faster mechanism (`TIE_MARGIN`, each mechanism's `speed_rank`): on adult",
             "  at 0.1 MST (predicted 0.067, measured 0.083) over AIM (0.067, measured 0.071): 12 s against 29 s.",
             "* For model training, mechanisms that model the table around the target rank first: AIM with",
             "  `workload=target`, then DP-MERF with `target` (labelled mode); their score is still the predicted",

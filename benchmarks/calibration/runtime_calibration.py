@@ -1,6 +1,6 @@
-"""Calibrate mechanisms/runtime.py: time releases on the shared datasets, fit ``seconds = a + b w`` per
-mechanism, print predicted vs measured (docs/operations.md quotes the table) and the COEFFICIENTS to
-paste into mechanisms/runtime.py.
+"""Calibrate the run-time estimates (mechanisms/guidance/runtime.py): time releases on the shared datasets, fit
+``seconds = a + b w`` per mechanism, print predicted vs measured (docs/operations.md quotes the table) and the
+COEFFICIENTS to paste into each mechanism's RuntimeModel (its package's guide.py).
 
     python -m benchmarks.calibration.runtime_calibration            # ~10 min on 2 cores, one thread per run
     python -m benchmarks.calibration.runtime_calibration --refit    # fit again from the last log (no runs)
@@ -29,7 +29,8 @@ from scipy.optimize import nnls
 
 from benchmarks.harness.compare import FILES, ONE_THREAD
 from benchmarks.harness.datasets import dataset_path
-from mechanisms import registry, runtime
+from mechanisms import registry
+from mechanisms.guidance import runtime
 from mechanisms.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +100,7 @@ def _env() -> dict:
 
 
 def _work(row: dict) -> float:
-    """The work measure of a logged run, computed with the CURRENT mechanisms/runtime.py."""
+    """The work measure of a logged run, computed with the CURRENT run-time models."""
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{row['dataset']}.json").read_text())
     return runtime.work(row["mechanism"], n=row["n"], schema=schema, params=row["params"],
                         epsilon=row.get("epsilon"), delta=row.get("delta"))
@@ -138,7 +139,7 @@ def fit_worst(rows: list[dict]) -> dict[str, tuple[float, float]]:
     """Per mechanism, a >= 0 and b > 0 minimising the WORST factor between predicted and measured (a grid:
     a linear from 0 to twice the shortest release, b log-spaced): for AIM, whose releases spread 2-3x with the path its selection takes, the
     squared relative error lets one wide table's outlier set the line; the worst factor is the estimate's
-    stated goal (within 2x, mechanisms/runtime.py)."""
+    stated goal (within 2x, mechanisms/guidance/runtime.py)."""
     coeffs = {}
     for mech in sorted({r["mechanism"] for r in rows}):
         pts = [r for r in rows if r["mechanism"] == mech]
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.report or a.refit:
         rows = [json.loads(line) for line in LOG.read_text().splitlines()]
-        coeffs = fit(rows) if a.refit else runtime.COEFFICIENTS
+        coeffs = fit(rows) if a.refit else runtime.coefficients()
         print(report(rows, coeffs))
         if a.refit:
             print("COEFFICIENTS = " + json.dumps(coeffs))

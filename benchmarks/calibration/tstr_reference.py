@@ -1,12 +1,12 @@
 """The measured model accuracy behind the guided release's "train a model" reference figures.
 
-    python -m benchmarks.calibration.tstr_reference          # prints mechanisms/model_quality.py's MEASURED table
+    python -m benchmarks.calibration.tstr_reference          # prints the measured table kept as MEASURED_TSTR in each mechanism's guide.py
 
 Reads every dpportal run recorded in docs/data/ (benchmarks-full.json and the *.jsonl files) on the
 tables with a binary target (ROC AUC; california_housing's target has five classes and is scored by
 macro F1, so it is left out) and keeps, per mechanism variant, epsilon and table, the median TSTR ROC
 AUC over the recorded runs and the train-on-real AUC. tests/mechanisms/test_model_quality.py checks
-that the library's table equals this computation.
+that the mechanisms' tables (mechanisms.guidance.model_quality.measured) equal this computation.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import mechanisms.density_lp as dlp  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
+import mechanisms.synthesizers.density_lp as dlp  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Schema, TableSource  # noqa: E402
 

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy.stats import wasserstein_distance  # noqa: E402
 
-from mechanisms.density_lp import DensityLP  # noqa: E402
+from mechanisms.synthesizers.density_lp import DensityLP  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Column, Schema, TableSource  # noqa: E402
 

@@ -27,7 +27,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from mechanisms.dpmerf import DPMERF
+from mechanisms.synthesizers.dpmerf import DPMERF
 from mechanisms.noise import Noise
 from mechanisms.schema import Column, Schema, TableSource
 

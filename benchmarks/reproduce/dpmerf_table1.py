@@ -42,8 +42,8 @@ from sklearn.neural_network import MLPClassifier  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
-from mechanisms.dpmerf import DPMERF  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
+from mechanisms.synthesizers.dpmerf import DPMERF  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402
 

@@ -17,7 +17,7 @@ import os
 import time
 
 from benchmarks.reproduce.dpmerf_table1 import load
-from mechanisms.dpmerf import DPMERF, THREADS_ENV
+from mechanisms.synthesizers.dpmerf import DPMERF, THREADS_ENV
 from mechanisms.noise import Noise
 from mechanisms.schema import TableSource
 

@@ -38,8 +38,8 @@ from sklearn.svm import LinearSVC  # noqa: E402
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 from benchmarks.reproduce.kdtree_common import OUT_DIR, timer  # noqa: E402
-from mechanisms.kdtree import KDTreeAdaptive  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
+from mechanisms.synthesizers.kdtree import KDTreeAdaptive  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402
 

@@ -27,7 +27,7 @@ from scipy.special import erf  # noqa: E402
 
 from benchmarks.reproduce.kdtree_common import (G1_BOUNDS, OUT_DIR, g1_mixture, mean_kxx, numeric_schema,  # noqa: E402
                                       numeric_source, rkhs_distance, timer)
-from mechanisms.kdtree import KDTreeAdaptive, KDTreeGrid  # noqa: E402
+from mechanisms.synthesizers.kdtree import KDTreeAdaptive, KDTreeGrid  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 
 BALOG = {  # IMPLEMENTATION-NOTES section 2: Balog et al.'s stored results (min over M), ε = 0.01, 0.1, 1

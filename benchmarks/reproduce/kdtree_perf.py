@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.reproduce.kdtree_common import G1_BOUNDS, g1_mixture, numeric_schema, numeric_source, timer  # noqa: E402
 from benchmarks.harness.memory import peak_rss_mib  # noqa: E402
-from mechanisms.kdtree import KDTreeAdaptive, KDTreeGrid, dlap_tail  # noqa: E402
+from mechanisms.synthesizers.kdtree import KDTreeAdaptive, KDTreeGrid, dlap_tail  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 
 

@@ -6,7 +6,7 @@ negligible and the bounded model matches the paper's unbounded one.
 
 Evaluation metric (Table 2): pMSE of a CART fitted to real vs synthetic, rpart-like greedy Gini
 trees with unlimited depth (rpart's 30), cp = 0.001 and minbucket 5 (synthpop ``utility.gen``'s CART
-settings; our :func:`mechanisms.pmse.tree_pmse`). With cp = 0.01 the non-DP level would be ~0 (every
+settings; our :func:`mechanisms.synthesizers.pmse.tree_pmse`). With cp = 0.01 the non-DP level would be ~0 (every
 split pruned), far from the paper's 0.0066; cp = 0.001 / minbucket 5 gives 0.007. Not private: a
 steward-side utility measure.
 """
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.noise import Noise  # noqa: E402
-from mechanisms.pmse import UNLIMITED_DEPTH, PMSEMechanism, tree_pmse  # noqa: E402
+from mechanisms.synthesizers.pmse import UNLIMITED_DEPTH, PMSEMechanism, tree_pmse  # noqa: E402
 from mechanisms.schema import Column, Schema, TableSource  # noqa: E402
 
 PAPER_SCHEMA = Schema(columns=(Column("x1", "continuous", lower=-20.0, upper=24.0),

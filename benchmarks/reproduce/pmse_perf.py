@@ -23,7 +23,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.reproduce.pmse_common import ols, paper_data, release, split_half_gap, write_markdown  # noqa: E402
-from mechanisms.pmse import LinearGaussianModel, PMSEUtility, tree_settings  # noqa: E402
+from mechanisms.synthesizers.pmse import LinearGaussianModel, PMSEUtility, tree_settings  # noqa: E402
 
 
 def utility_seconds(n: int, d: int, tree: str, m: int = 5, evals: int = 3) -> tuple[float, float]:

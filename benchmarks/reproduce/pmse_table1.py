@@ -21,7 +21,7 @@ import numpy as np
 from scipy.stats import beta
 
 from benchmarks.reproduce.pmse_common import paper_data, write_markdown
-from mechanisms.pmse import UNLIMITED_DEPTH, tree_pmse
+from mechanisms.synthesizers.pmse import UNLIMITED_DEPTH, tree_pmse
 
 BATCH = 20  # replicates per vectorized tree_pmse call
 SETTINGS = [  # (label, depth, cp or None, pairwise features)

@@ -33,7 +33,7 @@ import json, sys, time
 import numpy as np, pandas as pd
 from benchmarks.harness.memory import peak_rss_mib
 from mechanisms.noise import Noise
-from mechanisms.privhp import PrivHP
+from mechanisms.synthesizers.privhp import PrivHP
 from mechanisms.schema import Column, Schema
 
 d, n, chunk, secure = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
@@ -79,7 +79,7 @@ import sys, tempfile, time, os
 import numpy as np, pandas as pd
 from benchmarks.harness.memory import peak_rss_mib
 from mechanisms.noise import Noise
-from mechanisms.privhp import PrivHP
+from mechanisms.synthesizers.privhp import PrivHP
 from mechanisms.schema import Column, Schema, TableSource
 n = int(sys.argv[1])
 schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0)))

@@ -47,7 +47,7 @@ from scipy.stats import wasserstein_distance
 
 from benchmarks.harness.datasets import datasets_dir
 from mechanisms.noise import Noise
-from mechanisms.privhp import PrivHP
+from mechanisms.synthesizers.privhp import PrivHP
 from mechanisms.schema import Column, Schema, read_raw_csv
 
 REPO = Path(__file__).resolve().parents[2]

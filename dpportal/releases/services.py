@@ -24,7 +24,8 @@ from django.utils import timezone
 
 import dpportal
 from dpportal.ledger import services as ledger
-from mechanisms import registry, resources, runtime
+from mechanisms import registry, resources
+from mechanisms.guidance import runtime
 from mechanisms.accounting import canonical, check_epsilon, exact
 from mechanisms.base import load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
@@ -583,23 +584,10 @@ def memory_estimate(cls, schema, n_rows: int, values) -> dict:
     return {"bytes": size, "mib": round(size / 2**20, 2), "parts": parts}
 
 
-MEMORY_PARTS = {  # what each part of PrivHP's memory model is, for the steward (privhp.memory_model)
-    "structure": "noisy counters and sketches (set by memory_mb)",
-    "tree": "the output tree kept for sampling (set by memory_mb)",
-    "growth": "temporaries while the tree is grown",
-    "chunk": "one chunk of rows being read (set by chunk_rows and the number of columns, not by memory_mb)",
-}
-
-
 def _memory_parts(cls, schema, n_rows: int, params: dict, epsilon: float) -> list[dict]:
     """The estimate by part, largest first, so a fixed part (the chunk being read) is visible."""
-    if not hasattr(cls, "plan_for"):
-        return []
-    plan = cls.plan_for(schema, n_rows, epsilon, params)
-    parts = plan.memory_bytes(len(schema.kept))
-    rows = [{"part": k, "what": MEMORY_PARTS.get(k, k), "mib": round(v / 2**20, 2),
-             "chunk_rows": plan.chunk_rows if k == "chunk" else None}
-            for k, v in parts.items() if k != "total"]
+    rows = [{"part": p["part"], "what": p["what"], "mib": round(p["bytes"] / 2**20, 2), "chunk_rows": p["chunk_rows"]}
+            for p in cls.memory_parts(schema, n_rows, epsilon, params)]
     return sorted(rows, key=lambda r: -r["mib"])
 
 

@@ -17,7 +17,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from mechanisms.baseline import Baseline  # noqa: E402
+from mechanisms.synthesizers.baseline import Baseline  # noqa: E402
 
 MARKER = os.environ["CRASH_MARKER"]
 _original_fit = Baseline._fit

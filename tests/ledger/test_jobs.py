@@ -54,7 +54,7 @@ def test_a_job_failing_before_it_reads_data_is_refunded(ready, personas):
 
 
 def test_a_job_failing_after_it_touched_data_stays_spent(ready, personas, monkeypatch):
-    from mechanisms.baseline import Baseline
+    from mechanisms.synthesizers.baseline import Baseline
 
     def fit_then_crash(self, source):
         raise RuntimeError("crash after the noise was drawn")
@@ -89,7 +89,7 @@ def test_an_over_budget_plan_creates_no_release_and_queues_nothing(ready, person
 def test_a_worker_that_lost_its_job_never_reads_the_data(ready, personas, monkeypatch):
     """A spurious redelivery declared the job abandoned (failed + refunded) while its first worker
     was still alive: that worker must stop before reading data, so the refund stays honest."""
-    from mechanisms.baseline import Baseline
+    from mechanisms.synthesizers.baseline import Baseline
 
     release = plan(ready, personas["steward"], epsilon="0.5")
     assert jobs.claim(release.pk)

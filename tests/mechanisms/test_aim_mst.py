@@ -1,4 +1,4 @@
-"""AIM and MST (mechanisms/aim.py, mst.py): noise off reproduces the measured marginals; every noise
+"""AIM and MST (mechanisms/synthesizers/aim/, mst.py): noise off reproduces the measured marginals; every noise
 draw is accounted and the total equals the rho of the requested (epsilon, delta) (a miscalibrated
 variant is caught); plan refusals before any budget; summaries round-trip; Gaussian modes."""
 
@@ -183,7 +183,7 @@ def test_pure_modes_refuse_a_delta_and_say_how_to_use_one():
 # -- small-signal rules: public inputs decide, and the budget is still spent exactly ----------------------
 
 def test_mst_measures_no_tree_when_the_rows_are_too_few_for_the_budget_and_spends_all_on_1way():
-    from mechanisms.mst import tree_is_informative
+    from mechanisms.synthesizers.mst import tree_is_informative
 
     rho_small = accounting.zcdp_rho(0.1, 1e-5)
     assert tree_is_informative(3000, accounting.zcdp_rho(EPS, DELTA), SCHEMA.cell_sizes)
@@ -199,7 +199,7 @@ def test_mst_measures_no_tree_when_the_rows_are_too_few_for_the_budget_and_spend
 
 
 def test_mst_keeps_a_column_whole_when_fewer_than_two_values_clear_three_sigma():
-    from mechanisms.mst import compress_support
+    from mechanisms.synthesizers.mst import compress_support
 
     sigma = 10.0
     assert compress_support(np.array([100, 5, 2, 0]), sigma).tolist() == [True] * 4  # one clears: not merged
@@ -208,7 +208,7 @@ def test_mst_keeps_a_column_whole_when_fewer_than_two_values_clear_three_sigma()
 
 
 def test_aim_rounds_follow_the_paper_unless_the_rows_are_few_for_the_budget():
-    from mechanisms.aim import default_rounds
+    from mechanisms.synthesizers.aim import default_rounds
 
     sizes = [5] * 20
     rho = accounting.zcdp_rho(0.1, 1e-5)
@@ -244,7 +244,7 @@ def test_aim_estimates_after_every_round_but_the_last_and_its_final_estimate_fit
     """The last round's estimate would only decide annealing, which ends with it: the fit goes from the last
     measurement to the final estimate (one estimate fewer; on credit_default_taiwan a level-2 compile and
     250 iterations of the largest model). The old order (estimate, then final estimate) makes one call more."""
-    from mechanisms import aim
+    from mechanisms.synthesizers import aim
 
     calls = []
     real = aim.estimate

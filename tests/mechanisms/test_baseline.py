@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.baseline import Baseline
+from mechanisms.synthesizers.baseline import Baseline
 from mechanisms.noise import Noise
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar

@@ -1,4 +1,4 @@
-"""Tests for mechanisms/density_lp.py (Bojkovic & Loh / Boedihardjo et al. LP reweighting)."""
+"""Tests for mechanisms/synthesizers/density_lp/ (Bojkovic & Loh / Boedihardjo et al. LP reweighting)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import sparse
 
-import mechanisms.density_lp as dlp
+import mechanisms.synthesizers.density_lp as dlp
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.schema import Column, Schema, TableSource

@@ -1,4 +1,4 @@
-"""Tests for DP-MERF (mechanisms/dpmerf.py): sensitivity, accounting, noise-off recovery, an audit of
+"""Tests for DP-MERF (mechanisms/synthesizers/dpmerf/): sensitivity, accounting, noise-off recovery, an audit of
 the released embedding with mutants, summary round trip, determinism, parameter checks, CLI."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 
 from mechanisms.accounting import calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
-from mechanisms.dpmerf import DPMERF, THREADS_ENV, median_heuristic_bandwidth, rff
+from mechanisms.synthesizers.dpmerf import DPMERF, THREADS_ENV, median_heuristic_bandwidth, rff
 from mechanisms.noise import Noise
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import clopper_pearson

@@ -1,4 +1,4 @@
-"""Tests for mechanisms/kdtree.py (Kreačić et al. UAI 2023, Algorithms 1-5).
+"""Tests for mechanisms/synthesizers/kdtree/ (Kreačić et al. UAI 2023, Algorithms 1-5).
 
 Tolerances are stated per test; all randomness is seeded (``Noise.seeded``), so every check is
 deterministic, and each statistical check is one that a wrong law would fail.
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from mechanisms import kdtree
-from mechanisms.kdtree import (CellGrid, KDTreeAdaptive, KDTreeGrid, binomial, conditioned_dlap, count_threshold,
+from mechanisms.synthesizers import kdtree
+from mechanisms.synthesizers.kdtree import (CellGrid, KDTreeAdaptive, KDTreeGrid, binomial, conditioned_dlap, count_threshold,
                                dlap_tail, sample_empty_cells)
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run

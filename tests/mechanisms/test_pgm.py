@@ -129,8 +129,8 @@ def _chain_model(sizes: list[int], seed: int) -> pgm.ModelTables:
 
 def _one_way_sampling_share(model: pgm.ModelTables, rows: int, draw) -> float:
     """Mean 1-way TVD of ``rows`` sampled rows against the model's marginals, as a share of the
-    recommendation's i.i.d. sampling prior (recommend.sampling_tvd)."""
-    from mechanisms import recommend
+    recommendation's i.i.d. sampling prior (predictors.sampling_tvd)."""
+    from mechanisms.guidance import predictors
 
     measured, prior = [], []
     for rep in range(4):
@@ -138,7 +138,7 @@ def _one_way_sampling_share(model: pgm.ModelTables, rows: int, draw) -> float:
         for j, a in enumerate(model.names):
             p = model.marginal((a,))
             measured.append(0.5 * np.abs(np.bincount(cells[:, j], minlength=p.size) / rows - p).sum())
-            prior.append(recommend.sampling_tvd(p.size, rows))
+            prior.append(predictors.sampling_tvd(p.size, rows))
     return float(np.mean(measured) / np.mean(prior))
 
 
@@ -162,33 +162,33 @@ def _iid_sampler(model: pgm.ModelTables, rows: int, rng: np.random.Generator) ->
 
 
 def test_the_samplers_1way_error_is_the_share_the_recommendation_predicts():
-    """recommend.PGM_SAMPLING_1WAY (the share of i.i.d. sampling error the model sampler leaves on a
+    """predictors.PGM_SAMPLING_1WAY (the share of i.i.d. sampling error the model sampler leaves on a
     column) is measured here: randomised rounding and stratified uniforms keep each column's counts to
     rounding. Measured 0.047-0.18 on these four models (seeds fixed; other seeds give 0.07-0.23); the
     prior must lie in that range and every model within a factor 2.5 of it."""
-    from mechanisms import recommend
+    from mechanisms.guidance import predictors
 
     shares = [_one_way_sampling_share(_chain_model(sizes, seed), rows, pgm.ModelTables.sample)
               for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)]
-    assert min(shares) <= recommend.PGM_SAMPLING_1WAY <= max(shares), shares
-    assert all(recommend.PGM_SAMPLING_1WAY / 2.5 <= s <= 2.5 * recommend.PGM_SAMPLING_1WAY for s in shares), shares
+    assert min(shares) <= predictors.PGM_SAMPLING_1WAY <= max(shares), shares
+    assert all(predictors.PGM_SAMPLING_1WAY / 2.5 <= s <= 2.5 * predictors.PGM_SAMPLING_1WAY for s in shares), shares
 
 
 def test_an_iid_sampler_is_caught_by_the_1way_share_check():
     """Mutant: each column drawn i.i.d. from its conditional leaves 1.13-1.62 (measured), outside the
     factor 2.5 the check above allows."""
-    from mechanisms import recommend
+    from mechanisms.guidance import predictors
 
     shares = [_one_way_sampling_share(_chain_model(sizes, seed), rows, _iid_sampler)
               for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)]
-    assert min(shares) > 2.5 * recommend.PGM_SAMPLING_1WAY, shares
+    assert min(shares) > 2.5 * predictors.PGM_SAMPLING_1WAY, shares
 
 
 def _pair_sampling_shares(model: pgm.ModelTables, rows: int, draw) -> tuple[float, float]:
     """(pairs inside a clique, pairs two links apart) of a chain model: mean 2-way TVD of ``rows`` sampled
-    rows against the model's pair marginals, as a share of recommend.sampling_tvd; the first divided by
-    recommend.stratified_share (the prior for pairs inside a clique)."""
-    from mechanisms import recommend
+    rows against the model's pair marginals, as a share of predictors.sampling_tvd; the first divided by
+    predictors.stratified_share (the prior for pairs inside a clique)."""
+    from mechanisms.guidance import predictors
 
     inside, outside, law = [], [], []
     for rep in range(3):
@@ -196,20 +196,20 @@ def _pair_sampling_shares(model: pgm.ModelTables, rows: int, draw) -> tuple[floa
         for i in range(len(model.names) - 1):
             p, k = model.tables[i], model.sizes[model.names[i + 1]]
             emp = np.bincount(cells[:, i] * k + cells[:, i + 1], minlength=p.size) / rows
-            inside.append((0.5 * np.abs(emp - p.ravel()).sum(), recommend.sampling_tvd(p.size, rows)))
-            law.append(recommend.stratified_share(p.size, rows))
+            inside.append((0.5 * np.abs(emp - p.ravel()).sum(), predictors.sampling_tvd(p.size, rows)))
+            law.append(predictors.stratified_share(p.size, rows))
             if i + 2 < len(model.names):
                 nxt = model.tables[i + 1] / model.tables[i + 1].sum(axis=1, keepdims=True)
                 p2, k2 = p @ nxt, model.sizes[model.names[i + 2]]
                 emp2 = np.bincount(cells[:, i] * k2 + cells[:, i + 2], minlength=p2.size) / rows
-                outside.append((0.5 * np.abs(emp2 - p2.ravel()).sum(), recommend.sampling_tvd(p2.size, rows)))
+                outside.append((0.5 * np.abs(emp2 - p2.ravel()).sum(), predictors.sampling_tvd(p2.size, rows)))
     inside_share = np.mean([m for m, _ in inside]) / np.mean([q for _, q in inside])
     outside_share = np.mean([m for m, _ in outside]) / np.mean([q for _, q in outside])
     return float(inside_share / np.mean(law)), float(outside_share)
 
 
 def test_the_samplers_2way_error_is_the_stratified_share_inside_cliques_and_iid_outside():
-    """recommend.stratified_share (sqrt(cells / n), the share of i.i.d. sampling error the model sampler
+    """predictors.stratified_share (sqrt(cells / n), the share of i.i.d. sampling error the model sampler
     leaves on a pair inside one of the model's cliques) is measured here, not fitted: 0.89-1.06 x the law
     on the four models (seeds fixed); pairs that no clique holds get no help from stratification
     (0.78-1.43 x i.i.d.), which is why MST's and AIM's predictions weight the law by the pairs covered."""
@@ -229,9 +229,9 @@ def test_an_iid_sampler_is_caught_by_the_2way_share_check():
 
 def _clique_pair_shares(sizes: list[int], rows: int, seed: int, draw) -> list[float]:
     """One 3-column clique (skewed joint): for the pairs with the last column, the sampled rows' 2-way
-    TVD against the model's as a share of i.i.d. error, divided by recommend.stratified_share of the
+    TVD against the model's as a share of i.i.d. error, divided by predictors.stratified_share of the
     table that column is drawn from (all three columns' cells)."""
-    from mechanisms import recommend
+    from mechanisms.guidance import predictors
 
     rng = np.random.default_rng(seed)
     names = [f"c{i}" for i in range(len(sizes))]
@@ -245,8 +245,8 @@ def _clique_pair_shares(sizes: list[int], rows: int, seed: int, draw) -> list[fl
             p = model.marginal((names[i], names[2]))
             emp = np.bincount(cells[:, i] * sizes[2] + cells[:, 2], minlength=p.size) / rows
             measured.append(0.5 * np.abs(emp - p.ravel()).sum())
-            prior.append(recommend.sampling_tvd(p.size, rows))
-        out.append(float(np.mean(measured) / np.mean(prior)) / recommend.stratified_share(int(np.prod(sizes)), rows))
+            prior.append(predictors.sampling_tvd(p.size, rows))
+        out.append(float(np.mean(measured) / np.mean(prior)) / predictors.stratified_share(int(np.prod(sizes)), rows))
     return out
 
 

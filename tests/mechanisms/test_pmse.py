@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from sklearn.tree import DecisionTreeClassifier
 
-from mechanisms import pmse
+from mechanisms.synthesizers import pmse
 from mechanisms.noise import Noise
-from mechanisms.pmse import (LinearGaussianModel, PMSEMechanism, PMSEUtility, depth1_pmse,
+from mechanisms.synthesizers.pmse import (LinearGaussianModel, PMSEMechanism, PMSEUtility, depth1_pmse,
                              exponential_mechanism_grid, metropolis, tree_pmse)
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar

@@ -1,4 +1,4 @@
-"""PrivHP (mechanisms/privhp.py): planning, consistency, exact recovery without noise, sampling by descent,
+"""PrivHP (mechanisms/synthesizers/privhp/): planning, consistency, exact recovery without noise, sampling by descent,
 sensitivity of counters and sketches under replace-one, a DP audit with a mutant, streaming memory."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms import privhp
+from mechanisms.synthesizers import privhp
 from mechanisms.noise import Noise
-from mechanisms.privhp import PrivHP, consistency
+from mechanisms.synthesizers.privhp import PrivHP, consistency
 from mechanisms.schema import Column, Schema, TableSource, draft_schema, read_raw_csv
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
@@ -326,7 +326,7 @@ RSS_SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np, pandas as pd
     from mechanisms.noise import Noise
-    from mechanisms.privhp import PrivHP
+    from mechanisms.synthesizers.privhp import PrivHP
     from mechanisms.schema import Column, Schema
     schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
                              Column("y", "continuous", lower=0.0, upper=1.0)))

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mechanisms import recommend as rec
+from mechanisms import registry
+from mechanisms.guidance import predictors
+from mechanisms.guidance import recommend as rec
 from mechanisms.schema import Column, Schema
+from mechanisms.synthesizers.aim import guide as aim_guide
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = Schema.from_json((ROOT / "benchmarks" / "schemas" / "adult.json").read_text())
@@ -120,8 +123,8 @@ def test_the_baseline_prediction_follows_its_noise_scale():
     """With noise dominating, the 1-way prediction is sum over cells of b / (2n), b = 2d/epsilon."""
     s = Schema(columns=tuple(Column(f"c{j}", "categorical", categories=("a", "b")) for j in range(4)))
     p = rec.predict("baseline", rec.Setting(s, 100_000, 0.01), rec.Purpose())
-    raw = rec.noise_tvd(2, 2 * 4 / 0.01, 100_000)  # 0.04
-    assert p.tvd_1way == pytest.approx(rec.soft_cap(raw, rec.SATURATION_1WAY), rel=0.01)
+    raw = predictors.noise_tvd(2, 2 * 4 / 0.01, 100_000)  # 0.04
+    assert p.tvd_1way == pytest.approx(predictors.soft_cap(raw, predictors.SATURATION_1WAY), rel=0.01)
     doubled = rec.predict("baseline", rec.Setting(s, 100_000, 0.005), rec.Purpose())
     assert doubled.tvd_1way > 1.8 * p.tvd_1way  # half the epsilon, about twice the error
 
@@ -139,13 +142,13 @@ def test_the_curve_decreases_with_epsilon_and_bisection_finds_the_crossing():
     assert rec.smallest_epsilon("baseline", ADULT, n=ADULT_N, target=0.05) is None  # below its independence floor
 
 
-def test_a_new_mechanism_without_a_predictor_gets_the_default(monkeypatch):
-    monkeypatch.delitem(rec.PREDICTORS, "density-lp")
+def test_a_mechanism_without_an_accuracy_model_gets_no_numeric_prediction(monkeypatch):
+    monkeypatch.setattr(registry.get("density-lp"), "predict_accuracy", staticmethod(lambda setting, params: None))
     p = rec.predict("density-lp", rec.Setting(ADULT, ADULT_N, 1.0), rec.Purpose())
     assert p.status == "ok" and p.score is None and p.modelled == rec.UNKNOWN_NOTE
 
 
-def test_every_registered_mechanism_has_a_predictor_or_the_default():
+def test_every_supporting_mechanism_is_predicted():
     r = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-6)
     assert {p.mechanism for p in r.items} == set(rec.registry.supporting(ADULT))
     assert json.loads(json.dumps(r.to_dict()))["public_inputs_only"] is True
@@ -208,13 +211,10 @@ def test_the_tie_rule_reads_in_the_reason():
 
 
 def test_every_parameter_of_every_mechanism_has_steward_help():
-    from mechanisms import registry
-    from mechanisms.steward_help import steward_help
-
     assert {"aim", "mst", "dpmerf"} <= set(registry.names())
     for name in registry.names():
         for spec in registry.get(name).params:
-            text = steward_help(name, spec)
+            text = registry.get(name).help(spec.name)
             assert len(text) > 30, (name, spec.name)
         described = registry.get(name).describe()["params"]
         assert all(p["steward_help"] for p in described), name
@@ -224,7 +224,7 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
     """Finding 2 of docs/benchmarks.md: zCDP composition over d marginals beats basic composition.
     A mechanism offering a 'gaussian' choice gets it recommended when delta > 0 and it predicts better."""
     from mechanisms.base import ParamSpec
-    from mechanisms.baseline import Baseline
+    from mechanisms.synthesizers.baseline import Baseline
 
     setting = rec.Setting(ADULT, ADULT_N, 0.1, 1e-5)
     laplace = rec.predict("baseline", setting, rec.Purpose())
@@ -239,18 +239,18 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
 
 def test_mst_and_aim_predictions_follow_their_small_signal_rules():
     """dpportal's MST measures no tree and AIM runs fewer rounds when n is small for the budget
-    (mechanisms.mst.tree_is_informative, mechanisms.aim.default_rounds): the predictions say so."""
+    (mechanisms.synthesizers.mst.tree_is_informative, mechanisms.synthesizers.aim.default_rounds): the predictions say so."""
     german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
     small = rec.Setting(german, 800, 0.1, 1e-5)
-    mst = rec.PREDICTORS["mst"](small, {})
-    gauss = rec.predict_baseline(small, {"noise_type": "gaussian"})
+    mst = registry.get("mst").predict_accuracy(small, {})
+    gauss = predictors.predict_independent_histograms(small, {"noise_type": "gaussian"})
     assert "1-way marginals only" in mst.modelled and mst.one_way == gauss.one_way
-    tree = rec.PREDICTORS["mst"](small, {"tree": "always"})  # the paper's split: pairs measured
+    tree = registry.get("mst").predict_accuracy(small, {"tree": "always"})  # the paper's split: pairs measured
     assert "tree pair" in tree.modelled
-    rich = rec.PREDICTORS["mst"](rec.Setting(ADULT, ADULT_N, 1.0, 1e-5), {})
+    rich = registry.get("mst").predict_accuracy(rec.Setting(ADULT, ADULT_N, 1.0, 1e-5), {})
     assert "tree pair" in rich.modelled
-    aim = rec.PREDICTORS["aim"](small, {})
-    paper = rec.PREDICTORS["aim"](small, {"max_rounds": 16 * len(german.kept)})
+    aim = registry.get("aim").predict_accuracy(small, {})
+    paper = registry.get("aim").predict_accuracy(small, {"max_rounds": 16 * len(german.kept)})
     assert "(21 rounds)" in aim.modelled and "(336 rounds)" in paper.modelled
     sigma = lambda e: float(re.search(r"sigma = ([\d.e+]+)", e.modelled).group(1))  # noqa: E731
     assert sigma(aim) * 3.9 < sigma(paper)  # sqrt(336 / 21) = 4: each measurement far less noisy
@@ -283,19 +283,19 @@ def test_density_lp_is_floored_by_its_product_reference_only_where_its_noise_swa
     baseline's 0.074). A floor applied everywhere (the broken variant) loses the second."""
     german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
     swamped = rec.Setting(german, 800, 0.1, 1e-5)
-    lp = rec.predict_density_lp(swamped, {"noise_type": "gaussian"})
+    lp = registry.get("density-lp").predict_accuracy(swamped, {"noise_type": "gaussian"})
     assert "floored by its product reference" in lp.modelled
     assert _mean_two_way(lp, len(german.kept)) > 0.42  # the reference's level (0.45), not the LP link's 0.3
     rich = rec.Setting(ADULT, ADULT_N, 10.0, 0.0)
     d = len(ADULT.kept)
-    assert _mean_two_way(rec.predict_density_lp(rich, {}), d) < _mean_two_way(rec.predict_baseline(rich, {}), d)
+    assert _mean_two_way(registry.get("density-lp").predict_accuracy(rich, {}), d) < _mean_two_way(predictors.predict_independent_histograms(rich, {}), d)
     assert rec.recommend(ADULT, n=ADULT_N, epsilon=10.0).recommended == "density-lp"
     # the broken variant: its reference (the product of 1-way marginals at half the budget) is above the
     # LP's prediction there, so a floor applied everywhere would have lifted density-lp to it
-    reference = rec.predict_baseline(rec.Setting(ADULT, ADULT_N, 5.0, 0.0), {})
-    assert _mean_two_way(reference, d) > _mean_two_way(rec.predict_density_lp(rich, {}), d) + 0.005
+    reference = predictors.predict_independent_histograms(rec.Setting(ADULT, ADULT_N, 5.0, 0.0), {})
+    assert _mean_two_way(reference, d) > _mean_two_way(registry.get("density-lp").predict_accuracy(rich, {}), d) + 0.005
     # uniform reference: nothing to floor by
-    assert "floored" not in rec.predict_density_lp(swamped, {"reference": "uniform"}).modelled
+    assert "floored" not in registry.get("density-lp").predict_accuracy(swamped, {"reference": "uniform"}).modelled
 
 
 def test_aim_with_rounds_for_the_1way_start_only_is_predicted_as_independent_columns():
@@ -305,13 +305,13 @@ def test_aim_with_rounds_for_the_1way_start_only_is_predicted_as_independent_col
     german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
     d = len(german.kept)
     s = rec.Setting(german, 800, 1.0, 1e-5)
-    start_only = rec.predict_aim(s, {"max_rounds": d})
+    start_only = registry.get("aim").predict_accuracy(s, {"max_rounds": d})
     one = start_only.one_way
-    independent = rec._independent_columns(s, one, rec.covered_sampling(1.0, rec.AIM_PARENT_CELLS))
+    independent = predictors.independent_columns(s, one, predictors.covered_sampling(1.0, aim_guide.AIM_PARENT_CELLS))
     pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
     assert max(abs(start_only.two_way(i, j) - independent(i, j)) for i, j in pairs) < 0.002
-    paper = rec.predict_aim(rec.Setting(german, 800, 10.0, 1e-5), {"max_rounds": 16 * d})
-    alone = rec._independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, rec.covered_sampling(1.0, rec.AIM_PARENT_CELLS))
+    paper = registry.get("aim").predict_accuracy(rec.Setting(german, 800, 10.0, 1e-5), {"max_rounds": 16 * d})
+    alone = predictors.independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, predictors.covered_sampling(1.0, aim_guide.AIM_PARENT_CELLS))
     assert all(paper.two_way(i, j) <= alone(i, j) for i, j in pairs)
     assert _mean_two_way(paper, d) < 0.7 * sum(alone(i, j) for i, j in pairs) / len(pairs)
 

@@ -1,5 +1,5 @@
-"""The calibration behind the recommendation: the priors in mechanisms/recommend.py are what the
-documented grid search chooses on the recorded benchmark (docs/data/benchmarks-full.json)."""
+"""The calibration behind the recommendation: the priors (mechanisms/guidance/predictors.py, each mechanism's
+guide.py) are what the documented grid search chooses on the recorded benchmark (docs/data/benchmarks-full.json)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.calibration import recommend_calibration as cal
-from mechanisms import recommend as rec
+from mechanisms.guidance import predictors
+from mechanisms.synthesizers.density_lp import guide as lp_guide
 
 
 @pytest.fixture(scope="module")
@@ -18,24 +19,24 @@ def means():
 @pytest.mark.parametrize("mech", list(cal.FITS))
 @pytest.mark.slow
 def test_the_priors_in_the_code_are_the_fit_of_the_recorded_run(means, mech):
-    saved = {name: getattr(rec, name) for name in cal.FITS[mech]}
+    saved = {name: cal.prior(name) for name in cal.FITS[mech]}
     try:
         chosen = cal.fit(means, mech, set(cal.ROWS))
     finally:
         for name, value in saved.items():
-            setattr(rec, name, value)
+            setattr(cal.prior_home(name), name, value)
     assert chosen == saved, f"refit {mech}: python -m benchmarks.calibration.recommend_calibration --fit"
 
 
 def test_the_fit_notices_a_broken_prior(means):
     """A deliberately wrong independence penalty moves the baseline's 2-way predictions out of range."""
     good = cal.loss(means, "baseline", set(cal.ROWS))
-    saved = rec.INDEPENDENCE_PENALTY
+    saved = predictors.INDEPENDENCE_PENALTY
     try:
-        rec.INDEPENDENCE_PENALTY = 0.2
+        predictors.INDEPENDENCE_PENALTY = 0.2
         broken = cal.loss(means, "baseline", set(cal.ROWS))
     finally:
-        rec.INDEPENDENCE_PENALTY = saved
+        predictors.INDEPENDENCE_PENALTY = saved
     assert good[0] <= 3 and broken[0] >= good[0] + 10  # 3: Gaussian-mode rows at epsilon 0.1 (docs/recommend.md)
 
 
@@ -79,10 +80,10 @@ def _outside_goal(means) -> list[tuple]:
 
 def test_marginal_predictions_are_within_the_goal_and_a_width_blind_density_lp_is_not(means):
     assert _outside_goal(means) == []
-    saved = rec.LP_WIDTH_POWER
+    saved = lp_guide.LP_WIDTH_POWER
     try:
-        rec.LP_WIDTH_POWER = 0.0  # mutant: a density-lp blind to the table's width
+        lp_guide.LP_WIDTH_POWER = 0.0  # mutant: a density-lp blind to the table's width
         missed = _outside_goal(means)
     finally:
-        rec.LP_WIDTH_POWER = saved
+        lp_guide.LP_WIDTH_POWER = saved
     assert ("credit_default_taiwan", "density-lp", 1.0) in {m[:3] for m in missed}

@@ -1,11 +1,13 @@
-"""Run-time estimates (mechanisms/runtime.py): public inputs only, growing with what the algorithm's
+"""Run-time estimates (mechanisms/guidance/runtime.py): public inputs only, growing with what the algorithm's
 cost grows with, readable text."""
 
 from __future__ import annotations
 
 import pytest
 
-from mechanisms import runtime
+from mechanisms import registry
+from mechanisms.guidance import runtime
+from mechanisms.synthesizers.aim import guide as aim_guide
 from mechanisms.schema import Column, Schema
 
 SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
@@ -52,38 +54,38 @@ def test_draws_are_estimated_from_rows_alone():
 
 def test_aim_estimate_grows_with_the_budget_the_candidates_and_the_largest_column():
     """AIM: work = candidate cells x sqrt(largest column) x columns x rho^0.2 x (T / 16 d)^0.8
-    (docs/operations.md); T = 16 d unless n is small for the budget (mechanisms.aim.default_rounds)."""
+    (docs/operations.md); T = 16 d unless n is small for the budget (mechanisms.synthesizers.aim.default_rounds)."""
     import math
 
     from mechanisms.accounting import zcdp_rho
-    from mechanisms.aim import default_rounds
+    from mechanisms.synthesizers.aim import default_rounds
 
     cols = tuple(Column(f"c{i}", "categorical", categories=tuple("abcd")) for i in range(6))
     six = Schema(columns=cols)
     n = 100_000  # enough rows for the paper's 16 d rounds at epsilon 1
     w = lambda eps, schema=six, **p: runtime.work("aim", n=n, schema=schema, params=p, epsilon=eps, delta=1e-5)  # noqa: E731
     pairs = 15 * 16  # all-2way: 15 pairs of 4 x 4 cells
-    assert w(1.0) == pytest.approx(pairs * 2 * 6 * zcdp_rho(1.0, 1e-5) ** runtime.AIM_RHO_POWER)
+    assert w(1.0) == pytest.approx(pairs * 2 * 6 * zcdp_rho(1.0, 1e-5) ** aim_guide.AIM_RHO_POWER)
     small = runtime.work("aim", n=1000, schema=six, params={}, epsilon=1.0, delta=1e-5)  # fewer rounds
     T = default_rounds(1000, zcdp_rho(1.0, 1e-5), [4] * 6)
-    assert T < 96 and small == pytest.approx(w(1.0) * (T / 96) ** runtime.AIM_ROUNDS_POWER)
+    assert T < 96 and small == pytest.approx(w(1.0) * (T / 96) ** aim_guide.AIM_ROUNDS_POWER)
     assert runtime.work("aim", n=n, schema=six, params={"max_rounds": 48}, epsilon=1.0, delta=1e-5) == pytest.approx(
-        w(1.0) * 0.5 ** runtime.AIM_ROUNDS_POWER)  # the steward's max_rounds counts too
+        w(1.0) * 0.5 ** aim_guide.AIM_ROUNDS_POWER)  # the steward's max_rounds counts too
     assert w(10.0) / w(1.0) == pytest.approx((zcdp_rho(10, 1e-5) / zcdp_rho(1, 1e-5)) ** 0.2)
     assert w(1.0, workload="all-3way") == w(1.0)  # timed as all pairs: measured about as long through the API
-    assert w(1.0, workload="target", target="c0") == w(1.0)  # timed as all pairs (measured, runtime.py)
+    assert w(1.0, workload="target", target="c0") == w(1.0)  # timed as all pairs (measured: the AIM guide's note)
     wide = Schema(columns=cols + (Column("big", "categorical", categories=tuple(f"v{i}" for i in range(64))),))
     assert w(1.0, schema=wide) > w(1.0) * math.sqrt(64 / 4)  # more cells and a larger largest column
     est = runtime.estimate("aim", n=n, schema=six, epsilon=1.0, delta=1e-5)
-    assert est.calibrated and est.seconds == pytest.approx(runtime.COEFFICIENTS["aim"][0]
-                                                           + runtime.COEFFICIENTS["aim"][1] * w(1.0))
+    model = registry.get("aim").runtime_model
+    assert est.calibrated and est.seconds == pytest.approx(model.a + model.b * w(1.0))
     assert runtime.estimate("aim", n=n, schema=six).seconds == est.seconds  # epsilon 1, delta 1e-5 assumed
 
 
 def test_aim_shows_a_range_with_its_reason_and_others_a_single_value():
     cols = tuple(Column(f"c{i}", "categorical", categories=tuple(f"v{k}" for k in range(40))) for i in range(12))
     est = runtime.estimate("aim", n=30_000, schema=Schema(columns=cols), epsilon=1.0, delta=1e-5)
-    lo, hi = runtime.RANGES["aim"]
+    lo, hi = registry.get("aim").runtime_model.range
     assert est.low == pytest.approx(est.seconds * lo) and est.high == pytest.approx(est.seconds * hi)
     d = est.to_dict()
     assert d["text"].startswith("between ") and d["low_seconds"] < d["seconds"] < d["high_seconds"]
@@ -92,7 +94,7 @@ def test_aim_shows_a_range_with_its_reason_and_others_a_single_value():
     w = runtime.estimate("aim", n=20_000, schema=wide, epsilon=1.0, delta=1e-5)
     assert w.low == pytest.approx(w.seconds * runtime.WIDE_RANGE[0]) and "42 columns" in w.range_reason
     mst = runtime.estimate("mst", n=10_000, schema=Schema(columns=cols)).to_dict()
-    assert mst["low_seconds"] == pytest.approx(mst["seconds"] * runtime.RANGES["mst"][0], abs=0.1)
+    assert mst["low_seconds"] == pytest.approx(mst["seconds"] * registry.get("mst").runtime_model.range[0], abs=0.1)
     assert "compiled Private-PGM programs" in mst["range_reason"]
     baseline = runtime.estimate("baseline", n=10_000, schema=Schema(columns=cols)).to_dict()
     assert "low_seconds" not in baseline and baseline["text"] == "a few seconds"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dpportal.releases.models import Release
-from mechanisms.privhp import PrivHP
+from mechanisms.synthesizers.privhp import PrivHP
 
 
 def test_privhp_form_shows_the_memory_estimate_and_updates_it_without_queueing(world):

@@ -114,7 +114,7 @@ def test_suggested_delta_is_a_power_of_ten_below_one_tenth_of_one_over_n():
 
 
 def test_a_numeric_target_is_refused_by_the_param_spec():
-    from mechanisms.dpmerf import DPMERF
+    from mechanisms.synthesizers.dpmerf import DPMERF
     from mechanisms.schema import Schema
 
     spec = next(s for s in DPMERF.params if s.name == "target")

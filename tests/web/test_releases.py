@@ -9,7 +9,7 @@ import json
 from dpportal.ledger import services as ledger
 from dpportal.releases import services, tasks
 from dpportal.releases.models import Release
-from mechanisms.baseline import Baseline
+from mechanisms.synthesizers.baseline import Baseline
 
 from .personas import make_dataset, run_release
 

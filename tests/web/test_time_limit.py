@@ -65,7 +65,7 @@ def test_a_job_past_its_memory_limit_fails_as_a_job_and_stays_spent(world, monke
     """The pool process's memory cap (DPPORTAL_JOB_MEMORY_LIMIT_MB) turns a runaway allocation into a
     MemoryError inside fit: the release fails with a message naming the limit; it had read the data, so
     its budget stays spent."""
-    from mechanisms.baseline import Baseline
+    from mechanisms.synthesizers.baseline import Baseline
 
     def runaway(self, source):
         source.frame()

@@ -82,10 +82,11 @@ from scipy import sparse
 from scipy.optimize import OptimizeWarning, linprog
 from scipy.stats import binom
 
-from .accounting import PrivacyCost, split_budget, zcdp_rho
-from .base import NOISE_MODE, Mechanism, ParamSpec
-from .noise import Noise, laplace_scale
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost, split_budget, zcdp_rho
+from ...base import NOISE_MODE, Mechanism, ParamSpec
+from ...noise import Noise, laplace_scale
+from ...schema import Schema, TableSource
+from . import guide
 
 # -- tuning constants --------------------------------------------------------------------------------
 # Accuracy target delta and failure probability gamma used to derive the default m from the theorems
@@ -364,6 +365,14 @@ class DensityLP(Mechanism):
     title = "Private density estimate + LP reweighting"
     paper = ("Bojkovic & Loh, Differentially Private Synthetic Data with Private Density Estimation "
              "(Algorithms 1-3); Boedihardjo, Strohmer & Vershynin")
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 4
+    target_structure = "joint"
     params = (
         ParamSpec("reference", "choice", "auto",
                   "reference measure mu: 'uniform' (no budget), 'histogram' (perturbed histogram, small "

@@ -100,10 +100,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, split_budget
-from .base import Mechanism, ParamSpec
-from .noise import laplace_scale
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost, split_budget
+from ...base import Mechanism, ParamSpec
+from ...noise import laplace_scale
+from ...schema import Schema, TableSource
+from . import guide
 
 COUNTER_SENSITIVITY = 2  # L1 change of one level's counter vector under replace-one (-1 and +1)
 SKETCH_ROW_SENSITIVITY = 2  # L1 change of ONE sketch row under replace-one; a j-row sketch changes by 2j
@@ -393,6 +394,14 @@ class PrivHP(Mechanism):
              "Algorithms 1-3")
     supported_kinds = frozenset({"continuous", "integer", "categorical"})
     streaming = True
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 3
+    target_structure = "joint"
     params = (
         ParamSpec("memory_mb", "float", DEFAULT_MEMORY_MB,
                   "memory budget M of the private structure in MiB (counters + sketches); sets L*, w, k "
@@ -426,6 +435,13 @@ class PrivHP(Mechanism):
         if isinstance(n, bool) or int(n) < 1:
             raise ValueError(f"n must be a positive integer, got n={n!r}")
         return make_plan(schema, int(n), float(epsilon), cls.validate_params(dict(params or {}), schema))
+
+    @classmethod
+    def memory_parts(cls, schema: Schema, n: int, epsilon: float, params: dict) -> list[dict]:
+        plan = cls.plan_for(schema, n, epsilon, params)
+        return [{"part": k, "what": guide.MEMORY_PARTS.get(k, k), "bytes": v,
+                 "chunk_rows": plan.chunk_rows if k == "chunk" else None}
+                for k, v in plan.memory_bytes(len(schema.kept)).items() if k != "total"]
 
     def check_plan(self, n: int) -> None:
         make_plan(self.schema, int(n), self.epsilon, self.params)

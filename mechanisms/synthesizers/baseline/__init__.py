@@ -26,10 +26,11 @@ import pandas as pd
 
 import math
 
-from .accounting import PrivacyCost, zcdp_rho
-from .base import NOISE_MODE, Mechanism
-from .noise import laplace_scale
-from .schema import TableSource
+from ...accounting import PrivacyCost, zcdp_rho
+from ...base import NOISE_MODE, Mechanism
+from ...noise import laplace_scale
+from ...schema import TableSource
+from . import guide
 
 SENSITIVITY = 2  # L1 sensitivity of one histogram under replace-one
 
@@ -39,6 +40,14 @@ class Baseline(Mechanism):
     title = "Independent noisy marginals (baseline)"
     paper = "Reference baseline: per-column discrete-Laplace histograms, columns sampled independently"
     gaussian_mode = True
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 0
+    target_structure = "independent"
     params = (NOISE_MODE,)
 
     def noise_scale(self) -> float:

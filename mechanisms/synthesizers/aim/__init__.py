@@ -47,12 +47,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
-from .base import Mechanism, ParamSpec
-from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, JunctionTreeSize, Measurement, Measurements,
+from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ...base import Mechanism, ParamSpec
+from ...pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, JunctionTreeSize, Measurement, Measurements,
                   ModelTables, candidate_marginals, estimate, load_mbi, measure, release_programs,
                   rho_of_measurement, sigma_for_rho)
-from .schema import Schema, TableSource
+from ...schema import Schema, TableSource
+from . import guide
 
 WORKLOADS = ("all-2way", "all-3way", "target")
 ROUNDS_PER_COLUMN = 16  # the paper's T = 16 d
@@ -116,6 +117,16 @@ class AIM(Mechanism):
     title = "AIM: adaptive and iterative selection of noisy marginals (Private-PGM)"
     paper = "McKenna, Mullins, Sheldon & Miklau, VLDB 2023, Algorithm 1"
     needs_delta = True
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 8
+    target_structure = "conditional"
+    target_params = {"workload": "target"}
+    target_how = "measures the marginals that contain {t} (workload 'target')"
     params = (
         ParamSpec("workload", "choice", "all-2way", "Which marginals matter to analysts: all pairs of columns, "
                   "all triples (slower, for higher-order relations), or every triple containing the target "

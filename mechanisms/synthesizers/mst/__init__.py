@@ -39,11 +39,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
-from .base import Mechanism, ParamSpec
-from .pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
+from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ...base import Mechanism, ParamSpec
+from ...pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
                   estimate, load_mbi, measure, release_programs, rho_of_measurement, sigma_for_rho)
-from .schema import TableSource
+from ...schema import TableSource
+from . import guide
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged
 MAX_PAIR_CELLS = 50_000_000  # all column pairs' exact counts are held for selection (int64: 400 MB)
@@ -105,6 +106,14 @@ class MST(Mechanism):
     title = "MST: maximum spanning tree of noisy 2-way marginals (Private-PGM)"
     paper = "McKenna, Miklau & Sheldon, JPC 2021 (winner of the NIST 2018 DP synthetic data challenge)"
     needs_delta = True
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 6
+    target_structure = "joint"
     params = (
         ParamSpec("iters", "int", 5000, "Mirror-descent iterations of the final Private-PGM estimate: more "
                   "fits the noisy marginals more closely and takes longer (no privacy cost)", 100, 100_000),

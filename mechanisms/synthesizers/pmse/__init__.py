@@ -72,10 +72,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost
-from .base import Mechanism, ParamSpec
-from .noise import Noise
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost
+from ...base import Mechanism, ParamSpec
+from ...noise import Noise
+from ...schema import Schema, TableSource
+from . import guide
 
 # -- tuning constants ------------------------------------------------------------------------------
 PRIOR_VARIANCE = 1e5  # the paper's "very flat" N(0, 100 000) prior on every parameter (Section 6)
@@ -540,27 +541,17 @@ class PMSEMechanism(Mechanism):
     paper = ("Snoke & Slavković (2018), pMSE Mechanism: Differentially Private Synthetic Data with Maximal "
              "Distributional Similarity (PSD 2018), Algorithms 1-2, Theorem 2")
     supported_kinds = frozenset({"continuous", "integer"})
-    WIDE = 3  # more kept columns than this: the strict utility's flat directions dominate (below)
+    WIDE = 3  # more kept columns than this: the strict utility's flat directions dominate (guide.advice)
 
-    @classmethod
-    def advice(cls, schema: Schema) -> list[str]:
-        """Always: what each tree mode's privacy label means, before anything is released.
-        Measured in docs/benchmarks.md (finding 7): with 9 columns the one-split utility sees only the
-        worst-fitted feature, the chain drifts in the other directions and the synthetic columns fill
-        the public box (2-way TVD 0.75-0.77 at every epsilon, whatever the chain length)."""
-        d = len([c for c in schema.columns if c.kind in cls.supported_kinds])
-        privacy = ("Privacy: tree='strict' (the default) targets epsilon-DP and samples the target by MCMC, which "
-                   "only approximates it (recorded as 'mcmc', not 'pure'); tree='paper' is heuristic (greedy "
-                   "deeper trees break the sensitivity bound; measured epsilon 1.3 against a claimed 1) and the "
-                   "release is recorded as 'heuristic', not as pure epsilon-DP.")
-        if d <= cls.WIDE:
-            return [privacy]
-        return [privacy,
-                f"This schema keeps {d} numeric columns. pMSE is built for two or three: with more, its one-split "
-                f"utility sees only the worst-fitted column and the synthetic values spread over the declared "
-                f"bounds (measured on 9 columns: 2-way TVD 0.75 at every epsilon, docs/benchmarks.md). "
-                f"Exclude columns, or prefer baseline or density-lp for marginals."]
-
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 7
+    target_structure = "joint"
+    advice = classmethod(guide.advice)
     params = (
         ParamSpec("tree", "choice", "strict",
                   "strict: depth-1 trees, exact split, Theorem 2's bound holds. paper: deeper greedy trees "

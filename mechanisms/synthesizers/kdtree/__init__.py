@@ -74,10 +74,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, split_budget
-from .base import Mechanism, ParamSpec
-from .noise import Noise, laplace_scale
-from .schema import TableSource
+from ...accounting import PrivacyCost, split_budget
+from ...base import Mechanism, ParamSpec
+from ...noise import Noise, laplace_scale
+from ...schema import TableSource
+from . import guide
 
 COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, replace-one
 # Refuse parameters for which the expected number of surviving (or splitting) empty cells exceeds
@@ -411,6 +412,14 @@ class KDTreeGrid(_KDBase):
     name = "kdtree-grid"
     title = "KD-tree DP synthetic data: data-independent grid (Algorithm 1)"
     paper = "Kreačić et al., Differentially Private Synthetic Data Using KD-Trees, UAI 2023 (Algorithm 1)"
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.GRID_RUNTIME
+    steward_help = guide.GRID_HELP
+    tstr_measured = guide.GRID_TSTR
+    speed_rank = 1
+    target_structure = "joint"
     params = (
         ParamSpec("width", "float", None, "Cell width w as a fraction of each numeric column's public range "
                   "(default: minimiser of Theorem 3's bound)", minimum=1e-18, maximum=1.0, optional=True),
@@ -500,6 +509,14 @@ class KDTreeAdaptive(_KDBase):
     name = "kdtree-adaptive"
     title = "KD-tree DP synthetic data: adaptive binning (Algorithms 2-3)"
     paper = "Kreačić et al., Differentially Private Synthetic Data Using KD-Trees, UAI 2023 (Algorithms 2-3)"
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.ADAPTIVE_RUNTIME
+    steward_help = guide.ADAPTIVE_HELP
+    tstr_measured = guide.ADAPTIVE_TSTR
+    speed_rank = 2
+    target_structure = "joint"
     params = (
         ParamSpec("split", "float", 0.5, "Fraction ε'/ε of the budget spent on the adaptive partition; the "
                   "rest (ε'') noises the leaf counts", minimum=0.01, maximum=0.99),

@@ -50,10 +50,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
-from . import resources
-from .base import Mechanism, ParamSpec
-from .schema import Schema, TableSource
+from ...accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
+from ... import resources
+from ...base import Mechanism, ParamSpec
+from ...schema import Schema, TableSource
+from . import guide
 
 # -- tuning constants ---------------------------------------------------------------------------
 DEFAULT_FEATURES = 1000  # D, paper Table 4 private setting for adult
@@ -108,6 +109,15 @@ class DPMERF(Mechanism):
     title = "DP-MERF (random-feature mean embedding + generator)"
     paper = "Harder, Adamczewski & Park, DP-MERF, AISTATS 2021 (Algorithm 1, Section 4.3)"
     needs_delta = True
+    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
+    predict_accuracy = staticmethod(guide.predict_accuracy)
+    near_uniform = staticmethod(guide.near_uniform)
+    runtime_model = guide.RUNTIME
+    steward_help = guide.STEWARD_HELP
+    tstr_measured = guide.MEASURED_TSTR
+    speed_rank = 5
+    target_structure = "conditional"
+    target_how = "learns the other columns given {t}"  # its label-conditional mode
     params = (
         ParamSpec("target", "column", None, "Categorical label column: labeled mode (generator conditioned on "
                   "the label, labels drawn from noisy class counts). Empty: unlabeled mode.", optional=True,
