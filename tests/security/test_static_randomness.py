@@ -112,7 +112,7 @@ def _violations(name: str, text: str) -> list[str]:
 
 def test_mechanisms_draw_private_choices_from_private_rng_only():
     bad = []
-    for path in sorted((ROOT / "mechanisms").glob("*.py")):
+    for path in sorted((ROOT / "mechanisms").rglob("*.py")):
         if path.name != "noise.py":
             bad += _violations(path.name, path.read_text())
     assert not bad, ("noise.rng (the published-rows stream) used for what may be a private choice; use "
