@@ -175,9 +175,9 @@ def cmd_synthesize(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from . import evaluation
+    from .evaluation.cli import cli
 
-    return evaluation.cli(args)
+    return cli(args)
 
 
 def cmd_risk(args) -> int:

@@ -1,5 +1,5 @@
 """Columns at full resolution: special values, per-value integer cells, log bins, codes, decimals, the
-exact export, and the statistician's checks of the downloaded file (mechanisms.fidelity)."""
+exact export, and the statistician's checks of the downloaded file (mechanisms.evaluation.fidelity)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms import fidelity
+from mechanisms.evaluation import fidelity
 from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
