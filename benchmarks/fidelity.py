@@ -37,7 +37,8 @@ from mechanisms.evaluation import fidelity
 from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import DEFAULT_BINS, Schema, TableSource, draft_schema, read_raw_csv
+from mechanisms.draft import draft_schema
+from mechanisms.schema import DEFAULT_BINS, Schema, TableSource, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("adult", "credit_default_taiwan", "bank_marketing", "german_credit")

@@ -17,7 +17,8 @@ from .accounting import exact
 from .io import write_synthetic_csv
 from .noise import Noise
 from .runner import build, run
-from .schema import Schema, SchemaError, SchemaMismatch, TableSource, check_header, draft_schema, read_raw_csv
+from .draft import draft_schema
+from .schema import Schema, SchemaError, SchemaMismatch, TableSource, check_header, read_raw_csv
 
 
 class CLIError(Exception):
