@@ -44,7 +44,8 @@ import pandas as pd
 
 from benchmarks.harness.datasets import dataset_path, datasets_dir
 from mechanisms import registry
-from mechanisms.evaluation import evaluate, load_prepared
+from mechanisms.evaluation.tables import load_prepared
+from mechanisms.evaluation.utility import evaluate
 from mechanisms.schema import Schema, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]

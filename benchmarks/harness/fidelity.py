@@ -2,7 +2,7 @@
 
 Each table is split in two random halves: the mechanism is fitted on one (A, with the public row count
 of A) and releases as many rows; the other half (B) is the reference. The exported CSV (exactly the file
-an analyst downloads) is read back as strings and scored by :mod:`mechanisms.fidelity` against B; the
+an analyst downloads) is read back as strings and scored by :mod:`mechanisms.evaluation.fidelity` against B; the
 floor is A itself (same size, real, no privacy). Two column models are compared on the same split:
 
 * ``suggested``: the schema exactly as the upload page suggests it (``draft_schema``);
@@ -33,11 +33,12 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness.datasets import dataset_path
-from mechanisms import fidelity
+from mechanisms.evaluation import fidelity
 from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import DEFAULT_BINS, Schema, TableSource, draft_schema, read_raw_csv
+from mechanisms.draft import draft_schema
+from mechanisms.schema import DEFAULT_BINS, Schema, TableSource, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = ("adult", "credit_default_taiwan", "bank_marketing", "german_credit")
@@ -164,7 +165,7 @@ def _mean(values):
 
 def write_doc(rows: list[dict], command: str, doc: Path = DOC) -> None:
     lines = ["# Benchmarks: the downloaded file at full resolution", "",
-             "What an analyst downloads, scored as a statistician checks it (`mechanisms/fidelity.py`): labels, the",
+             "What an analyst downloads, scored as a statistician checks it (`mechanisms/evaluation/fidelity.py`): labels, the",
              "share of zeros and other special values, the worst column mean, 1-way TVD per value or in 50 quantile",
              "bins, 2-way TVD with numeric columns in 20 quantile bins and in 10 equal-width bins, and the share of",
              "rows holding a pair of categorical values never seen together in the real data. Each table is split",

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from benchmarks.harness.compare import DATA, FILES, ROOT
-from mechanisms.evaluation import tvd
+from mechanisms.evaluation.metrics import tvd
 from mechanisms.noise import Noise
 from mechanisms import pgm
 from mechanisms.pgm import JunctionTreeSize

@@ -4,7 +4,7 @@
 
 Builds a correlated table (10 numeric, 10 categorical columns, a binary target among them) and a
 "synthetic" table from a perturbed version of the same generator, then times
-:func:`mechanisms.evaluation.evaluate` with the target set (TSTR included). Prints JSON with the total
+:func:`mechanisms.evaluation.utility.evaluate` with the target set (TSTR included). Prints JSON with the total
 and per-stage seconds.
 """
 
@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from mechanisms.evaluation import evaluate
+from mechanisms.evaluation.utility import evaluate
 from mechanisms.schema import Column, Schema
 
 N_NUMERIC = 10

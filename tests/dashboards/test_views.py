@@ -66,12 +66,12 @@ def test_downloads_carry_no_evaluation(world):
 
 
 def test_a_failing_evaluation_does_not_fail_the_release(world, monkeypatch):
-    from mechanisms import evaluation
+    from mechanisms.evaluation import utility
 
     def boom(*a, **kw):
         raise RuntimeError("metric exploded")
 
-    monkeypatch.setattr(evaluation, "evaluate", boom)
+    monkeypatch.setattr(utility, "evaluate", boom)
     release = run_release(world.dataset, world.owner, epsilon="0.25")
     assert release.status == "done"
     ev = Evaluation.objects.get(release=release)

@@ -132,8 +132,8 @@ def _install_read_check_write_mutant(services, Budget) -> None:
                 raise services.BudgetExceeded("over budget (mutant)")
             time.sleep(0.005)  # the window between check and write that real load opens too
             Budget.objects.filter(dataset_id=dataset.pk).update(eps_reserved=F("eps_reserved") + cost)
-            return services._append(dataset.pk, kind="reserve", user=user, release=release, epsilon=epsilon,
-                                    delta="0", eps_units=cost, guarantee="pure")
+            return services.admission._append(dataset.pk, kind="reserve", user=user, release=release,
+                                              epsilon=epsilon, delta="0", eps_units=cost, guarantee="pure")
 
     services.reserve = reserve
 

@@ -291,7 +291,7 @@ def test_tighter_accounting_is_informational_for_gaussian_releases(budget, perso
 
 
 def test_gaussian_multipliers_are_read_from_the_privacy_report():
-    read = services._gaussian_multipliers
+    read = services.informational._gaussian_multipliers
     assert read({"details": {"noise_multiplier_sigma": 3.0, "gaussian_releases": 2}}) == [3.0, 3.0]  # DP-MERF
     assert read({"details": {"gaussian_noise_multipliers": [1.5, 2.5]}}) == [1.5, 2.5]
     assert read({"details": {"noise_multiplier": 2.0}}) == [2.0]

@@ -121,10 +121,10 @@ def _install_mutant(services, Budget, LedgerEntry) -> None:
     def read_chain(dataset_id):
         rows = list(LedgerEntry.objects.filter(dataset_id=dataset_id).order_by("seq"))
         time.sleep(0.002)
-        return rows, Budget.objects.filter(dataset_id=dataset_id).values(*services._BUDGET_FIELDS).first()
+        return rows, Budget.objects.filter(dataset_id=dataset_id).values(*services.verification._BUDGET_FIELDS).first()
 
-    services._read_chain = read_chain
-    services.snapshot = contextlib.nullcontext
+    services.verification._read_chain = read_chain
+    services.verification.snapshot = contextlib.nullcontext
 
 
 if __name__ == "__main__":

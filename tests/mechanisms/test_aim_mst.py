@@ -110,7 +110,7 @@ def test_every_draw_is_accounted_and_spends_exactly_the_budget(name, params):
 @pytest.mark.parametrize("name,params", [("mst", {}), ("aim", {"max_rounds": 5, "iters": 200})])
 def test_a_miscalibrated_variant_is_caught(name, params, monkeypatch):
     """Mutant: the add/remove calibration (sensitivity 1) used under replace-one."""
-    monkeypatch.setattr(pgm, "MARGINAL_RHO_PER_INV_VAR", 0.5)
+    monkeypatch.setattr(pgm.measurement, "MARGINAL_RHO_PER_INV_VAR", 0.5)
     noise = RecordingNoise()
     _fit(name, noise, **params)
     assert math.fsum(noise.costs) > accounting.zcdp_rho(EPS, DELTA) * 1.2
@@ -235,8 +235,8 @@ def test_a_fit_leaves_no_compiled_program_behind():
         mech = build(name, SCHEMA, epsilon=1.0, delta=1e-5, params={"iters": 50, "final_iters": 50} if name == "aim"
                      else {"iters": 100}, noise=RecordingNoise(), n=300)
         mech.fit(TableSource.from_frame(SCHEMA, _raw(300)))
-        assert "structure" not in pgm._COMPILED
-        assert all(run._cache_size() == 0 for run in pgm._COMPILED["run"].values())
+        assert "structure" not in pgm.estimation._COMPILED
+        assert all(run._cache_size() == 0 for run in pgm.estimation._COMPILED["run"].values())
     pgm.release_freed_memory()  # callable again at any time (a no-op where the C library has no malloc_trim)
 
 

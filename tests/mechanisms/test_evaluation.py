@@ -1,4 +1,4 @@
-"""Utility metrics (mechanisms/evaluation.py): hand-computed values on small tables, cross-checks
+"""Utility metrics (mechanisms/evaluation/): hand-computed values on small tables, cross-checks
 against scipy / scikit-learn, and broken variants that the checks must catch."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import pearsonr, wasserstein_distance
 from scipy.stats.contingency import association
 
-from mechanisms import evaluation as ev
+from mechanisms.evaluation import encoding, metrics, sections, utility
 from mechanisms.__main__ import main as cli_main
 from mechanisms.schema import Column, Schema
 
@@ -72,18 +72,18 @@ def cramers_v_failures(v_fn) -> list[str]:
 
 
 def test_tvd_is_0_for_identical_1_for_disjoint_and_matches_hand_values():
-    assert tvd_failures(ev.tvd) == []
+    assert tvd_failures(metrics.tvd) == []
 
 
 def test_tvd_checks_catch_broken_variants():
-    no_half = lambda p, q: 2 * ev.tvd(p, q)  # noqa: E731  forgot the 1/2
+    no_half = lambda p, q: 2 * metrics.tvd(p, q)  # noqa: E731  forgot the 1/2
     raw_counts = lambda p, q: 0.5 * float(np.abs(np.subtract(p, q, dtype=float)).sum())  # noqa: E731  unnormalised
     assert tvd_failures(no_half)
     assert tvd_failures(raw_counts)
 
 
 def test_cramers_v_matches_hand_values():
-    assert cramers_v_failures(ev.cramers_v) == []
+    assert cramers_v_failures(metrics.cramers_v) == []
 
 
 def test_cramers_v_checks_catch_a_variant_without_the_dimension_correction():
@@ -99,14 +99,14 @@ def test_cramers_v_matches_scipy_association():
     rng = np.random.default_rng(3)
     for _ in range(5):
         t = rng.integers(1, 30, size=(3, 4))
-        assert ev.cramers_v(t) == pytest.approx(association(t, method="cramer"), rel=1e-10)
+        assert metrics.cramers_v(t) == pytest.approx(association(t, method="cramer"), rel=1e-10)
 
 
 def test_correlation_ratio_hand_values_and_anova_cross_check():
-    assert ev.correlation_ratio([0, 0, 1, 1], [1, 1, 3, 3]) == pytest.approx(1.0)
-    assert ev.correlation_ratio([0, 0, 1, 1], [1, 3, 1, 3]) == pytest.approx(0.0)
+    assert metrics.correlation_ratio([0, 0, 1, 1], [1, 1, 3, 3]) == pytest.approx(1.0)
+    assert metrics.correlation_ratio([0, 0, 1, 1], [1, 3, 1, 3]) == pytest.approx(0.0)
     # codes (0,0,1), values (0,2,4): mean 2, group means 1 and 4: between 2*1 + 1*4 = 6, total 8
-    assert ev.correlation_ratio([0, 0, 1], [0, 2, 4]) == pytest.approx(math.sqrt(6 / 8))
+    assert metrics.correlation_ratio([0, 0, 1], [0, 2, 4]) == pytest.approx(math.sqrt(6 / 8))
     from sklearn.linear_model import LinearRegression
 
     rng = np.random.default_rng(4)
@@ -114,20 +114,20 @@ def test_correlation_ratio_hand_values_and_anova_cross_check():
     values = codes * 0.7 + rng.normal(size=500)
     onehot = np.eye(4)[codes]
     r2 = LinearRegression().fit(onehot, values).score(onehot, values)  # eta^2 = R^2 on group dummies
-    assert ev.correlation_ratio(codes, values) == pytest.approx(math.sqrt(r2), rel=1e-9)
+    assert metrics.correlation_ratio(codes, values) == pytest.approx(math.sqrt(r2), rel=1e-9)
 
 
 def test_pearson_matches_scipy_and_is_0_for_a_constant_column():
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=200), rng.normal(size=200)
     y = y + 0.5 * x
-    assert ev.pearson(x, y) == pytest.approx(pearsonr(x, y)[0], rel=1e-10)
-    assert ev.pearson(x, np.ones(200)) == 0.0
+    assert metrics.pearson(x, y) == pytest.approx(pearsonr(x, y)[0], rel=1e-10)
+    assert metrics.pearson(x, np.ones(200)) == 0.0
 
 
 def test_identical_tables_score_perfectly():
     real = table(400, 1)
-    res = ev.evaluate(SCHEMA, real, real.copy(), seed=0)
+    res = utility.evaluate(SCHEMA, real, real.copy(), seed=0)
     assert all(c["tvd"] == 0.0 for c in res["columns"])
     assert all(c["wasserstein"] == 0.0 for c in res["columns"] if "wasserstein" in c)
     assert res["pairs"]["mean_tvd"] == 0.0
@@ -141,7 +141,7 @@ def test_disjoint_supports_give_tvd_1_and_the_hand_computed_wasserstein():
     n = 50
     real = pd.DataFrame({"x": np.full(n, 1.0), "k": np.zeros(n), "c": ["a"] * n, "y": ["no"] * n})
     syn = pd.DataFrame({"x": np.full(n, 9.0), "k": np.full(n, 4.0), "c": ["c"] * n, "y": ["yes"] * n})
-    res = ev.evaluate(SCHEMA, real, syn)
+    res = utility.evaluate(SCHEMA, real, syn)
     by = {c["name"]: c for c in res["columns"]}
     assert [by[k]["tvd"] for k in "xkcy"] == [1.0, 1.0, 1.0, 1.0]
     assert by["x"]["wasserstein"] == pytest.approx(8.0) and by["x"]["wasserstein_normalized"] == pytest.approx(0.8)
@@ -156,7 +156,7 @@ def test_wasserstein_hand_value_and_scipy_cross_check():
     real = table(300, 2)
     syn = real.copy()
     syn["x"] = np.clip(real["x"] + 1.0, 0, 10)
-    res = ev.evaluate(SCHEMA, real, syn)
+    res = utility.evaluate(SCHEMA, real, syn)
     x = next(c for c in res["columns"] if c["name"] == "x")
     assert x["wasserstein"] == pytest.approx(wasserstein_distance(real["x"], syn["x"]))
     # every value moves up by 1 except those clipped at 10: W1 = mean of the moves
@@ -174,7 +174,7 @@ def test_gaussian_mmd_matches_a_direct_sklearn_kernel_computation():
     g = 1 / (2 * bw ** 2)
     kxx, kyy, kxy = rbf_kernel(X, X, gamma=g), rbf_kernel(Y, Y, gamma=g), rbf_kernel(X, Y, gamma=g)
     expected = ((kxx.sum() - 60) / (60 * 59) + (kyy.sum() - 70) / (70 * 69) - 2 * kxy.mean())
-    assert ev.gaussian_mmd2(X, Y, bandwidth=bw) == pytest.approx(expected, rel=1e-9)
+    assert metrics.gaussian_mmd2(X, Y, bandwidth=bw) == pytest.approx(expected, rel=1e-9)
 
 
 def test_random_feature_mmd_is_close_to_the_exact_biased_value():
@@ -184,14 +184,14 @@ def test_random_feature_mmd_is_close_to_the_exact_biased_value():
     X, Y = rng.normal(size=(800, 4)), rng.normal(0.4, 1, size=(800, 4))
     bw, g = 2.0, 1 / (2 * 2.0 ** 2)
     biased = rbf_kernel(X, X, gamma=g).mean() + rbf_kernel(Y, Y, gamma=g).mean() - 2 * rbf_kernel(X, Y, gamma=g).mean()
-    approx = ev.rff_mmd2(X, Y, bandwidth=bw, features=4000, rng=np.random.default_rng(0))
+    approx = metrics.rff_mmd2(X, Y, bandwidth=bw, features=4000, rng=np.random.default_rng(0))
     assert approx == pytest.approx(biased, abs=0.01)  # RFF std ~ sqrt(2/D) per entry; 0.01 is > 3 sd here
     assert biased > 0.05  # the test has teeth: the two samples differ clearly
 
 
 def test_pmse_is_near_its_null_for_the_same_generator_and_high_for_a_shift():
-    same = ev.evaluate(SCHEMA, table(2000, 1), table(2000, 2))
-    shifted = ev.evaluate(SCHEMA, table(2000, 1), table(2000, 2, shift=2.0))
+    same = utility.evaluate(SCHEMA, table(2000, 1), table(2000, 2))
+    shifted = utility.evaluate(SCHEMA, table(2000, 1), table(2000, 2, shift=2.0))
     # under the null the logit ratio is ~ chi2(k-1)/(k-1) with k-1 = 5 here: P(> 5) < 1e-4
     for kind in ("cart", "logistic"):
         assert same["pmse"][kind]["ratio"] < 5.0
@@ -202,14 +202,14 @@ def test_pmse_is_near_its_null_for_the_same_generator_and_high_for_a_shift():
 
 def test_pmse_helper_is_the_mean_squared_deviation_from_the_synthetic_share():
     # c = 0.5: ((0.9-0.5)^2 + (0.1-0.5)^2 + (0.5-0.5)^2 + (0.7-0.5)^2) / 4 = (0.16 + 0.16 + 0 + 0.04) / 4
-    assert ev.pmse(np.array([0.9, 0.1, 0.5, 0.7]), np.array([1, 0, 1, 0])) == pytest.approx(0.09)
+    assert metrics.pmse(np.array([0.9, 0.1, 0.5, 0.7]), np.array([1, 0, 1, 0])) == pytest.approx(0.09)
 
 
 @pytest.mark.slow
 def test_tstr_is_close_to_the_real_baseline_for_good_data_and_near_chance_for_shuffled_labels():
     real, test = table(1500, 1), table(1000, 9)
-    good = ev.evaluate(SCHEMA, real, table(1500, 2), target="y", test=test, fast=True)["ml"]
-    bad = ev.evaluate(SCHEMA, real, table(1500, 3, flip_labels=True), target="y", test=test, fast=True)["ml"]
+    good = utility.evaluate(SCHEMA, real, table(1500, 2), target="y", test=test, fast=True)["ml"]
+    bad = utility.evaluate(SCHEMA, real, table(1500, 3, flip_labels=True), target="y", test=test, fast=True)["ml"]
     assert len({m["model"] for m in good["models"]}) == 12
     assert good["task"] == "binary" and good["classes"] == ["no", "yes"]
     assert good["mean"]["roc_auc"]["real"] > 0.8
@@ -219,7 +219,7 @@ def test_tstr_is_close_to_the_real_baseline_for_good_data_and_near_chance_for_sh
 
 
 def test_tstr_without_a_test_file_holds_out_real_rows():
-    res = ev.evaluate(SCHEMA, table(600, 1), table(600, 2), target="c", fast=True)
+    res = utility.evaluate(SCHEMA, table(600, 1), table(600, 2), target="c", fast=True)
     ml = res["ml"]
     assert ml["task"].startswith("multiclass") and "held out" in ml["test"]
     assert ml["test_rows"] == 120 and "accuracy" in ml["mean"]
@@ -227,8 +227,8 @@ def test_tstr_without_a_test_file_holds_out_real_rows():
 
 def test_privacy_sanity_flags_copies_and_not_fresh_samples():
     real = table(1000, 1)
-    copied = ev.evaluate(SCHEMA, real, real.sample(frac=1.0, random_state=0))["privacy"]
-    fresh = ev.evaluate(SCHEMA, real, table(1000, 2))["privacy"]
+    copied = utility.evaluate(SCHEMA, real, real.sample(frac=1.0, random_state=0))["privacy"]
+    fresh = utility.evaluate(SCHEMA, real, table(1000, 2))["privacy"]
     assert copied["exact_match_rate"] == 1.0 and copied["dcr"]["synthetic_median"] == 0.0
     assert copied["dcr"]["synthetic_share_below_holdout_p05"] > 0.4
     assert fresh["exact_match_rate"] < 0.03  # only rows with x clipped at a bound can repeat
@@ -236,28 +236,28 @@ def test_privacy_sanity_flags_copies_and_not_fresh_samples():
 
 
 def test_pairs_are_sampled_when_there_are_too_many_and_the_fraction_is_stated(monkeypatch):
-    monkeypatch.setattr(ev, "MAX_PAIRS", 2)
-    res = ev.evaluate(SCHEMA, table(200, 1), table(200, 2))
+    monkeypatch.setattr(sections, "MAX_PAIRS", 2)
+    res = utility.evaluate(SCHEMA, table(200, 1), table(200, 2))
     assert res["pairs"]["n_pairs_total"] == 6 and res["pairs"]["n_pairs_evaluated"] == 2
     assert res["pairs"]["fraction"] == pytest.approx(1 / 3, abs=1e-5)
     assert "sample" in next(r for r in res["readings"] if r["metric"].startswith("2-way"))["reading"]
 
 
 def test_large_tables_are_subsampled_with_the_fraction_stated(monkeypatch):
-    monkeypatch.setattr(ev, "PMSE_MAX_ROWS", 100)
-    res = ev.evaluate(SCHEMA, table(400, 1), table(400, 2))
+    monkeypatch.setattr(sections, "PMSE_MAX_ROWS", 100)
+    res = utility.evaluate(SCHEMA, table(400, 1), table(400, 2))
     assert res["pmse"]["rows_used"] == 100 and res["pmse"]["fraction"] == 0.25
 
 
 def test_results_are_reproducible_for_a_seed():
-    a = ev.evaluate(SCHEMA, table(300, 1), table(300, 2), seed=3)
-    b = ev.evaluate(SCHEMA, table(300, 1), table(300, 2), seed=3)
+    a = utility.evaluate(SCHEMA, table(300, 1), table(300, 2), seed=3)
+    b = utility.evaluate(SCHEMA, table(300, 1), table(300, 2), seed=3)
     a.pop("timings"), b.pop("timings"), a.pop("seconds"), b.pop("seconds")
     assert a == b
 
 
 def test_readings_are_plain_language():
-    res = ev.evaluate(SCHEMA, table(300, 1), table(300, 2))
+    res = utility.evaluate(SCHEMA, table(300, 1), table(300, 2))
     text = {r["metric"]: r["reading"] for r in res["readings"]}
     assert text["2-way TVD (mean)"].startswith("2-way marginals within ")
     assert "% on average" in text["1-way TVD (mean)"]
@@ -265,7 +265,7 @@ def test_readings_are_plain_language():
 
 def test_bad_target_is_named_in_the_error():
     with pytest.raises(ValueError, match="target='nope'"):
-        ev.evaluate(SCHEMA, table(50, 1), table(50, 2), target="nope")
+        utility.evaluate(SCHEMA, table(50, 1), table(50, 2), target="nope")
 
 
 def test_cli_prints_json_and_undoes_the_formula_guard(tmp_path):
@@ -284,7 +284,7 @@ def test_cli_prints_json_and_undoes_the_formula_guard(tmp_path):
 
 
 def test_tstr_is_skipped_on_tiny_tables_with_the_reason():
-    res = ev.evaluate(SCHEMA, table(40, 1), table(40, 2), target="y")
+    res = utility.evaluate(SCHEMA, table(40, 1), table(40, 2), target="y")
     assert res["ml"] is None and "at least 100 real rows, got 40" in res["ml_skipped"]
 
 
@@ -308,10 +308,10 @@ def test_high_cardinality_columns_are_one_hot_encoded_on_a_bounded_width():
     schema = Schema(columns=(Column(name="z", kind="categorical", categories=cats),))
     rng = np.random.default_rng(0)
     real = pd.DataFrame({"z": np.array(cats, dtype=object)[rng.integers(0, 200, 2000)]})
-    X = ev._Encoder(schema, real).transform(real)
-    assert X.shape == (2000, ev.MAX_ONEHOT)
+    X = encoding._Encoder(schema, real).transform(real)
+    assert X.shape == (2000, encoding.MAX_ONEHOT)
     assert np.allclose(X.sum(axis=1), 1 / math.sqrt(2))  # exactly one level (or "rest") per row
-    res = ev.evaluate(schema, real, real.iloc[::-1].reset_index(drop=True))
+    res = utility.evaluate(schema, real, real.iloc[::-1].reset_index(drop=True))
     assert res["summary"]["tvd_1way_mean"] == 0.0
 
 
@@ -329,13 +329,13 @@ def pair_tvd_failures(pairs_fn) -> list[str]:
 
 
 def test_two_way_tvd_sees_a_joint_that_the_marginals_hide_and_a_marginal_only_variant_is_caught():
-    assert pair_tvd_failures(ev._pairs_section) == []
+    assert pair_tvd_failures(sections._pairs_section) == []
 
     def from_marginals(schema, rc, sc, rng):  # broken: compares products of the 1-way marginals
         def joint(cells):
             p = np.bincount(cells[:, 0], minlength=2) / len(cells)
             q = np.bincount(cells[:, 1], minlength=2) / len(cells)
             return np.outer(p, q).ravel()
-        return {"mean_tvd": ev.tvd(joint(rc), joint(sc))}
+        return {"mean_tvd": metrics.tvd(joint(rc), joint(sc))}
 
     assert pair_tvd_failures(from_marginals)

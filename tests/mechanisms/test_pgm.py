@@ -1,4 +1,4 @@
-"""Select-measure-generate plumbing (mechanisms/pgm.py): zCDP accounting cross-checked with OpenDP,
+"""Select-measure-generate plumbing (mechanisms/pgm/): zCDP accounting cross-checked with OpenDP,
 the per-measurement cost and its mutant, numpy variable elimination and junction-tree propagation
 against Private-PGM's, the sampler, and measurement pooling."""
 
@@ -384,14 +384,14 @@ def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkey
     for a in names:
         log.add(pgm.Measurement((a,), rng.random(sizes[a]) * 300, 5.0))
     log.add(pgm.Measurement(("a", "b"), rng.random(12) * 100, 5.0))
-    runs, estimators = pgm._compiled_estimate(mbi)
+    runs, estimators = pgm.estimation._compiled_estimate(mbi)
     assert estimators[0].marginal_oracle is mbi.marginal_oracles.message_passing_hugin  # cheaper to compile
     assert estimators[2].marginal_oracle is mbi.marginal_oracles.message_passing_implicit  # faster to run
     assert pgm.optimisation_level(4.0, 250) == 2 and pgm.optimisation_level(3.9, 250) == 0
     assert pgm.optimisation_level(2.0, 500) == 2
     models = {}
     for level, threshold in ((0, float("inf")), (2, 0.0)):
-        monkeypatch.setattr(pgm, "OPTIMISE_MIB_ITERS", threshold)
+        monkeypatch.setattr(pgm.estimation, "OPTIMISE_MIB_ITERS", threshold)
         pgm.release_programs()
         models[level] = pgm.estimate(mbi, sizes, names, log, total=1000, iters=100)
         assert runs[level]._cache_size() == 1 and runs[2 - level]._cache_size() == 0
@@ -401,10 +401,10 @@ def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkey
     # a level-2 program over tree cliques holding many measured cliques each runs Hugin, not implicit
     oracles = []
     real = runs[2]
-    monkeypatch.setitem(pgm._COMPILED["run"], 2, lambda estimator, *a: oracles.append(estimator.marginal_oracle)
+    monkeypatch.setitem(pgm.estimation._COMPILED["run"], 2, lambda estimator, *a: oracles.append(estimator.marginal_oracle)
                         or real(estimator, *a))
     for limit in (100, 0):  # at most 100 measured cliques per tree clique: implicit; 0: Hugin
-        monkeypatch.setattr(pgm, "IMPLICIT_MAX_CLIQUES_PER_NODE", limit)
+        monkeypatch.setattr(pgm.estimation, "IMPLICIT_MAX_CLIQUES_PER_NODE", limit)
         pgm.estimate(mbi, sizes, names, log, total=1000, iters=10)
     assert oracles == [mbi.marginal_oracles.message_passing_implicit, mbi.marginal_oracles.message_passing_hugin]
 
@@ -431,7 +431,7 @@ def test_candidate_marginals_by_propagation_equal_variable_elimination(monkeypat
     mbi = pgm.load_mbi()
     names, sizes, model = _loopy_model(mbi)
     candidates = list(itertools.combinations(names, 2)) + [("a", "c", "g"), ("e", "g", "h"), ("b", "c", "h")]
-    monkeypatch.setattr(pgm, "PROPAGATE_MIN_MIB", 0.0)
+    monkeypatch.setattr(pgm.marginal_oracles, "PROPAGATE_MIN_MIB", 0.0)
     got = pgm.candidate_marginals(mbi, model, candidates, 500)
     for cand in candidates:
         ref = np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, cand, 500.0)
@@ -440,7 +440,7 @@ def test_candidate_marginals_by_propagation_equal_variable_elimination(monkeypat
     jtree, _ = mbi.junction_tree.make_junction_tree(model.potentials.domain, [tuple(c) for c in model.cliques])
     far = [c for c in candidates if len(c) == 2 and not any(set(c) <= set(n) for n in jtree.nodes)]
     assert len(far) > 10  # most pairs were propagated, not projected
-    monkeypatch.setattr(pgm, "PROPAGATE_MIN_MIB", float("inf"))  # small models: elimination only, the same
+    monkeypatch.setattr(pgm.marginal_oracles, "PROPAGATE_MIN_MIB", float("inf"))  # small models: elimination only, the same
     by_elimination = pgm.candidate_marginals(mbi, model, candidates, 500)
     assert all(np.allclose(got[c], by_elimination[c], rtol=1e-9, atol=1e-9) for c in candidates)
 
@@ -455,7 +455,7 @@ def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch
                           .datavector(flatten=False)) / 500 for c in pairs}
     jtree, _ = mbi.junction_tree.make_junction_tree(model.potentials.domain, [tuple(c) for c in model.cliques])
     nodes = tuple(tuple(n) for n in jtree.nodes)
-    probs = {n: np.asarray(t, dtype=np.float64) for n, t in zip(nodes, pgm._jtree_marginals(mbi, model.potentials,
+    probs = {n: np.asarray(t, dtype=np.float64) for n, t in zip(nodes, pgm.marginal_oracles._jtree_marginals(mbi, model.potentials,
                                                                                             nodes))}
     edges = [tuple(e) for e in jtree.edges]
 
@@ -465,6 +465,6 @@ def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch
     assert agrees(pgm.pair_marginals(probs, edges, pairs))
     independent = {c: np.multiply.outer(refs[c].sum(1), refs[c].sum(0)) for c in pairs}
     assert not agrees(independent)
-    monkeypatch.setattr(pgm, "_separator_conditional", lambda table, clique, sep, extra:
-                        pgm._marginal(table, clique, sep + extra))
+    monkeypatch.setattr(pgm.marginal_oracles, "_separator_conditional", lambda table, clique, sep, extra:
+                        pgm.marginal_oracles._marginal(table, clique, sep + extra))
     assert not agrees(pgm.pair_marginals(probs, edges, pairs))

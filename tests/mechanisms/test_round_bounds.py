@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.schema import draft_schema, round_bounds, round_step
+from mechanisms.draft import draft_schema, round_bounds, round_step
 
 
 @pytest.mark.parametrize("lo, hi, integer, expected", [

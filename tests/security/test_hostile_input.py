@@ -692,7 +692,7 @@ def test_formulas_in_column_names_are_neutralised_in_the_spreadsheet_header_and_
 def test_the_header_guard_is_undone_for_evaluation():
     import pandas as pd
 
-    from mechanisms.evaluation import undo_formula_guard
+    from mechanisms.evaluation.tables import undo_formula_guard
     from mechanisms.io import neutralize_formulas
     from mechanisms.schema import Schema
 

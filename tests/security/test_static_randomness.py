@@ -47,7 +47,7 @@ def test_the_scan_catches_planted_samplers():
 
 def test_each_job_gets_its_own_secure_noise(world, monkeypatch):
     seen = []
-    real_build = release_services.build
+    real_build = release_services.worker.build
 
     def spy(*args, **kwargs):
         mech = real_build(*args, **kwargs)
@@ -55,7 +55,7 @@ def test_each_job_gets_its_own_secure_noise(world, monkeypatch):
             seen.append(kwargs["noise"])
         return mech
 
-    monkeypatch.setattr(release_services, "build", spy)
+    monkeypatch.setattr(release_services.worker, "build", spy)
     for _ in range(2):
         assert run_release(world.dataset, world.owner, epsilon="0.1", rows=5).status == "done"
     assert len(seen) == 2 and all(n.secure for n in seen)

@@ -59,13 +59,13 @@ def test_a_running_release_cancelled_before_reading_data_stops_and_is_refunded(w
 def test_a_running_release_cancelled_after_reading_data_stops_at_the_next_progress_point_and_is_spent(
         world, monkeypatch):
     release = _plan(world)
-    touched = services._mark_data_touched
+    touched = services.worker._mark_data_touched
 
     def touch_then_cancel(release_id):
         touched(release_id)
         services.cancel(Release.objects.get(pk=release_id))  # the steward clicks while the fit runs
 
-    monkeypatch.setattr(services, "_mark_data_touched", touch_then_cancel)
+    monkeypatch.setattr(services.worker, "_mark_data_touched", touch_then_cancel)
     assert services.claim(release.pk)
     services.execute(release.pk)
     release.refresh_from_db()
@@ -76,7 +76,7 @@ def test_a_running_release_cancelled_after_reading_data_stops_at_the_next_progre
 
 def test_the_cancel_check_is_what_stops_the_job(world, monkeypatch):
     """The broken variant: a progress callback that ignores the cancel request lets the job finish."""
-    monkeypatch.setattr(services, "_raise_if_cancelled", lambda release_id: None)
+    monkeypatch.setattr(services.worker, "_raise_if_cancelled", lambda release_id: None)
     release = _plan(world)
     assert services.claim(release.pk)
     services.cancel(release)
@@ -119,13 +119,13 @@ def test_a_draw_can_be_cancelled_and_charges_nothing(world):
 
 def test_a_release_cancelled_after_reading_data_says_what_was_spent_and_offers_no_download(world, monkeypatch):
     release = _plan(world)
-    touched = services._mark_data_touched
+    touched = services.worker._mark_data_touched
 
     def touch_then_cancel(release_id):
         touched(release_id)
         services.cancel(Release.objects.get(pk=release_id))
 
-    monkeypatch.setattr(services, "_mark_data_touched", touch_then_cancel)
+    monkeypatch.setattr(services.worker, "_mark_data_touched", touch_then_cancel)
     assert services.claim(release.pk)
     services.execute(release.pk)
     page = world.client(world.owner).get(f"/releases/{release.pk}/").content.decode()

@@ -133,7 +133,7 @@ def test_a_job_failing_before_it_reads_data_is_refunded(world, monkeypatch):
         raise RuntimeError("could not build")
 
     r = services.plan_release(world.dataset, world.owner, services.ReleaseRequest("baseline", "0.25", "0", {}, 10))
-    monkeypatch.setattr(services, "build", broken)  # the worker fails while preparing, before any read
+    monkeypatch.setattr(services.worker, "build", broken)  # the worker fails while preparing, before any read
     assert services.claim(r.pk)
     services.execute(r.pk)
     r.refresh_from_db()

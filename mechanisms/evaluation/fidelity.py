@@ -1,7 +1,7 @@
 """A statistician's first checks on the file an analyst downloads, at full resolution, against the floor.
 
 THIS MODULE IS NOT PRIVATE: it reads the raw table and is for the data steward only (like
-:mod:`mechanisms.evaluation`), never attached to a download.
+:mod:`mechanisms.evaluation.utility`), never attached to a download.
 
 Everything is computed on CSV cells as strings, as an analyst reads them (no schema binning):
 
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .rules import violations
-from .schema import Schema
+from ..rules import violations
+from ..schema import Schema
 
 MAX_VALUE_CELLS = 200  # numeric columns with at most this many distinct real values: compared per value
 QUANTILE_BINS_1WAY = 50
