@@ -16,7 +16,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT = 60  # seconds; the machine may be busy
 
 

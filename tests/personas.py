@@ -16,7 +16,7 @@ from dpportal.datasets.upload import parse_markers, store_upload
 from dpportal.ledger import services as ledger
 from dpportal.releases import services as release_services
 
-from .data import SMALL_CSV, SMALL_SCHEMA, csv_file
+from tests.data import SMALL_CSV, SMALL_SCHEMA, csv_file
 
 PASSWORD = "correct-horse-battery-9"
 

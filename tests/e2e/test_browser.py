@@ -11,7 +11,7 @@ import pytest
 from dpportal.accounts.models import Profile, make_user
 from tests.browser import launch_chromium, require_chromium, watch_page
 
-from .data import SMALL_CSV
+from tests.data import SMALL_CSV
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 

@@ -8,7 +8,7 @@ import pytest
 from dpportal.accounts.models import Profile, make_user
 from tests.browser import launch_chromium, require_chromium, watch_page
 
-from .personas import make_dataset
+from tests.personas import make_dataset
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

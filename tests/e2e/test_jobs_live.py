@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from .data import SMALL_CSV, SMALL_SCHEMA
-from .live import Stack, manage
+from tests.data import SMALL_CSV, SMALL_SCHEMA
+from tests.live import Stack, manage
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=False)]  # the stack has its own database
 

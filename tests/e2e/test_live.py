@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from .data import SMALL_CSV, SMALL_SCHEMA
-from .live import Stack, free_port, manage, wait_for_port
+from tests.data import SMALL_CSV, SMALL_SCHEMA
+from tests.live import Stack, free_port, manage, wait_for_port
 
 pytestmark = pytest.mark.django_db(transaction=False)  # the stack has its own database
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=False)  # the stack has its own d
 def template_db(tmp_path_factory):
     """Migrate once; each stack starts from a copy."""
     d = tmp_path_factory.mktemp("template")
-    from .live import base_env
+    from tests.live import base_env
 
     env = base_env(d)
     manage(env, "migrate", "--noinput", "-v0")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .data import SMALL_SCHEMA
+from tests.data import SMALL_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 

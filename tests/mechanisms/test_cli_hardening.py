@@ -10,7 +10,7 @@ import pytest
 from mechanisms.__main__ import main
 from mechanisms.runner import SEEDED_GUARANTEE
 
-from .data import SMALL_CSV
+from tests.data import SMALL_CSV
 
 
 def synth(files, *extra, out=None):

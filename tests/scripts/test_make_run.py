@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .live import free_port, wait_for_port
+from tests.live import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .live import free_port, multipart, wait_for_port
+from tests.live import free_port, multipart, wait_for_port
 from .test_make_run import token_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+API_MD = Path(__file__).resolve().parents[3] / "docs" / "api.md"
 
 
 def _walk_commands() -> list[str]:

@@ -9,7 +9,7 @@ from django.test import Client
 
 from dpportal.api.models import MAX_TOKENS_PER_USER, Token
 
-from .personas import PASSWORD
+from tests.personas import PASSWORD
 
 
 def _issue(name=None, username="olivia", password=PASSWORD):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .data import SMALL_CSV
-from .personas import make_dataset
+from tests.data import SMALL_CSV
+from tests.personas import make_dataset
 
 URL = "/api/datasets/{}/recommendation/"
 
@@ -116,7 +116,7 @@ def test_a_release_predicted_above_the_error_threshold_needs_the_high_error_conf
 def test_the_release_form_asks_for_the_high_error_confirmation(world):
     from dpportal.releases.models import Release
 
-    from .test_release_form import _defaults
+    from tests.dpportal.releases.test_release_form import _defaults
     from mechanisms import registry
 
     d = larger_dataset(world.owner)

@@ -19,10 +19,10 @@ from dpportal.accounts.models import Profile, make_user
 from dpportal.dashboards import services as dash_services
 from dpportal.dashboards.models import Evaluation
 from tests.browser import chromium_path, launch_chromium
-from tests.web.personas import PASSWORD, make_dataset, run_release
+from tests.personas import PASSWORD, make_dataset, run_release
 
 CHROMIUM = chromium_path()
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 pytestmark = [
@@ -145,7 +145,7 @@ def test_release_dashboard_renders_offline_and_is_404_for_an_analyst(finished, l
     assert len(drawn) == 6 and all(drawn), drawn
     assert errors == [] and external == []
     if os.environ.get("DPPORTAL_DOCS_SCREENSHOT"):  # refresh the README picture
-        shutil.copy(ARTIFACTS / "dashboard-release.png", Path(__file__).resolve().parents[2] / "docs/img/dashboard.png")
+        shutil.copy(ARTIFACTS / "dashboard-release.png", Path(__file__).resolve().parents[3] / "docs/img/dashboard.png")
 
     analyst_page, _, _ = _open(browser, finished["analyst"], live_server.url)
     assert analyst_page.goto(url).status == 404

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from dpportal.dashboards.models import Evaluation
 from dpportal.dashboards.views import better_side, compare_metrics
-from tests.web.personas import run_release
+from tests.personas import run_release
 
 
 def _quality(release):

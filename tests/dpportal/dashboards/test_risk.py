@@ -14,7 +14,7 @@ from dpportal.dashboards import risk
 from dpportal.dashboards.models import RiskReport
 from dpportal.releases import services as release_services
 from mechanisms.noise import Noise, ScaledNoise
-from tests.web.personas import make_dataset, run_release
+from tests.personas import make_dataset, run_release
 
 N_IDS = 1000
 

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from dpportal.dashboards.models import Evaluation
-from tests.web.personas import run_release
+from tests.personas import run_release
 
 
 def urls(world) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dpportal.ledger import services as ledger
 from dpportal.ledger.models import LedgerEntry
 
-from .personas import make_dataset
+from tests.personas import make_dataset
 
 
 def _post(world, d, data):

@@ -10,7 +10,7 @@ from dpportal.ledger.models import LedgerEntry
 from dpportal.releases import services as release_services
 from dpportal.releases.models import Release
 
-from .personas import make_dataset
+from tests.personas import make_dataset
 
 AGES = "age,city,income,note\n" + "".join(f"{18 + (i * 7) % 70},Paris,{1000 + (i * 37) % 900}.5,x\n"
                                           for i in range(3000))

@@ -6,8 +6,8 @@ import json
 
 from dpportal.datasets.models import Dataset
 
-from .data import SMALL_SCHEMA, csv_file
-from .personas import make_dataset
+from tests.data import SMALL_SCHEMA, csv_file
+from tests.personas import make_dataset
 
 
 def _form_for(dataset, overrides=None):
@@ -108,7 +108,7 @@ def test_the_widest_allowed_table_can_be_confirmed_through_the_form(world, setti
 def test_a_blank_missing_value_box_says_what_it_means(world):
     from dpportal.datasets.upload import parse_markers, store_upload
 
-    from .data import SMALL_CSV
+    from tests.data import SMALL_CSV
 
     c = world.client(world.owner)
     assert "Blank means none: only empty cells" in c.get("/datasets/upload/").content.decode()

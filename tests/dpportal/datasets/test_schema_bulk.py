@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dpportal.datasets.models import Dataset
 
-from .personas import make_dataset
+from tests.personas import make_dataset
 
 WIDE = "id,q1,q2,q3,age,score_a,score_b\n" + "".join(
     f"{i},{i % 5},{(i * 3) % 5},{(i * 7) % 5},{17 + (i * 13) % 74},{(i * 37) % 1000 / 10},{(i * 11) % 997 / 10}\n"

@@ -10,7 +10,7 @@ from dpportal.accounts.models import Profile, make_user
 from dpportal.datasets.models import Dataset
 from dpportal.datasets.upload import Limits, UploadError, parse_markers, store_upload
 
-from .data import SMALL_CSV, csv_file, stored_files
+from tests.data import SMALL_CSV, csv_file, stored_files
 
 LIMITS = Limits(max_bytes=2000, max_rows=10, max_columns=5, max_field_length=20)
 

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 
@@ -40,7 +40,7 @@ def command(argv: list[str]) -> dict:
     from dpportal.ledger import services as ledger
     from dpportal.ledger.models import LedgerEntry
     from dpportal.releases.models import Release
-    from tests.ledger.scenario import plan, ready_dataset
+    from tests.dpportal.ledger.scenario import plan, ready_dataset
 
     cmd = argv[0]
     if cmd == "setup":

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 
 import django  # noqa: E402

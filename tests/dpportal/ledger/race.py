@@ -1,6 +1,6 @@
 """Race driver, run as a separate process against a real database given by DATABASE_URL:
 
-    DATABASE_URL=... DPPORTAL_DATA_DIR=... python tests/ledger/race.py --threads 32 --cost 0.1 --cap 1
+    DATABASE_URL=... DPPORTAL_DATA_DIR=... python tests/dpportal/ledger/race.py --threads 32 --cost 0.1 --cap 1
 
 Migrates, creates one steward + dataset with the cap, then releases ``threads`` threads at once
 (a barrier), each planning a release the way the web app does: ONE transaction that creates the
@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 
 

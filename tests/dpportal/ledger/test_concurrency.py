@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 RACE = Path(__file__).with_name("race.py")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.services
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 

@@ -22,7 +22,7 @@ from dpportal.ledger.models import Budget, LedgerEntry
 from dpportal.ledger.units import EPS_UNIT, GENESIS_HASH, chain_hash
 
 BURST = Path(__file__).with_name("verify_burst.py")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ROUNDS = int(os.environ.get("BURST_ROUNDS", "3"))  # more for the measurement in docs/ledger.md
 
 

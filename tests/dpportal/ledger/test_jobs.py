@@ -16,11 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ready(settings, tmp_path, personas):
-    settings.DATA_DIR = tmp_path
-    settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.RELEASE_DIR = tmp_path / "releases"
-    settings.UPLOAD_DIR.mkdir()
+def ready(personas):  # storage: the private_storage fixture
     return ready_dataset(personas["steward"])
 
 

@@ -10,7 +10,7 @@ from dpportal.ledger.models import LedgerEntry
 from dpportal.releases import services
 from mechanisms import registry
 
-from .test_release_form import _defaults
+from tests.dpportal.releases.test_release_form import _defaults
 
 NEW = "/datasets/{}/releases/new/"
 

@@ -21,11 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ready(settings, tmp_path, personas):
-    settings.DATA_DIR = tmp_path
-    settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.RELEASE_DIR = tmp_path / "releases"
-    settings.UPLOAD_DIR.mkdir()
+def ready(settings, personas):  # storage: the private_storage fixture
     settings.DPPORTAL_STALE_SECONDS = 60
     return ready_dataset(personas["steward"])
 

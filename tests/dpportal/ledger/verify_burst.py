@@ -1,6 +1,6 @@
 """Verification under load, run as a separate process against DATABASE_URL (like race.py):
 
-    DATABASE_URL=... DPPORTAL_DATA_DIR=... python tests/ledger/verify_burst.py --threads 32 --rounds 3
+    DATABASE_URL=... DPPORTAL_DATA_DIR=... python tests/dpportal/ledger/verify_burst.py --threads 32 --rounds 3
 
 32 threads each plan a release (Release row + reservation in one transaction) and settle it, for
 ``rounds`` rounds, while verifier threads check the chain continuously, the way ``verify_ledger``
@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 
 

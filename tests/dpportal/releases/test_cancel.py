@@ -1,6 +1,6 @@
 """Cancel: the steward cancels a queued release (refunded: it never touched data) or a
 running one (it stops at its next progress point; spent if it had read the data, refunded if not).
-In-process here; tests/web/test_cancel_live.py does it with a real worker."""
+In-process here; tests/e2e/test_jobs_live.py does it with a real worker."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dpportal.ledger.models import LedgerEntry
 from dpportal.releases import services
 from dpportal.releases.models import Release
 
-from .personas import run_release
+from tests.personas import run_release
 
 
 def _plan(world, epsilon="0.25") -> Release:

@@ -15,9 +15,9 @@ from dpportal.releases.models import Release
 
 from mechanisms import registry
 
-from .personas import make_dataset
+from tests.personas import make_dataset
 from .test_release_form import _defaults
-from .test_recommendation_api import OTHER_CSV
+from tests.dpportal.api.test_recommendation_api import OTHER_CSV
 
 NEW = "/datasets/{}/releases/new/"
 

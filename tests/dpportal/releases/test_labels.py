@@ -9,7 +9,7 @@ from dpportal.accounts.models import Profile
 from dpportal.ledger.models import LedgerEntry
 from dpportal.releases.models import Release
 
-from .personas import run_release
+from tests.personas import run_release
 
 
 def _grant(world, **data):

@@ -49,6 +49,6 @@ def test_an_unfinished_release_says_it_has_no_report_yet(world):
 def test_the_stylesheet_prints_the_report_without_the_site_chrome():
     from pathlib import Path
 
-    css = (Path(__file__).resolve().parents[2] / "static" / "dpportal" / "app.css").read_text()
+    css = (Path(__file__).resolve().parents[3] / "static" / "dpportal" / "app.css").read_text()
     block = css[css.index("@media print"):]
     assert "header.top" in block and ".no-print" in block and "display: none" in block

@@ -7,7 +7,7 @@ import pytest
 from dpportal.releases.models import Release
 from mechanisms import registry
 
-from .data import SMALL_SCHEMA
+from tests.data import SMALL_SCHEMA
 
 
 def _supported():

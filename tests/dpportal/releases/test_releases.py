@@ -11,7 +11,7 @@ from dpportal.releases import services, tasks
 from dpportal.releases.models import Release
 from mechanisms.baseline import Baseline
 
-from .personas import make_dataset, run_release
+from tests.personas import make_dataset, run_release
 
 
 def _post(world, body):
