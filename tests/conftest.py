@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.personas import world  # noqa: F401  (fixture)
+from tests.personas import personas, world  # noqa: F401  (fixtures)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 

@@ -1,6 +1,6 @@
-"""A personas fixture: the owner (steward), an analyst with a grant, an analyst without one, another
-steward, and an outsider with no role; plus a dataset with a confirmed schema, a budget and a
-finished release."""
+"""The one persona set of the suite: the owner (a steward), an analyst with a grant, an analyst
+without one, another steward and an outsider with no role. ``personas`` gives the people only;
+``world`` adds their dataset with a confirmed schema, a budget and a finished release."""
 
 from __future__ import annotations
 
@@ -22,14 +22,12 @@ PASSWORD = "correct-horse-battery-9"
 
 
 @dataclass
-class World:
+class Personas:
     owner: object
     analyst: object
     stranger_analyst: object
     other_steward: object
     outsider: object
-    dataset: object
-    release: object
 
     def client(self, user) -> Client:
         c = Client()
@@ -39,6 +37,23 @@ class World:
 
     def api(self, user) -> dict:
         return {"HTTP_AUTHORIZATION": "Token " + Token.issue(user)}
+
+
+@dataclass
+class World(Personas):
+    dataset: object
+    release: object
+
+
+def make_personas() -> Personas:
+    """The five accounts, all with PASSWORD (a test that logs in through a form types it)."""
+    from django.contrib.auth import get_user_model
+
+    return Personas(owner=make_user("olivia", PASSWORD, role=Profile.STEWARD),
+                    analyst=make_user("ana", PASSWORD, role=Profile.ANALYST),
+                    stranger_analyst=make_user("stan", PASSWORD, role=Profile.ANALYST),
+                    other_steward=make_user("oscar", PASSWORD, role=Profile.STEWARD),
+                    outsider=get_user_model().objects.create_user("otto", password=PASSWORD))
 
 
 def make_dataset(owner, text: str = SMALL_CSV, schema: dict | None = SMALL_SCHEMA, budget=("2", "1e-5")):
@@ -65,16 +80,14 @@ def run_release(dataset, user, *, epsilon="0.5", rows=50, mechanism="baseline", 
 
 
 @pytest.fixture
-def world(db) -> World:
-    owner = make_user("olivia", PASSWORD, role=Profile.STEWARD)
-    analyst = make_user("ana", PASSWORD, role=Profile.ANALYST)
-    stranger = make_user("stan", PASSWORD, role=Profile.ANALYST)
-    other = make_user("oscar", PASSWORD, role=Profile.STEWARD)
-    from django.contrib.auth import get_user_model
+def personas(db) -> Personas:
+    return make_personas()
 
-    outsider = get_user_model().objects.create_user("otto", password=PASSWORD)
-    dataset = make_dataset(owner)
-    dataset.analysts.add(analyst)
-    release = run_release(dataset, owner)
+
+@pytest.fixture
+def world(personas) -> World:
+    dataset = make_dataset(personas.owner)
+    dataset.analysts.add(personas.analyst)
+    release = run_release(dataset, personas.owner)
     assert release.status == "done", release.error
-    return World(owner, analyst, stranger, other, outsider, dataset, release)
+    return World(**vars(personas), dataset=dataset, release=release)

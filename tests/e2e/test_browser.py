@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dpportal.accounts.models import Profile, make_user
 from tests.browser import launch_chromium, require_chromium, watch_page
-
 from tests.data import SMALL_CSV
+from tests.personas import PASSWORD, make_personas
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -33,7 +32,7 @@ def test_a_steward_completes_the_workflow_in_the_browser(live_server, eager_task
     chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    make_user("bea", "bea-pass-13579", role=Profile.STEWARD)
+    owner = make_personas().owner
     data = tmp_path / "people.csv"
     data.write_text(SMALL_CSV)
     errors, external = [], []
@@ -43,8 +42,8 @@ def test_a_steward_completes_the_workflow_in_the_browser(live_server, eager_task
         page = browser.new_page()
         watch_page(page, live_server.url, errors, external)
         page.goto(live_server.url + "/")
-        page.fill("#id_username", "bea")
-        page.fill("#id_password", "bea-pass-13579")
+        page.fill("#id_username", owner.username)
+        page.fill("#id_password", PASSWORD)
         page.click("button.primary")
         page.goto(live_server.url + "/datasets/upload/")
         page.set_input_files("#id_file", str(data))

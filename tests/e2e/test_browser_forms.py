@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpportal.accounts.models import Profile, make_user
 from tests.browser import launch_chromium, require_chromium, watch_page
-
-from tests.personas import make_dataset
+from tests.personas import PASSWORD, make_dataset, make_personas
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -17,7 +15,7 @@ def test_budget_and_schema_helpers(live_server, tmp_path):
     chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    owner = make_user("bea", "bea-pass-13579", role=Profile.STEWARD)
+    owner = make_personas().owner
     d = make_dataset(owner, schema=None, budget=None)
     errors, external = [], []
     with sync_playwright() as p:
@@ -25,8 +23,8 @@ def test_budget_and_schema_helpers(live_server, tmp_path):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         watch_page(page, live_server.url, errors, external)
         page.goto(live_server.url + "/accounts/login/")
-        page.fill("#id_username", "bea")
-        page.fill("#id_password", "bea-pass-13579")
+        page.fill("#id_username", owner.username)
+        page.fill("#id_password", PASSWORD)
         page.click("button.primary")
         page.goto(f"{live_server.url}/datasets/{d.pk}/budget/")
         assert page.is_checked("input[name=preset][value=moderate]")

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpportal.accounts.models import Profile, make_user
 from tests.browser import launch_chromium, require_chromium, watch_page
+from tests.personas import PASSWORD, make_personas
 
 from .test_browser import eager_tasks  # noqa: F401  (fixture)
 
@@ -44,7 +44,7 @@ def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced
     chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    make_user("gia", "gia-pass-24680", role=Profile.STEWARD)
+    owner = make_personas().owner
     data = tmp_path / "wide.csv"
     wide_csv(data)
     errors, external = [], []
@@ -53,8 +53,8 @@ def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         watch_page(page, live_server.url, errors, external)
         page.goto(live_server.url + "/")
-        page.fill("#id_username", "gia")
-        page.fill("#id_password", "gia-pass-24680")
+        page.fill("#id_username", owner.username)
+        page.fill("#id_password", PASSWORD)
         page.click("button.primary")
         page.goto(live_server.url + "/datasets/upload/")
         page.set_input_files("#id_file", str(data))

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpportal.accounts.models import Profile, make_user
 from tests.browser import CHROMIUM_ARGS, require_chromium, watch_page
+from tests.personas import PASSWORD, make_personas
 
 from .test_browser import eager_tasks  # noqa: F401  (fixture)
 
@@ -59,7 +59,7 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
     chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    make_user("lia", "lia-pass-97531", role=Profile.STEWARD)
+    owner = make_personas().owner
     data = tmp_path / "census.csv"
     census_like_csv(data)
     errors, external = [], []
@@ -70,8 +70,8 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
         page = browser.new_page(viewport={"width": WIDTH, "height": 900})
         watch_page(page, live_server.url, errors, external)
         page.goto(live_server.url + "/")
-        page.fill("#id_username", "lia")
-        page.fill("#id_password", "lia-pass-97531")
+        page.fill("#id_username", owner.username)
+        page.fill("#id_password", PASSWORD)
         page.click("button.primary")
         page.goto(live_server.url + "/datasets/upload/")
         assert_fits(page, "upload")

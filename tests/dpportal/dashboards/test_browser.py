@@ -15,11 +15,10 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.urls import reverse
 
-from dpportal.accounts.models import Profile, make_user
 from dpportal.dashboards import services as dash_services
 from dpportal.dashboards.models import Evaluation
 from tests.browser import chromium_path, launch_chromium
-from tests.personas import PASSWORD, make_dataset, run_release
+from tests.personas import make_dataset, make_personas, run_release
 
 CHROMIUM = chromium_path()
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
@@ -60,8 +59,8 @@ def people_csv(n: int = 600, seed: int = 0) -> str:
 
 @pytest.fixture
 def finished(transactional_db):
-    owner = make_user("olivia", PASSWORD, role=Profile.STEWARD)
-    analyst = make_user("ana", PASSWORD, role=Profile.ANALYST)
+    people = make_personas()
+    owner, analyst = people.owner, people.analyst
     dataset = make_dataset(owner, text=people_csv(), schema=SCHEMA, budget=("10", "0"))
     dataset.analysts.add(analyst)
     dash_services.set_target(dataset, "owns_home")

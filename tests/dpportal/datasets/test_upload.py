@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from dpportal.accounts.models import Profile, make_user
 from dpportal.datasets.models import Dataset
 from dpportal.datasets.upload import Limits, UploadError, parse_markers, store_upload
 
@@ -16,8 +15,8 @@ LIMITS = Limits(max_bytes=2000, max_rows=10, max_columns=5, max_field_length=20)
 
 
 @pytest.fixture
-def steward(db):
-    return make_user("sue", "pw-sue-12345", role=Profile.STEWARD)
+def steward(personas):
+    return personas.owner
 
 
 def upload(steward, text, limits=LIMITS, markers=("", "?", "NA")):

@@ -1,36 +1,17 @@
-"""Helpers for the ledger tests: the steward who owns the dataset, an analyst granted
-its releases, an outsider who must see nothing."""
+"""The ledger tests' dataset, releases and budget, owned by the personas' owner (tests/personas.py)
+with the granted analyst."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # PBKDF2 costs ~0.3 s/user
-
-
-@pytest.fixture
-def personas(db):
-    from dpportal.accounts.models import make_user
-
-    steward = make_user("stella", "pw-stella-123", role="steward")
-    other = make_user("otto", "pw-otto-123", role="steward")
-    analyst = make_user("ana", "pw-ana-123", role="analyst")
-    return {"steward": steward, "other_steward": other, "analyst": analyst}
 
 
 @pytest.fixture
 def dataset(personas):
     from dpportal.datasets.models import Dataset
 
-    ds = Dataset.objects.create(owner=personas["steward"], name="adult")
-    ds.analysts.add(personas["analyst"])
+    ds = Dataset.objects.create(owner=personas.owner, name="adult")
+    ds.analysts.add(personas.analyst)
     return ds
 
 
@@ -39,7 +20,7 @@ def make_release(dataset, personas):
     from dpportal.releases.models import Release
 
     def make(epsilon="0.1", delta="0", mechanism="baseline", **kw):
-        return Release.objects.create(dataset=dataset, created_by=personas["steward"], mechanism=mechanism,
+        return Release.objects.create(dataset=dataset, created_by=personas.owner, mechanism=mechanism,
                                       params=kw.pop("params", {"bins": 10}), epsilon=epsilon, delta=delta,
                                       rows=100, schema={}, schema_fingerprint="f" * 64, **kw)
     return make
@@ -49,5 +30,5 @@ def make_release(dataset, personas):
 def budget(dataset, personas):
     from dpportal.ledger import services
 
-    services.set_caps(dataset, epsilon="1", delta="1e-5", user=personas["steward"])
+    services.set_caps(dataset, epsilon="1", delta="1e-5", user=personas.owner)
     return dataset

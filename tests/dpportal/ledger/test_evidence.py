@@ -30,7 +30,7 @@ ROUNDS = int(os.environ.get("BURST_ROUNDS", "3"))  # more for the measurement in
 def anchored(settings, tmp_path, budget, personas, make_release, django_capture_on_commit_callbacks):
     """A ledger of 7 entries (cap, 3 x reserve + spend) whose heads were appended to an anchor file."""
     settings.DPPORTAL_LEDGER_ANCHOR = str(tmp_path / "anchor.log")
-    user = personas["steward"]
+    user = personas.owner
     with django_capture_on_commit_callbacks(execute=True):
         anchor.record(budget.pk, 1, LedgerEntry.objects.get(dataset=budget, seq=1).hash)  # the cap (set by fixture)
         for eps in ("0.1", "0.2", "0.3"):
@@ -83,7 +83,7 @@ def test_foreign_key_edits_are_detected(anchored, personas, make_release):
     _sql("UPDATE ledger_ledgerentry SET release_id = release_pk WHERE seq = 4")
     assert services.verify_dataset(anchored.pk).ok
 
-    _sql("UPDATE ledger_ledgerentry SET user_id = %s WHERE seq = 4", personas["analyst"].pk)
+    _sql("UPDATE ledger_ledgerentry SET user_id = %s WHERE seq = 4", personas.analyst.pk)
     problems = services.verify_dataset(anchored.pk).problems
     assert any("user link points at user" in p for p in problems), problems
     _sql("UPDATE ledger_ledgerentry SET user_id = NULL WHERE seq = 4")  # cleared, though the account exists
@@ -93,7 +93,7 @@ def test_foreign_key_edits_are_detected(anchored, personas, make_release):
 
 def test_a_legitimately_deleted_release_or_account_still_verifies(anchored, make_release, personas):
     r = make_release(epsilon="0.05")
-    services.reserve(dataset=anchored, release=r, user=personas["steward"], epsilon="0.05", delta="0")
+    services.reserve(dataset=anchored, release=r, user=personas.owner, epsilon="0.05", delta="0")
     services.settle(r)
     r.delete()  # SET_NULL on its ledger rows; release_pk keeps the id
     assert services.verify_dataset(anchored.pk).ok
@@ -102,7 +102,7 @@ def test_a_legitimately_deleted_release_or_account_still_verifies(anchored, make
 def test_moving_an_entry_to_another_dataset_is_detected(anchored, personas):
     from dpportal.datasets.models import Dataset
 
-    other = Dataset.objects.create(owner=personas["steward"], name="other")
+    other = Dataset.objects.create(owner=personas.owner, name="other")
     _sql("UPDATE ledger_ledgerentry SET dataset_id = %s WHERE seq = 7", other.pk)
     assert not services.verify_dataset(anchored.pk).ok
     assert not services.verify_dataset(other.pk).ok
@@ -183,8 +183,8 @@ def test_old_v1_chains_still_verify_and_a_downgrade_is_detected(anchored):
 
 def test_new_entries_hash_the_user_id(anchored, personas):
     e = LedgerEntry.objects.filter(dataset=anchored, kind="reserve").first()
-    assert e.hash_version == 2 and e.user_pk == personas["steward"].pk
-    assert e.chain_fields()["user_id"] == personas["steward"].pk
+    assert e.hash_version == 2 and e.user_pk == personas.owner.pk
+    assert e.chain_fields()["user_id"] == personas.owner.pk
 
 
 # -- verification under a burst of releases and settlements (separate process, real databases) -----------
@@ -234,7 +234,7 @@ def test_the_anchor_can_be_switched_off_and_a_refused_request_writes_no_line(anc
                                                                           django_capture_on_commit_callbacks):
     lines = anchor.anchor_path().read_text().count("\n")
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(services.BudgetExceeded):
-        services.reserve(dataset=anchored, release=make_release(epsilon="5"), user=personas["steward"],
+        services.reserve(dataset=anchored, release=make_release(epsilon="5"), user=personas.owner,
                          epsilon="5", delta="0")
     assert anchor.anchor_path().read_text().count("\n") == lines
     settings.DPPORTAL_LEDGER_ANCHOR = "off"

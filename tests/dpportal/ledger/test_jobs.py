@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def ready(personas):  # storage: the private_storage fixture
-    return ready_dataset(personas["steward"])
+    return ready_dataset(personas.owner)
 
 
 def run_job(release) -> Release:
@@ -31,7 +31,7 @@ def kinds(release) -> list[str]:
 
 
 def test_a_finished_job_is_spent(ready, personas):
-    release = run_job(plan(ready, personas["steward"], epsilon="0.5"))
+    release = run_job(plan(ready, personas.owner, epsilon="0.5"))
     assert release.status == "done" and release.data_touched
     assert kinds(release) == ["reserve", "spend"]
     spend = LedgerEntry.objects.get(release_pk=release.pk, kind="spend")
@@ -41,7 +41,7 @@ def test_a_finished_job_is_spent(ready, personas):
 
 
 def test_a_job_failing_before_it_reads_data_is_refunded(ready, personas):
-    release = plan(ready, personas["steward"], epsilon="0.5")
+    release = plan(ready, personas.owner, epsilon="0.5")
     Release.objects.filter(pk=release.pk).update(params={"no_such_parameter": 1})  # build() fails in the worker
     release = run_job(release)
     assert release.status == "failed" and not release.data_touched
@@ -56,7 +56,7 @@ def test_a_job_failing_after_it_touched_data_stays_spent(ready, personas, monkey
         raise RuntimeError("crash after the noise was drawn")
 
     monkeypatch.setattr(Baseline, "_fit", fit_then_crash)
-    release = run_job(plan(ready, personas["steward"], epsilon="0.5"))
+    release = run_job(plan(ready, personas.owner, epsilon="0.5"))
     assert release.status == "failed" and release.data_touched and not release.output_file
     assert kinds(release) == ["reserve", "spend"]
     assert ledger.remaining(ready)["epsilon"]["spent"] == "0.5"
@@ -65,7 +65,7 @@ def test_a_job_failing_after_it_touched_data_stays_spent(ready, personas, monkey
 def test_a_second_delivery_of_a_finished_job_does_nothing(ready, personas):
     from dpportal.releases.tasks import run_release
 
-    release = run_job(plan(ready, personas["steward"], epsilon="0.5"))
+    release = run_job(plan(ready, personas.owner, epsilon="0.5"))
     before = list(LedgerEntry.objects.values_list("hash", flat=True))
     run_release.apply(args=[release.pk])
     assert Release.objects.get(pk=release.pk).finished_at == release.finished_at
@@ -77,7 +77,7 @@ def test_an_over_budget_plan_creates_no_release_and_queues_nothing(ready, person
     from dpportal.releases.services import ReleaseRequestError
 
     with django_capture_on_commit_callbacks() as callbacks, pytest.raises(ReleaseRequestError, match="remaining"):
-        plan(ready, personas["steward"], epsilon="1.5")
+        plan(ready, personas.owner, epsilon="1.5")
     assert callbacks == [] and not Release.objects.exists()
     assert ledger.remaining(ready)["epsilon"]["reserved"] == "0"
 
@@ -87,7 +87,7 @@ def test_a_worker_that_lost_its_job_never_reads_the_data(ready, personas, monkey
     was still alive: that worker must stop before reading data, so the refund stays honest."""
     from mechanisms.baseline import Baseline
 
-    release = plan(ready, personas["steward"], epsilon="0.5")
+    release = plan(ready, personas.owner, epsilon="0.5")
     assert jobs.claim(release.pk)
     assert jobs.fail_abandoned(release.pk)  # the other delivery: failed, refunded (data untouched)
     read = []

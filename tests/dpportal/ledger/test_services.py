@@ -25,7 +25,7 @@ def budget_row(dataset) -> Budget:
 # ---------------------------------------------------------------------------------------------- exactness
 
 def test_nine_releases_of_one_ninth_fill_a_cap_of_one_and_a_tenth_is_refused(dataset, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     services.set_caps(dataset, epsilon="1", delta="0", user=user)
     for _ in range(9):
         r = make_release(epsilon="1/9")
@@ -49,7 +49,7 @@ def test_float_sum_would_have_overspent_but_units_do_not():
 
 
 def test_refusal_says_what_remains_and_charges_nothing(budget, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     r = make_release(epsilon="0.7")
     services.reserve(dataset=budget, release=r, user=user, epsilon="0.7", delta="0")
     before = list(LedgerEntry.objects.values_list("hash", flat=True))
@@ -61,7 +61,7 @@ def test_refusal_says_what_remains_and_charges_nothing(budget, personas, make_re
 
 
 def test_delta_cap_is_enforced_separately(budget, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     services.reserve(dataset=budget, release=make_release(delta="6e-6"), user=user, epsilon="0.1", delta="6e-6")
     with pytest.raises(services.BudgetExceeded, match=r"delta 5e-6 requested, 4e-6 remaining of cap 1e-5"):
         services.reserve(dataset=budget, release=make_release(delta="5e-6"), user=user, epsilon="0.1", delta="5e-6")
@@ -69,13 +69,13 @@ def test_delta_cap_is_enforced_separately(budget, personas, make_release):
 
 def test_no_budget_means_no_release(dataset, personas, make_release):
     with pytest.raises(services.BudgetNotSet, match="no privacy budget"):
-        services.reserve(dataset=dataset, release=make_release(), user=personas["steward"], epsilon="0.1", delta="0")
+        services.reserve(dataset=dataset, release=make_release(), user=personas.owner, epsilon="0.1", delta="0")
 
 
 @pytest.mark.parametrize("eps", ["0", "-1", "abc", "nan", "inf", "1/0", "20000"])
 def test_bad_epsilon_is_rejected_with_its_value(budget, personas, make_release, eps):
     with pytest.raises(services.InvalidAmount, match="epsilon"):
-        services.reserve(dataset=budget, release=make_release(), user=personas["steward"], epsilon=eps, delta="0")
+        services.reserve(dataset=budget, release=make_release(), user=personas.owner, epsilon=eps, delta="0")
     assert budget_row(budget).eps_reserved == 0
 
 
@@ -83,9 +83,9 @@ def test_one_reservation_per_release(budget, personas, make_release):
     from django.db import IntegrityError, transaction
 
     r = make_release()
-    services.reserve(dataset=budget, release=r, user=personas["steward"], epsilon="0.1", delta="0")
+    services.reserve(dataset=budget, release=r, user=personas.owner, epsilon="0.1", delta="0")
     with pytest.raises(IntegrityError), transaction.atomic():
-        services.reserve(dataset=budget, release=r, user=personas["steward"], epsilon="0.1", delta="0")
+        services.reserve(dataset=budget, release=r, user=personas.owner, epsilon="0.1", delta="0")
     assert budget_row(budget).eps_reserved == EPS_UNIT // 10  # the second attempt rolled back whole
 
 
@@ -93,7 +93,7 @@ def test_one_reservation_per_release(budget, personas, make_release):
 
 def test_settle_moves_reserved_to_spent_once(budget, personas, make_release):
     r = make_release(epsilon="0.25")
-    services.reserve(dataset=budget, release=r, user=personas["steward"], epsilon="0.25", delta="0")
+    services.reserve(dataset=budget, release=r, user=personas.owner, epsilon="0.25", delta="0")
     first = services.settle(r)
     again = services.settle(r)  # a redelivered job must not charge twice
     assert first.pk == again.pk
@@ -106,7 +106,7 @@ def test_settle_moves_reserved_to_spent_once(budget, personas, make_release):
 def test_refund_only_if_data_was_never_touched(budget, personas, make_release):
     untouched, touched = make_release(epsilon="0.2"), make_release(epsilon="0.3")
     for r in (untouched, touched):
-        services.reserve(dataset=budget, release=r, user=personas["steward"], epsilon=r.epsilon, delta="0")
+        services.reserve(dataset=budget, release=r, user=personas.owner, epsilon=r.epsilon, delta="0")
     type(touched).objects.filter(pk=touched.pk).update(data_touched=True, status="failed")
     # the caller's object is stale (data_touched False in memory): the ledger reads the database
     with pytest.raises(services.RefundRefused, match="touched private data"):
@@ -124,7 +124,7 @@ def test_refund_only_if_data_was_never_touched(budget, personas, make_release):
 
 def test_close_failed_refunds_a_job_that_never_read_data(budget, personas, make_release):
     r = make_release(epsilon="0.5")
-    services.reserve(dataset=budget, release=r, user=personas["steward"], epsilon="0.5", delta="0")
+    services.reserve(dataset=budget, release=r, user=personas.owner, epsilon="0.5", delta="0")
     entry = services.close_failed(r, reason="worker could not load the mechanism")
     assert entry.kind == "refund"
     assert services.remaining(budget)["epsilon"]["remaining"] == "1"
@@ -133,7 +133,7 @@ def test_close_failed_refunds_a_job_that_never_read_data(budget, personas, make_
 # ---------------------------------------------------------------------------------------------- caps
 
 def test_caps_first_set_raised_with_warning_lowered_never_below_used(dataset, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     first = services.set_caps(dataset, epsilon="1", delta="0", user=user)
     assert first.kind == "cap" and first.warning == ""
     services.reserve(dataset=dataset, release=make_release(epsilon="0.6"), user=user, epsilon="0.6", delta="0")
@@ -151,14 +151,14 @@ def test_caps_first_set_raised_with_warning_lowered_never_below_used(dataset, pe
 def test_only_the_steward_changes_caps(dataset, personas):
     for who in ("analyst", "other_steward"):
         with pytest.raises(services.LedgerError, match="only the dataset's steward"):
-            services.set_caps(dataset, epsilon="5", delta="0", user=personas[who])
+            services.set_caps(dataset, epsilon="5", delta="0", user=getattr(personas, who))
     assert not Budget.objects.filter(dataset=dataset).exists()
 
 
 # ---------------------------------------------------------------------------------------------- deletes
 
 def test_deleting_a_release_or_the_raw_file_frees_nothing(budget, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     done, pending = make_release(epsilon="0.4"), make_release(epsilon="0.3")
     for r in (done, pending):
         services.reserve(dataset=budget, release=r, user=user, epsilon=r.epsilon, delta="0")
@@ -197,7 +197,7 @@ def test_entries_are_append_only_through_the_orm(budget):
 
 @pytest.fixture
 def busy_ledger(budget, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     for eps in ("0.1", "0.2", "0.3"):
         r = make_release(epsilon=eps)
         services.reserve(dataset=budget, release=r, user=user, epsilon=eps, delta="0")
@@ -251,9 +251,9 @@ def test_verify_ledger_command_reports_and_fails_on_tampering(busy_ledger):
 def test_json_and_csv_exports_agree_and_neutralize_formulas(busy_ledger, personas):
     from django.contrib.auth import get_user_model
 
-    get_user_model().objects.filter(pk=personas["steward"].pk).update(username="=HYPERLINK(1)")
-    personas["steward"].refresh_from_db()
-    services.set_caps(busy_ledger, epsilon="3", delta="1e-5", user=personas["steward"])
+    get_user_model().objects.filter(pk=personas.owner.pk).update(username="=HYPERLINK(1)")
+    personas.owner.refresh_from_db()
+    services.set_caps(busy_ledger, epsilon="3", delta="1e-5", user=personas.owner)
     data = services.entries_json(busy_ledger)
     assert data["chain"]["ok"] and len(data["entries"]) == 8
     spends = [e for e in data["entries"] if e["kind"] == "spend"]
@@ -272,7 +272,7 @@ def test_timeline_is_cumulative(busy_ledger):
 
 
 def test_tighter_accounting_is_informational_for_gaussian_releases(budget, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     lap = make_release(epsilon="1", delta="0")
     services.set_caps(budget, epsilon="10", delta="1e-5", user=user)
     gauss = make_release(epsilon="2.42", delta="1e-6")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def ready(settings, personas):  # storage: the private_storage fixture
     settings.DPPORTAL_STALE_SECONDS = 60
-    return ready_dataset(personas["steward"])
+    return ready_dataset(personas.owner)
 
 
 def running(dataset, owner, *, silent_for: float, touched: bool, epsilon: str = "0.25") -> Release:
@@ -35,7 +35,7 @@ def running(dataset, owner, *, silent_for: float, touched: bool, epsilon: str = 
 
 
 def test_a_silent_job_that_read_data_is_failed_and_spent(ready, personas):
-    release = running(ready, personas["steward"], silent_for=61, touched=True)
+    release = running(ready, personas.owner, silent_for=61, touched=True)
     assert sweeper.sweep() == [release.pk]
     release.refresh_from_db()
     assert release.status == "failed" and "stopped without a trace" in release.error and "spent" in release.error
@@ -44,7 +44,7 @@ def test_a_silent_job_that_read_data_is_failed_and_spent(ready, personas):
 
 
 def test_a_silent_job_that_never_read_data_is_refunded(ready, personas):
-    release = running(ready, personas["steward"], silent_for=61, touched=False)
+    release = running(ready, personas.owner, silent_for=61, touched=False)
     assert sweeper.sweep() == [release.pk]
     release.refresh_from_db()
     assert release.status == "failed" and "refunded" in release.error
@@ -53,8 +53,8 @@ def test_a_silent_job_that_never_read_data_is_refunded(ready, personas):
 
 
 def test_a_live_job_is_left_alone_and_a_second_sweep_changes_nothing(ready, personas):
-    live = running(ready, personas["steward"], silent_for=5, touched=True)
-    dead = running(ready, personas["steward"], silent_for=600, touched=True)
+    live = running(ready, personas.owner, silent_for=5, touched=True)
+    dead = running(ready, personas.owner, silent_for=600, touched=True)
     assert sweeper.sweep() == [dead.pk]
     assert sweeper.sweep() == []
     assert Release.objects.get(pk=live.pk).status == "running" and kinds(live) == ["reserve"]
@@ -62,14 +62,14 @@ def test_a_live_job_is_left_alone_and_a_second_sweep_changes_nothing(ready, pers
 
 
 def test_a_job_without_heartbeat_is_judged_by_its_start(ready, personas):
-    release = running(ready, personas["steward"], silent_for=0, touched=True)
+    release = running(ready, personas.owner, silent_for=0, touched=True)
     Release.objects.filter(pk=release.pk).update(heartbeat_at=None, started_at=timezone.now() - timedelta(hours=1))
     call_command("sweep_releases")
     assert Release.objects.get(pk=release.pk).status == "failed"
 
 
 def test_a_queued_or_finished_release_is_never_swept(ready, personas):
-    queued = plan(ready, personas["steward"], epsilon="0.25")
+    queued = plan(ready, personas.owner, epsilon="0.25")
     Release.objects.filter(pk=queued.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     assert sweeper.sweep() == [] and Release.objects.get(pk=queued.pk).status == "queued"
 
@@ -79,7 +79,7 @@ def test_the_heartbeat_thread_keeps_a_long_job_alive(ready, personas, settings):
     import time
 
     settings.DPPORTAL_HEARTBEAT_SECONDS = 0.05
-    release = running(ready, personas["steward"], silent_for=3600, touched=True)
+    release = running(ready, personas.owner, silent_for=3600, touched=True)
     with sweeper.heartbeat(release.pk):
         time.sleep(0.3)
         assert sweeper.sweep() == []

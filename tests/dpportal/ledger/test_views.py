@@ -19,7 +19,7 @@ PAGES = ["dpportal-ledger", "dpportal-ledger-csv", "dpportal-ledger-json", "dppo
 
 @pytest.fixture
 def ledger(budget, personas, make_release):
-    user = personas["steward"]
+    user = personas.owner
     for eps in ("0.1", "1/3"):
         r = make_release(epsilon=eps)
         services.reserve(dataset=budget, release=r, user=user, epsilon=eps, delta="0")
@@ -41,7 +41,7 @@ def login(client, user):
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("who", ["analyst", "other_steward"])
 def test_ledger_and_exports_are_404_for_anyone_but_the_steward(client, ledger, personas, page, who):
-    login(client, personas[who])
+    login(client, getattr(personas, who))
     assert client.get(reverse(page, args=[ledger.pk])).status_code == 404
 
 
@@ -52,12 +52,12 @@ def test_anonymous_is_sent_to_login(client, ledger, page):
 
 
 def test_unknown_dataset_is_404_too(client, personas):
-    login(client, personas["steward"])
+    login(client, personas.owner)
     assert client.get(reverse("dpportal-ledger", args=[999999])).status_code == 404
 
 
 def test_steward_sees_ledger_with_chain_status_and_links(client, ledger, personas):
-    login(client, personas["steward"])
+    login(client, personas.owner)
     html = client.get(reverse("dpportal-ledger", args=[ledger.pk])).content.decode()
     assert "intact: 6 entries" in html
     assert "vendor/plotly.min.js" in html and "ledger/timeline.js" in html and "cdn" not in html.lower()
@@ -67,7 +67,7 @@ def test_steward_sees_ledger_with_chain_status_and_links(client, ledger, persona
 
 
 def test_ledger_table_sorts_by_whitelisted_columns(client, ledger, personas):
-    login(client, personas["steward"])
+    login(client, personas.owner)
     html = client.get(reverse("dpportal-ledger", args=[ledger.pk]) + "?sort=epsilon&dir=desc").content.decode()
     assert 'aria-sort="descending"' in html
     assert html.index(">1/3<") < html.index(">0.2<") < html.index(">0.1<")
@@ -78,13 +78,13 @@ def test_ledger_table_sorts_by_whitelisted_columns(client, ledger, personas):
 
 def test_broken_chain_shows_on_the_page(client, ledger, personas):
     LedgerEntry.objects.filter(dataset=ledger, seq=3).update(eps_units=1)
-    login(client, personas["steward"])
+    login(client, personas.owner)
     html = client.get(reverse("dpportal-ledger", args=[ledger.pk])).content.decode()
     assert "BROKEN" in html and "entry #3: content does not match its hash" in html
 
 
 def test_exports_download_for_the_steward(client, ledger, personas):
-    login(client, personas["steward"])
+    login(client, personas.owner)
     response = client.get(reverse("dpportal-ledger-csv", args=[ledger.pk]))
     assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -108,16 +108,16 @@ def test_budget_panel_tag_renders_gauge_and_timeline(ledger):
 
 def test_dataset_page_shows_the_budget_panel_to_the_steward_only(client, ledger, personas):
     url = reverse("dpportal-dataset", args=[ledger.pk])
-    html = login(client, personas["steward"]).get(url).content.decode()
+    html = login(client, personas.owner).get(url).content.decode()
     assert 'aria-label="epsilon: spent 13/30' in html and reverse("dpportal-ledger", args=[ledger.pk]) in html
     assert 'class="ledger-timeline"' in html
     client.logout()
-    seen = login(client, personas["analyst"]).get(url)
+    seen = login(client, personas.analyst).get(url)
     assert seen.status_code == 200  # granted analysts see the dataset's finished releases ...
     page = seen.content.decode()
     assert "epsilon: spent" not in page and "/ledger/" not in page  # ... but not its budget or ledger
 
 
 def test_dataset_list_shows_remaining_budget(client, ledger, personas):
-    html = login(client, personas["steward"]).get(reverse("dpportal-datasets")).content.decode()
+    html = login(client, personas.owner).get(reverse("dpportal-datasets")).content.decode()
     assert "epsilon 11/30 of 1 left" in html
