@@ -136,7 +136,7 @@ class Api:
         self.token = ""
 
     def __call__(self, method: str, path: str, body=None, files=None) -> tuple[int, dict]:
-        from tests.web.live import multipart  # the same stdlib multipart helper as the live tests
+        from tests.live import multipart  # the same stdlib multipart helper as the live tests
         import urllib.error
         import urllib.request
 

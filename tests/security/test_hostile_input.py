@@ -24,8 +24,8 @@ from dpportal.datasets.models import Dataset
 from dpportal.ledger import services as ledger
 from dpportal.releases.models import Release
 from mechanisms.schema import read_raw_csv
-from tests.web.data import SMALL_SCHEMA, stored_files
-from tests.web.personas import make_dataset, run_release
+from tests.data import SMALL_SCHEMA, stored_files
+from tests.personas import make_dataset, run_release
 
 HEADER = "age,city,income,note\n"
 ROW = "34,Paris,52000.5,ok\n"

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from dpportal.releases import services as release_services
-from tests.web.personas import run_release
+from tests.personas import run_release
 
 ROOT = Path(__file__).resolve().parents[2]
 # As tests/mechanisms/test_noise.py, minus `secrets.`: dpportal uses it for API tokens and keys only.
