@@ -38,7 +38,7 @@ audit: venv
 
 # Benchmarks (slow: not part of `make test`). Peers run in their own venv so the product never
 # depends on smartnoise-synth. A run's rows go to benchmarks/out/; the committed ones, in docs/data/, become
-# docs/benchmarks/*.md through `make bench-docs`. Each mechanism's own figures: docs/mechanisms/*.md.
+# docs/benchmarks/{full,pgm,fidelity}.md through `make bench-docs`. Each paper's reproduction: docs/benchmarks/<mechanism>.md.
 BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: requirements-bench.txt
 	$(PYTHON) -m venv $(BENCH_VENV)

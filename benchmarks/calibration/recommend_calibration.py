@@ -339,6 +339,68 @@ def example() -> list[str]:
     return ["    $ python -m mechanisms recommend " + " ".join(EXAMPLE), *("    " + line for line in out)]
 
 
+# The page's sections on what the release form does with the predictions (no figures from the runs).
+GUIDANCE = """## The run-time estimate beside the recommendation
+
+The release form shows the run time of exactly the release that "Reserve budget and release" would
+submit: the values in the form as shown (the guide's presets included, e.g. AIM's `workload=target` and
+the purpose's `target` for "train models", and the prefilled δ), the public row count and the columns
+(`mechanisms/runtime.py`, fitted lines: docs/operations.md). "Update run-time estimate" recomputes it from
+the values typed since; the release page shows the estimate stored with the release, computed from the
+same parameters, so the three agree.
+
+**A range where the time cannot be bounded from public inputs.** AIM chooses which marginals to measure
+from noisy answers on the data, so the models it builds, and its time, depend on a path no public input
+reveals. Its estimate is shown as a range: the central estimate times 0.1 to 3.2 (the factors between
+predicted and measured on its 17 calibration releases run alone, docs/operations.md, and the faster runs of a
+worker that has compiled its programs before), and times 0.1 to 10
+on a table wider than any it was measured on (24 columns), where the fitted line is an extrapolation; the
+form says why. AIM with `workload=target` is timed as all pairs: on the grid run its releases took
+0.4-4.7x the all-pairs estimate, while counting its candidate triples over-estimated them by up to 7.6x.
+The API's estimate (`POST /api/datasets/{id}/releases/estimate/`) carries `low_seconds`, `high_seconds`
+and `range_reason` for such mechanisms.
+
+**The wait for jobs ahead.** A job starts when its queue's worker is free. The form and the release page
+add the wait: the remaining estimates of the jobs running on the same queue (from their progress once past
+10 %, else their estimate less the time elapsed) plus the estimates of the jobs queued before it, shared
+among the queue's worker processes (`DPPORTAL_WORKER_CONCURRENCY`): "2 jobs ahead: it starts in about
+4 min". The status JSON gives `jobs_ahead` and `wait_seconds`.
+
+## The δ preset
+
+The δ offered in the purpose step and prefilled in the release form is the power of ten at or below
+1/(10 n), and at most half the dataset's remaining δ, so that a later release can still use an
+approximate mechanism; the form says what the release leaves ("Leaves δ 5e-06 of the remaining 1e-05"),
+and warns before submitting when a δ typed would use all of it (aim, mst, dpmerf and the Gaussian modes
+could no longer run on the dataset).
+
+## A confirmation above 30% predicted error
+
+A release whose predicted error at the chosen epsilon, by the purpose's measure (the API: all pairs), is
+above 30% (`dpportal.releases.guidance.HIGH_ERROR`: about 30 rows in 100 in the wrong cell of a
+two-column cross-tabulation) while a larger epsilon is predicted below it needs an explicit confirmation:
+a checkbox on the form naming the predicted error and the epsilon that would bring it under 30%, and
+`"confirm_high_error": true` in the API (docs/api.md); without it nothing is reserved. A table so small
+that no epsilon brings it under 30% is not asked (epsilon is not what would fix it); mechanisms predicted
+to fail (near-uniform) have their own confirmation, `confirm_would_fail`.
+
+## Model accuracy for "train a model"
+
+Model accuracy is **not predicted** for a steward's table: how well a model trained on synthetic rows
+predicts the target depends above all on how strongly the target depends on the other columns, which
+only the data show (on the recorded runs AIM with `workload=target` at epsilon 1 kept 95% of the real
+data's ROC AUC gain over chance on adult and almost none on german_credit). For the `ml` purpose the
+table gets a column "Model accuracy (AUC, measured on benchmark tables)" and a sentence above it saying
+so; each row shows the TSTR ROC AUC measured on the four benchmark tables with a two-class target
+(adult, bank_marketing, credit_default_taiwan, german_credit; per table the median of the recorded
+runs) at the recorded epsilon nearest to the steward's (log scale: 0.1, 1 or 10), beside training on the
+real data, e.g. "measured 0.51-0.83 on 3 benchmark tables at ε 1 (real data: 0.78-0.85; chance 0.5)".
+The one statement made from public inputs alone is structural: a mechanism that synthesises every
+column independently (`baseline`) gives "about 0.5 (chance)". The API carries the same figures
+(`model_quality` per mechanism, `model_quality_note`). The figures are `mechanisms.model_quality.MEASURED`,
+printed from docs/data/ by `python -m benchmarks.calibration.tstr_reference` (a test checks they agree)."""
+
+
 def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None, meta: dict,
               lodo: list[str]) -> None:
     ok_all = sum(r["ok_all"] for r in goals)
@@ -350,9 +412,8 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
            "and the purpose only, each mechanism's mean 1-way and 2-way TVD over the public cells (the",
            "dashboard's metrics). This page compares the predictions with measured errors. Produced by:", "",
            *([f"    {meta['fresh_command']}   # the fresh releases: {meta['fresh_seconds']:.0f} s on the 2-core "
-              f"machine, {meta['fresh_finished']}"] if "fresh_command" in meta and meta["fresh_command"] != meta["command"]
-             else []),
-           f"    {meta['command']}   # {meta['finished']}", "",
+              "machine"] if "fresh_command" in meta and meta["fresh_command"] != meta["command"] else []),
+           f"    {meta['command']}   # {meta['seconds']:.0f} s", "",
            "## What is modelled and what is a prior", "",
            "* **Modelled** from each mechanism's own noise calibration: the noise scale of every released count",
            "  (baseline: discrete Laplace 2d/ε per 1-way cell; density-lp: 2T/((1 - split) ε) per marginal cell,",
@@ -409,7 +470,7 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
             "the sixth predicted: how far the calibration carries to a table it has not seen.", "", *lodo, ""]
     if fresh is not None:
         doc += ["### Fresh run (epsilon 1, one repetition, new noise)", "", *within_summary(fresh), "", *table(fresh), ""]
-    doc += ["### Recorded full run, every prediction", "", *table(recorded), "",
+    doc += ["### Recorded full run, every prediction", "", *table(recorded), "", GUIDANCE, "",
             "## Known gaps", "",
             "* The priors were fitted on the same six tables they are checked on; a table far from them (very",
             "  skewed columns, strong dependence between columns) can be off by more than the factor above.",
@@ -425,9 +486,12 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
             "* Near ties (predictions within 5%) go to the faster mechanism (`TIE_MARGIN`, each mechanism's `speed_rank`): on adult",
             "  at 0.1 MST (predicted 0.067, measured 0.083) over AIM (0.067, measured 0.071): 12 s against 29 s.",
             "* For model training, mechanisms that model the table around the target rank first: AIM with",
-            "  `workload=target`, then DP-MERF with `target` (labelled mode); their score is still the predicted",
-            "  2-way error with the target, which does not measure model accuracy (the goal table's `ml` rows",
-            "  measure TSTR: AIM's with `workload=target` where the grid run measured it, at 0.1 and 1).", ""]
+            "  `workload=target`, then DP-MERF with `target` (labelled mode); the page and the API (`ranking`) state",
+            "  that order above the table, mark those rows \"models the columns given ...\", and where another",
+            "  mechanism has a lower predicted error the reason names it and says why it does not decide. Their",
+            "  score is still the predicted 2-way error with the target, which does not measure model accuracy (the",
+            "  goal table's `ml` rows measure TSTR: AIM's with `workload=target` where the grid run measured it, at",
+            "  0.1 and 1).", ""]
     DOC.write_text("\n".join(doc))
 
 

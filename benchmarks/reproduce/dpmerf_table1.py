@@ -1,8 +1,8 @@
 """DP-MERF, Table 1 rows (Harder et al. 2021) for adult and credit, plus timing.
 
 Train on synthetic rows, test on REAL held-out rows; ROC AUC and average precision (PRC) averaged over
-the paper's 12 classifiers (scikit-learn equivalents, settings from the reference code as read in
-IMPLEMENTATION-NOTES section 1; HistGradientBoosting stands in for XGBoost, which is not installed).
+the paper's 12 classifiers (scikit-learn equivalents, settings from the paper's reference code;
+HistGradientBoosting stands in for XGBoost, which is not installed).
 As in the reference code, ROC and PRC are computed from hard ``predict()`` labels; the mean ROC from
 scores (predict_proba / decision_function) is reported beside it.
 

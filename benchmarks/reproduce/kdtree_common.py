@@ -1,7 +1,7 @@
 """Shared pieces of the KD-tree benchmarks: the G.1 mixture data, public schemas, and the RKHS distance.
 
-The G.1 data follows Balog et al. 2018's generator (matejbalog/RKHS-private-database, ``src/data.py``;
-see ``IMPLEMENTATION-NOTES.md`` section 2), re-implemented: numpy legacy seed 0, C = 10 component means
+The G.1 data follows Balog et al. 2018's generator (matejbalog/RKHS-private-database, ``src/data.py``),
+re-implemented: numpy legacy seed 0, C = 10 component means
 ~ N(100·1, 200² I) (200 and 30 are STANDARD DEVIATIONS), weights ∝ 1/k, memberships by ``choice``, then
 one N(mean, 30² I) draw per row in row order.
 

@@ -30,7 +30,7 @@ from benchmarks.reproduce.kdtree_common import (G1_BOUNDS, OUT_DIR, g1_mixture, 
 from mechanisms.synthesizers.kdtree import KDTreeAdaptive, KDTreeGrid  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 
-BALOG = {  # IMPLEMENTATION-NOTES section 2: Balog et al.'s stored results (min over M), ε = 0.01, 0.1, 1
+BALOG = {  # Balog et al.'s results stored with their code (min over M), ε = 0.01, 0.1, 1
     2: {"Balog Alg1-random": (0.154, 0.0237, 0.0026), "Balog Alg2": (0.133, 0.0184, 0.0025)},
     5: {"Balog Alg1-random": (0.409, 0.2325, 0.2077), "Balog Alg2": (0.361, 0.0678, 0.0341)},
 }

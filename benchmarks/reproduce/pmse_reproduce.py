@@ -6,8 +6,7 @@ one mechanism fit at total ε with l releases (ε/l each), l synthetic sets of n
 * |β̂ − β̂_priv| for the OLS of x2 on x1, β̂_priv = mean over the l sets (multiple-imputation point
   estimate; Section 6, which uses l = 10);
 * fit seconds and the split-half mixing statistic of the post-burn-in chain.
-Chains: m = 5, burn-in 1000, 1000 iterations (500 for paper mode) -- the defaults when these were run
-(the default is now 2000 iterations).
+Chains: m = 5, burn-in 1000, 1000 iterations (500 for paper mode): half the mechanism's default 2000.
 Non-DP row: one draw from the ML-fitted sequential model.
 
     python -m benchmarks.reproduce.pmse_reproduce [--reps 2] [--quick]

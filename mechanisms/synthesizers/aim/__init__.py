@@ -71,7 +71,7 @@ def default_rounds(n: int, rho: float, sizes: list[int]) -> int:
     mean number of cells of a column (WEAK_SIGNAL_DIVISOR), the first rounds measure mostly noise and
     the budget they spend is lost; then T is lowered until sigma_0 = n / (6 k), but never below d (the
     1-way initialisation takes d rounds' budget). Public inputs only (n, rho, the schema's cell counts):
-    no privacy cost. A deviation from the paper, measured (docs/mechanisms/aim.md, "Rounds at small
+    no privacy cost. A deviation from the paper, measured (docs/mechanisms/aim.md, "Small
     epsilon"): 2-way TVD, mean of 2-3 releases per T, through the benchmark's harness:
 
         german_credit at 1 (800 rows):       T = 21: 0.116, 29: 0.115, 42: 0.126, 117: 0.148, 172: 0.145
