@@ -5,7 +5,7 @@
 Reads every dpportal run recorded in docs/data/ (benchmarks-full.json and the *.jsonl files) on the
 tables with a binary target (ROC AUC; california_housing's target has five classes and is scored by
 macro F1, so it is left out) and keeps, per mechanism variant, epsilon and table, the median TSTR ROC
-AUC over the recorded runs and the train-on-real AUC. tests/mechanisms/test_model_quality.py checks
+AUC over the recorded runs and the train-on-real AUC. tests/mechanisms/guidance/test_model_quality.py checks
 that the mechanisms' tables (mechanisms.guidance.model_quality.measured) equal this computation.
 """
 

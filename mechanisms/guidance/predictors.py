@@ -188,7 +188,7 @@ def stratified_share(cells: int, n: int) -> float:
     rounding (about one row per cell), not by sqrt(count): about cells / (2n) in TVD against i.i.d.
     sqrt(cells / (2 pi n)), a share of about sqrt(cells / n), capped at 1 once the groups hold a row or
     less. For a pair that is itself a clique (a tree's edge) ``cells`` is the pair's. Measured on the
-    sampler, not fitted (tests/mechanisms/test_pgm.py): 0.89-1.06 x this on chain models shaped like the
+    sampler, not fitted (tests/mechanisms/pgm/test_pgm.py): 0.89-1.06 x this on chain models shaped like the
     shared tables, 0.78-0.89 x it on a 3-column clique's pairs given the whole clique's cells. A pair
     that no clique contains gets no such help: 0.78-1.43 x i.i.d. on the chain models."""
     return min(1.0, math.sqrt(cells / n))
@@ -215,7 +215,7 @@ class covered_sampling:
 # count within 1 of the model's) and every other column by stratified uniforms within each configuration
 # of its sampled parents (counts within 1 per configuration), so a column's counts follow the model's to
 # rounding, not to i.i.d. sampling error (pgm.ModelTables.sample). Measured on the sampler, not fitted: 0.047-
-# 0.18 of sampling_tvd on four chain models shaped like the shared tables (tests/mechanisms/test_pgm.py)
+# 0.18 of sampling_tvd on four chain models shaped like the shared tables (tests/mechanisms/pgm/test_pgm.py)
 PGM_SAMPLING_1WAY = 0.1
 
 

@@ -26,7 +26,7 @@ def _compiled_estimate(mbi):
     potentials did not move). Carrying them does one message-passing pass per step instead of two
     (``_finalize``'s pass is the carried marginals too) and gives the same iterates: the loss, the
     gradient, the sufficient-decrease test and the step sizes are mbi's, on the same marginals
-    (tests/mechanisms/test_pgm.py compares with mbi's ``estimate``). The starting point's marginals come
+    (tests/mechanisms/pgm/test_pgm.py compares with mbi's ``estimate``). The starting point's marginals come
     from an extra first loop step that keeps the potentials (always accepted, step size unchanged), so
     the program traces the oracle once, not twice: XLA's compile time is most of AIM's at small epsilon."""
     if "run" not in _COMPILED:

@@ -20,7 +20,7 @@ class JunctionTreeSize:
     graph's maximal cliques are the sets {v} + neighbours of v when v is eliminated that are not inside
     another such set (the order is a perfect elimination order of the triangulation). Here attributes
     are bits of an integer and the costs are exact integer products, updated only for the neighbours of
-    the eliminated attribute. ``tests/mechanisms/test_pgm.py`` compares with mbi on random clique sets."""
+    the eliminated attribute. ``tests/mechanisms/pgm/test_pgm.py`` compares with mbi on random clique sets."""
 
     def __init__(self, names: Sequence[str], sizes: Sequence[int]):
         self.index = {a: i for i, a in enumerate(names)}

@@ -47,7 +47,7 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
     with numpy (:func:`eliminate`) because JAX would compile it anew for every candidate and every
     model. Before round 42 of a credit_default_taiwan release at epsilon 1 (24 columns; a 49.6 MiB
     junction tree; 198 of 290 candidates in no tree clique): eliminations 7.7 s, this 1.4 s.
-    ``tests/mechanisms/test_pgm.py`` checks all three agree."""
+    ``tests/mechanisms/pgm/test_pgm.py`` checks all three agree."""
     tables = {tuple(cl): np.asarray(model.marginals[cl].datavector(flatten=False), dtype=np.float64)
               for cl in model.marginals.cliques}
     out: dict[Clique, np.ndarray] = {}

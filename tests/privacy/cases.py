@@ -63,7 +63,7 @@ def _set(module: str, **constants):
 
 
 # -- PrivHP: its noise is drawn into zeros before the pass, so the summary is built from its exact
-#    counters (the same route as tests/mechanisms/test_privhp.py) -------------------------------------
+#    counters (the same route as tests/mechanisms/synthesizers/test_privhp.py) -------------------------------------
 
 def _privhp_summary(case: Case, seed: int) -> list[tuple[Call, Call]]:
     from mechanisms.synthesizers import privhp
@@ -107,7 +107,7 @@ def _privhp_summary(case: Case, seed: int) -> list[tuple[Call, Call]]:
 #    sensitivity the chain targets; the chain itself is audited in test_pmse_chain.py). D's utilities are
 #    the real pMSE utilities of the table; D' moves every utility by the full 1/n that Theorem 2 allows,
 #    in opposite directions at D's best theta and elsewhere: the worst pair the claim has to cover (real
-#    pairs stay below it, n|du| <= 1: tests/mechanisms/test_pmse.py measures them). ---------------------
+#    pairs stay below it, n|du| <= 1: tests/mechanisms/synthesizers/test_pmse.py measures them). ---------------------
 
 PMSE_GRID = 40
 

@@ -111,7 +111,7 @@ MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenl
 # and a small step barely changes the CART partition, so the piecewise-constant score rarely changes
 # and the step is accepted with probability near the prior ratio (about 1). The chain therefore leaves
 # the start early, whatever the data (measured: 0 of 300 releases at the start point with n = 10,
-# epsilon = 1, m = 1, against 7 of 300 with burn_in=0/iterations=1: tests/mechanisms/test_pmse.py,
+# epsilon = 1, m = 1, against 7 of 300 with burn_in=0/iterations=1: tests/mechanisms/synthesizers/test_pmse.py,
 # test_at_the_floors_the_chain_never_releases_its_starting_point), and iterations >= 100 keeps at least
 # 100 exact-target steps between the end of adaptation and the release. The whole chain is not audited
 # (an audit of ~500 runs per side certifies only gross leaks); tests/privacy audits the exact weighting.
@@ -120,7 +120,7 @@ MIN_ITERATIONS = 100
 # tree="paper" is labelled "heuristic", never "pure": greedy CART deeper than one split breaks Theorem 2's
 # 1/n bound. Measured after the node-index fix: the privacy audit found an exact exponential mechanism
 # over default paper-mode utilities leaking epsilon 1.30 against a claimed 1; 300 random neighbouring
-# pairs of 10-40 rows (depth 5, cp 0.01) reach n·|Δu| = 2.73 (tests/mechanisms/test_pmse.py,
+# pairs of 10-40 rows (depth 5, cp 0.01) reach n·|Δu| = 2.73 (tests/mechanisms/synthesizers/test_pmse.py,
 # test_paper_trees_exceed_the_one_over_n_bound_which_is_why_paper_mode_is_heuristic). Shown on the
 # release form (advice) and first in the privacy report.
 PAPER_MODE_CAVEAT = ("tree='paper' is HEURISTIC, not a proven epsilon-DP guarantee: greedy CART deeper than one "

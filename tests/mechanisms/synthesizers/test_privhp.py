@@ -22,7 +22,7 @@ from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
 from tests.samples import ADULT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 NUM2 = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
                        Column("y", "continuous", lower=-5.0, upper=5.0)))

@@ -17,7 +17,7 @@ from mechanisms.guidance import recommend as rec
 from mechanisms.schema import Column, Schema
 from mechanisms.synthesizers.aim import guide as aim_guide
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ADULT = Schema.from_json((ROOT / "benchmarks" / "schemas" / "adult.json").read_text())
 ADULT_N = 32_561
 

@@ -10,7 +10,7 @@ from mechanisms.guidance import model_quality as mq
 from mechanisms.guidance import recommend as rec
 from mechanisms.schema import Schema
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ADULT = Schema.from_json((ROOT / "benchmarks" / "schemas" / "adult.json").read_text())
 
 

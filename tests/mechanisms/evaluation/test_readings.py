@@ -45,7 +45,7 @@ def test_quality_is_the_mean_of_column_shapes_and_pair_trends_by_hand():
 
 
 def test_quality_is_one_for_a_copy_and_low_for_an_unrelated_table():
-    from tests.mechanisms.test_evaluation import SCHEMA, table
+    from tests.mechanisms.evaluation.test_evaluation import SCHEMA, table
 
     real = table(800, 1)
     same = utility.evaluate(SCHEMA, real, real.copy())
@@ -70,7 +70,7 @@ def test_cli_evaluate_prints_a_short_summary_by_default_and_json_on_request(tmp_
     import json
 
     from mechanisms.__main__ import main
-    from tests.mechanisms.test_evaluation import SCHEMA, table
+    from tests.mechanisms.evaluation.test_evaluation import SCHEMA, table
 
     (tmp_path / "s.json").write_text(SCHEMA.to_json())
     table(300, 1).to_csv(tmp_path / "r.csv", index=False)
