@@ -8,7 +8,7 @@ import warnings
 
 # XLA flags for AIM's and MST's programs. AIM compiles one program per model structure and the programs run
 # in well under their compile time: optimisation level 0 and the CPU fusion emitters off compile faster in
-# less memory (they take effect since mechanisms/resources.py no longer hides them); same seed, one thread:
+# less memory (mechanisms/resources.py passes them through to XLA); same seed, one thread:
 # bank_marketing at 10 140 -> 66 s, peak 889 -> 690 MiB; california_housing_numeric at 1 14.4 -> 7.9 s,
 # 425 -> 358 MiB; execution-bound california_housing at 10 157 -> 164 s (docs/mechanisms/aim.md, "Speed").
 # Estimates whose iterations outweigh the compile are compiled at level 2 (``optimisation_level``).
