@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale venv clean audit
+.PHONY: run test test-fast bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,8 @@ audit: venv
 	DPPORTAL_AUDIT=full $(PY) -m tests.privacy.table
 
 # Benchmarks (slow: not part of `make test`). Peers run in their own venv so the product never
-# depends on smartnoise-synth. Results go to docs/benchmarks-*.md and docs/mechanisms/*.md.
+# depends on smartnoise-synth. A run's rows go to benchmarks/out/; the committed ones, in docs/data/, become
+# docs/benchmarks/{full,pgm,fidelity}.md through `make bench-docs`. Each paper's reproduction: docs/benchmarks/<mechanism>.md.
 BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: requirements-bench.txt
 	$(PYTHON) -m venv $(BENCH_VENV)
@@ -47,53 +48,57 @@ $(BENCH_VENV)/.installed: requirements-bench.txt
 
 bench-venv: $(BENCH_VENV)/.installed
 
+# docs/benchmarks/*.md from the runs committed in docs/data/ (seconds; no release runs)
+bench-docs: venv
+	$(PY) -m benchmarks.report
+
 bench-quick: venv bench-venv
-	$(PY) -m benchmarks.compare --quick --jobs 2
+	$(PY) -m benchmarks.harness.compare --quick --jobs 2
 
-# AIM, MST and the Gaussian baseline against SmartNoise's, each pair started together (docs/benchmarks-pgm.md)
+# AIM, MST and the Gaussian baseline against SmartNoise's, each pair started together (benchmarks/out/pgm-NAME.md)
 bench-pgm: venv bench-venv
-	$(PY) -m benchmarks.pgm_compare
+	$(PY) -m benchmarks.harness.pgm_compare
 
-# the goal grid: 6 tables x epsilon 0.1 / 1 / 10, AIM / MST / Gaussian baseline vs SmartNoise (hours on 2 cores;
-# resumable: add --resume) -> docs/benchmarks-grid.md
+# the grid: 6 tables x epsilon 0.1 / 1 / 10, AIM / MST / Gaussian baseline vs SmartNoise (hours on 2 cores;
+# resumable: add --resume) -> benchmarks/out/pgm-grid.jsonl; committed as docs/data/benchmarks-grid.jsonl
 bench-pgm-grid: venv bench-venv
-	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
+	$(PY) -m benchmarks.harness.pgm_compare --plan grid --name grid --timeout 900
 
-# the grid's closest AIM comparisons, 5 repetitions each (about 20 min) -> docs/benchmarks-repeat.md
+# the grid's closest AIM comparisons, 5 repetitions each (about 20 min) -> docs/data/benchmarks-repeat.jsonl
 bench-pgm-repeat: venv bench-venv
-	$(PY) -m benchmarks.pgm_repeat
+	$(PY) -m benchmarks.harness.pgm_repeat
 
 # the downloaded file at full resolution against the sampling floor: dpportal's column model, the coarse one
-# and SmartNoise's own transformers, 4 tables x MST / AIM (about an hour) -> docs/benchmarks-fidelity.md
+# and SmartNoise's own transformers, 4 tables x MST / AIM (about an hour) -> docs/benchmarks/fidelity.md
 bench-fidelity: venv bench-venv
-	$(PY) -m benchmarks.fidelity
-	$(PY) -m benchmarks.fidelity --tables bank_marketing german_credit --models suggested coarse --repeat 3
-	$(PY) -m benchmarks.fidelity --tables adult --mechanisms aim --models suggested coarse --param workload=target --param target=label
-	$(PY) -m benchmarks.fidelity --write-doc
+	$(PY) -m benchmarks.harness.fidelity
+	$(PY) -m benchmarks.harness.fidelity --tables bank_marketing german_credit --models suggested coarse --repeat 3
+	$(PY) -m benchmarks.harness.fidelity --tables adult --mechanisms aim --models suggested coarse --param workload=target --param target=label
+	$(PY) -m benchmarks.harness.fidelity --write-doc
 
 bench: venv bench-venv
-	$(PY) -m benchmarks.fidelity
-	$(PY) -m benchmarks.compare --jobs 2
-	$(PY) -m benchmarks.pgm_compare
-	$(PY) -m benchmarks.pgm_compare --plan grid --name grid --timeout 900
-	$(PY) -m benchmarks.pgm_repeat
-	$(PY) -m benchmarks.kdtree_perf
-	$(PY) -m benchmarks.kdtree_figures
-	$(PY) -m benchmarks.kdtree_classification
-	$(PY) -m benchmarks.pmse_perf
-	$(PY) -m benchmarks.pmse_reproduce
-	$(PY) -m benchmarks.pmse_table1
-	$(PY) -m benchmarks.privhp_throughput
-	$(PY) -m benchmarks.privhp_tradeoff
-	$(PY) -m benchmarks.density_lp_boolean
-	$(PY) -m benchmarks.density_lp_continuous
-	$(PY) -m benchmarks.density_lp_adult
-	$(PY) -m benchmarks.dpmerf_grid
-	$(PY) -m benchmarks.dpmerf_table1
-	$(PY) -m benchmarks.evaluation_speed
+	$(PY) -m benchmarks.harness.fidelity
+	$(PY) -m benchmarks.harness.compare --jobs 2
+	$(PY) -m benchmarks.harness.pgm_compare
+	$(PY) -m benchmarks.harness.pgm_compare --plan grid --name grid --timeout 900
+	$(PY) -m benchmarks.harness.pgm_repeat
+	$(PY) -m benchmarks.reproduce.kdtree_perf
+	$(PY) -m benchmarks.reproduce.kdtree_figures
+	$(PY) -m benchmarks.reproduce.kdtree_classification
+	$(PY) -m benchmarks.reproduce.pmse_perf
+	$(PY) -m benchmarks.reproduce.pmse_reproduce
+	$(PY) -m benchmarks.reproduce.pmse_table1
+	$(PY) -m benchmarks.reproduce.privhp_throughput
+	$(PY) -m benchmarks.reproduce.privhp_tradeoff
+	$(PY) -m benchmarks.reproduce.density_lp_boolean
+	$(PY) -m benchmarks.reproduce.density_lp_continuous
+	$(PY) -m benchmarks.reproduce.density_lp_adult
+	$(PY) -m benchmarks.reproduce.dpmerf_grid
+	$(PY) -m benchmarks.reproduce.dpmerf_table1
+	$(PY) -m benchmarks.system.evaluation_speed
 
 # Scale-out: PostgreSQL, Redis, gunicorn and 1, 2, 4 workers on loopback; a mixed burst through
 # the API; throughput, p50/p95 and the ledger check (docs/operations.md). Not part of `make test`.
 bench-scale: venv
 	./scripts/ensure-system-packages.sh
-	$(PY) -m benchmarks.scale --threads 1 --repeat 3
+	$(PY) -m benchmarks.system.scale --threads 1 --repeat 3

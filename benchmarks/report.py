@@ -1,130 +1,78 @@
-"""Turn benchmarks/out/compare-*.json into docs/benchmarks.md (tables: mean ± sd over repetitions)."""
+"""The benchmark pages, from the runs committed in docs/data/: ``python -m benchmarks.report`` (``make bench-docs``).
+
+Writes docs/benchmarks/full.md (every mechanism and SmartNoise peer on six tables), docs/benchmarks/pgm.md
+(AIM, MST and the Gaussian baseline against SmartNoise's) and docs/benchmarks/fidelity.md (the downloaded
+file at full resolution). No release runs here: each section names the command that produced its rows."""
 
 from __future__ import annotations
 
 import json
-import statistics
-import sys
-from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.harness import fidelity, pgm_compare, pgm_repeat, report
+
 ROOT = Path(__file__).resolve().parents[1]
-METRICS = [("tvd_1way", "1-way TVD ↓"), ("tvd_2way", "2-way TVD ↓"), ("assoc_diff", "assoc. diff ↓"),
-           ("pmse_cart", "pMSE (CART) ↓"), ("tstr", "TSTR AUC ↑"), ("seconds", "time s"),
-           ("peak_rss_mib", "peak MiB")]
+DATA = ROOT / "docs" / "data"
+DOCS = ROOT / "docs" / "benchmarks"
+
+# (data file, title, command that produced its rows, what the section shows)
+PGM_SECTIONS = [
+    ("benchmarks-grid.jsonl", "The grid: six tables x epsilon 0.1 / 1 / 10",
+     "python -m benchmarks.harness.pgm_compare --plan grid --name grid --timeout 900",
+     "AIM, MST and the Gaussian baseline against SmartNoise's AIM and MST, each pair started together. adult and "
+     "credit_default_taiwan at 1 and 10 with AIM: SmartNoise AIM past the 900 s limit; adult at 10 again with "
+     "`--timeout 6000 --resume --only adult:10 --labels aim --redo aim --redo-peers`."),
+    ("benchmarks-repeat.jsonl", "The grid's closest AIM cells, 5 repetitions",
+     "python -m benchmarks.harness.pgm_repeat", None),
+    ("benchmarks-aim-cells.jsonl", "AIM on adult and credit_default_taiwan at epsilon 1",
+     "python -m benchmarks.harness.pgm_compare --plan issue --name aim-cells --timeout 600 --only adult:1 "
+     "credit_default_taiwan:1 --labels aim \"aim target\" mst mst-r1",
+     "adult: AIM's 2-way TVD and, with `workload=target`, TSTR; credit_default_taiwan (24 columns): AIM's time "
+     "against SmartNoise MST's in the same run (SmartNoise AIM does not finish in 600 s)."),
+    ("benchmarks-aim-alone.jsonl", "dpportal's AIM alone, one thread",
+     "python -m benchmarks.harness.pgm_compare --plan grid --name aim-alone --family dpportal --labels aim",
+     "Each of the grid's AIM releases alone on the idle machine (no peer beside it): the rows that "
+     "`python -m benchmarks.calibration.runtime_calibration --from-grid --log docs/data/benchmarks-aim-alone.jsonl` "
+     "fits the run-time estimate on (docs/operations.md)."),
+]
 
 
-def _fmt(vals: list[float]) -> str:
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return "–"
-    m = statistics.fmean(vals)
-    digits = 1 if m >= 10 else 3
-    if len(vals) == 1:
-        return f"{m:.{digits}f}"
-    return f"{m:.{digits}f} ± {statistics.stdev(vals):.{digits}f}"
+def _jsonl(name: str) -> list[dict]:
+    return [json.loads(line) for line in (DATA / name).read_text().splitlines() if line.strip()]
 
 
-def tables(results: list[dict], chart_prefix: str | None = None) -> tuple[str, dict]:
-    groups = defaultdict(list)
-    status = {}
-    for r in results:
-        key = (r["dataset"], r["epsilon"], r["family"], r["mechanism"])
-        if r.get("status") == "ok":
-            groups[key].append(r)
-        else:
-            status.setdefault(key, r.get("status"))
-    lines, best = [], {}
-    for ds in dict.fromkeys(r["dataset"] for r in results):
-        lines.append(f"\n### {ds}\n")
-        if chart_prefix and (ROOT / "docs" / "img" / f"{chart_prefix}-{ds}.png").exists():
-            lines.append(f"![{ds}: utility against epsilon](img/{chart_prefix}-{ds}.png)\n")
-        for eps in sorted({r["epsilon"] for r in results if r["dataset"] == ds}):
-            lines.append(f"\n**epsilon = {eps}**\n")
-            lines.append("| mechanism | " + " | ".join(h for _, h in METRICS) + " |")
-            lines.append("|---|" + "---|" * len(METRICS))
-            keys = [k for k in dict.fromkeys((r["dataset"], r["epsilon"], r["family"], r["mechanism"])
-                                             for r in results) if k[0] == ds and k[1] == eps]
-            for k in keys:
-                label = ("" if k[2] == "dpportal" else "SmartNoise ") + k[3]
-                if k in groups:
-                    rows = groups[k]
-                    # peak memory only from runs that measured their own peak (VmHWM, benchmarks/memory.py);
-                    # older runs' ru_maxrss included the parent evaluation process's memory
-                    cells = [_fmt([r.get(m) for r in rows if m != "peak_rss_mib" or r.get("rss") == "hwm"])
-                             for m, _ in METRICS]
-                    # "dpportal-paper": the five papers' mechanisms, without the simple baseline
-                    for fam in [k[2]] + (["dpportal-paper"] if k[2] == "dpportal" and k[3] != "baseline" else []):
-                        b = best.setdefault((ds, eps, fam), {})
-                        t2 = statistics.fmean(r["tvd_2way"] for r in rows)
-                        if "tvd_2way" not in b or t2 < b["tvd_2way"][0]:
-                            b["tvd_2way"] = (t2, k[3], statistics.fmean(r["seconds"] for r in rows))
-                        ts = [r["tstr"] for r in rows if r.get("tstr") is not None]
-                        if ts and ("tstr" not in b or statistics.fmean(ts) > b["tstr"][0]):
-                            b["tstr"] = (statistics.fmean(ts), k[3], statistics.fmean(r["seconds"] for r in rows))
-                else:
-                    cells = [status.get(k, "–")] + ["–"] * (len(METRICS) - 1)
-                lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines), best
+def pgm_page() -> str:
+    lines = ["# AIM, MST and the Gaussian baseline against SmartNoise", "",
+             "Written by `python -m benchmarks.report` from docs/data/; summary and findings in "
+             "[../benchmarks.md](../benchmarks.md), the method in [../mechanisms/aim.md](../mechanisms/aim.md). "
+             + pgm_compare.INTRO]
+    for name, title, command, what in PGM_SECTIONS:
+        rows = _jsonl(name)
+        lines += ["", f"## {title}", "", f"Command: `{command}`; rows: docs/data/{name}." + (f" {what}" if what else ""),
+                  ""]
+        if name == "benchmarks-repeat.jsonl":
+            lines += pgm_repeat.summary_table(rows)
+            continue
+        lines += pgm_compare.rows_table(pgm_compare.latest_rows(DATA / name))
+        if name == "benchmarks-grid.jsonl":
+            lines += pgm_compare.grid_summary(pgm_compare.latest_rows(DATA / name))
+    return "\n".join(lines) + "\n"
 
 
-def summary(best: dict, ours: str = "dpportal") -> str:
-    """Per dataset and epsilon: dpportal's best mechanism against the best peer (any SmartNoise synthesizer
-    that ran at that epsilon), on 2-way TVD and on TSTR, each with its release time."""
-    out = ["| dataset | ε | 2-way TVD: best dpportal | best peer | dpportal − peer | "
-           "TSTR: best dpportal | best peer | dpportal − peer |",
-           "|---|---|---|---|---|---|---|---|"]
-    for (ds, eps) in dict.fromkeys((k[0], k[1]) for k in best if k[2] != "dpportal-paper"):
-        d, p = best.get((ds, eps, ours), {}), best.get((ds, eps, "smartnoise"), {})
-
-        def cell(b, m):
-            return f"{b[m][1]} {b[m][0]:.3f} ({b[m][2]:.0f} s)" if m in b else "–"
-
-        def diff(m, better_low):
-            if m not in d or m not in p:
-                return "–"
-            delta = d[m][0] - p[m][0]
-            ahead = delta < 0 if better_low else delta > 0
-            return f"{delta:+.3f} ({'ahead' if ahead else 'behind' if delta else 'level'})"
-        out.append(f"| {ds} | {eps} | {cell(d, 'tvd_2way')} | {cell(p, 'tvd_2way')} | {diff('tvd_2way', True)} | "
-                   f"{cell(d, 'tstr')} | {cell(p, 'tstr')} | {diff('tstr', False)} |")
-    return "\n".join(out)
-
-
-def write_report(path: Path, *more: Path, name: str | None = None) -> Path:
-    """One markdown report from one or more result files (runs split over processes merge here)."""
-    data = json.loads(Path(path).read_text())
-    meta, results = data["meta"], list(data["results"])
-    commands = [meta["command"]]
-    for extra in more:
-        d = json.loads(Path(extra).read_text())
-        results += d["results"]
-        commands.append(d["meta"]["command"])
-        meta["seconds"] = max(meta["seconds"], d["meta"]["seconds"])
-    meta["command"] = "`; `".join(commands)
-    if name:
-        meta["mode"] = name
-    body, best = tables(results, chart_prefix=f"bench-{meta['mode']}")
-    doc = ROOT / "docs" / f"benchmarks-{meta['mode']}.md"
-    doc.write_text(
-        f"# Benchmark results ({meta['mode']} mode)\n\n"
-        f"Command(s), from the repo root: `{meta['command']}`.\n"
-        f"Finished {meta['finished']}, {meta['seconds'] if meta['seconds'] is not None else 'unrecorded'} s in all, on the 2-core development machine"
-        f"{', ' + str(meta['jobs']) + ' releases at a time, one thread each' if meta.get('jobs', 1) > 1 else ''}.\n"
-        f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"
-        "## Best per dataset\n\n" + summary(best) +
-        "\n\nThe same without the `baseline` (best of the five papers' mechanisms against the best peer):\n\n" +
-        summary(best, "dpportal-paper") + "\n\n## All runs (mean ± sd over repetitions)\n" + body + "\n")
-    print(f"wrote {doc}")
-    return doc
+def main() -> int:
+    DOCS.mkdir(parents=True, exist_ok=True)
+    report.write_report(DATA / "benchmarks-full.json", doc=DOCS / "full.md")
+    (DOCS / "pgm.md").write_text(pgm_page())
+    print(f"wrote {DOCS / 'pgm.md'}")
+    latest = {}
+    for r in _jsonl("benchmarks-fidelity.jsonl"):
+        latest[(r["table"], r["model"], r["mechanism"], tuple(r.get("params") or ()), r.get("repeat", 0))] = r
+    fidelity.write_doc(fidelity.mean_over_repeats(list(latest.values())),
+                       "python -m benchmarks.harness.fidelity --tables ... (appends to docs/data/benchmarks-fidelity.jsonl); "
+                       "python -m benchmarks.report", doc=DOCS / "fidelity.md")
+    print(f"wrote {DOCS / 'fidelity.md'}")
+    return 0
 
 
 if __name__ == "__main__":
-    # python -m benchmarks.report OUT.json [MORE.json ...] [--name NAME]
-    args = sys.argv[1:]
-    name = None
-    if "--name" in args:
-        i = args.index("--name")
-        name = args[i + 1]
-        del args[i:i + 2]
-    write_report(*[Path(a) for a in args], name=name)
+    raise SystemExit(main())

@@ -4,7 +4,7 @@ kombu's ``filesystem`` channel (5.x) writes a message by opening ``<time>_<uuid>
 queue folder and then writing the payload into it; a consumer polling the folder can pick the file up
 between the two, move it away and read zero bytes. The JSON decoder then raises inside the consumer
 loop, the worker stops consuming and the message is gone: its job stays "queued" although a worker is
-running. Seen once in the suite (``tests/web/test_jobs_live.py``, polling every 50 ms,
+running. Seen once in the suite (``tests/e2e/test_jobs_live.py``, polling every 50 ms,
 the fast worker's consumer died on a draw's message). Here a message is written under a name no consumer
 matches (``.<uuid>.partial``) and renamed to its queue name when complete: a rename within one folder is
 atomic, so a consumer sees the whole message or none. Selected by ``CELERY_BROKER_TRANSPORT`` when no

@@ -17,7 +17,8 @@ from .accounting import exact
 from .io import write_synthetic_csv
 from .noise import Noise
 from .runner import build, run
-from .schema import Schema, SchemaError, SchemaMismatch, TableSource, check_header, draft_schema, read_raw_csv
+from .draft import draft_schema
+from .schema import Schema, SchemaError, SchemaMismatch, TableSource, check_header, read_raw_csv
 
 
 class CLIError(Exception):
@@ -175,9 +176,9 @@ def cmd_synthesize(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from . import evaluation
+    from .evaluation.cli import cli
 
-    return evaluation.cli(args)
+    return cli(args)
 
 
 def cmd_risk(args) -> int:
@@ -217,7 +218,7 @@ def _amount(value: str, name: str) -> float:
 
 def cmd_recommend(args) -> int:
     """Which mechanism and epsilon suit a purpose: from the schema and the public row count only."""
-    from . import recommend as rec
+    from .guidance import recommend as rec
 
     schema = _load_schema(args.schema)
     if schema.draft:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,10 @@ import pandas as pd
 from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
 from .schema import Schema, TableSource
+
+if TYPE_CHECKING:  # the guidance types read public inputs only; base does not import them at run time
+    from .guidance.purposes import Errors, Setting
+    from .guidance.runtime import RuntimeModel
 
 ProgressFn = Callable[[float, str], None]  # (fraction in [0,1], stage text)
 
@@ -169,6 +173,20 @@ class Mechanism:
     streaming: ClassVar[bool] = False  # reads the source only through chunks()
     params: ClassVar[tuple[ParamSpec, ...]] = ()
 
+    # -- public-input guidance: declared by each mechanism's home (its package's guide.py), read by
+    # mechanisms.guidance. None (or the base method) means "not declared": registry.get refuses such a
+    # mechanism (missing_parts), so a new one cannot be half wired in.
+    runtime_model: ClassVar["RuntimeModel | None"] = None  # seconds = a + b x work, its work measure, any range
+    steward_help: ClassVar[dict[str, str] | None] = None  # parameter -> what it changes for the steward
+    tstr_measured: ClassVar[dict | None] = None  # {(variant, epsilon): {table: (TSTR AUC, real AUC)}}; {}: none yet
+    speed_rank: ClassVar[int | None] = None  # position in the measured release-time order (ties go to the faster)
+    # "train a model": "conditional" models the other columns given the target (with target_params, described
+    # by target_how, "{t}" standing for the target), "joint" the table as a whole, "independent" every column
+    # on its own (a model trained on it learns nothing)
+    target_structure: ClassVar[str] = ""
+    target_params: ClassVar[dict] = {}
+    target_how: ClassVar[str] = ""
+
     def __init__(self, schema: Schema, *, epsilon: float, delta: float = 0.0, noise: Noise | None = None,
                  progress: ProgressFn | None = None, **params):
         if schema.draft:
@@ -210,9 +228,7 @@ class Mechanism:
 
     @classmethod
     def describe(cls) -> dict:
-        from .steward_help import steward_help  # beside the specs; imports this module
-
-        params = [{**p.to_dict(), "steward_help": steward_help(cls.name, p)} for p in cls.params]
+        params = [{**p.to_dict(), "steward_help": cls.help(p.name)} for p in cls.params]
         return {
             "name": cls.name,
             "title": cls.title,
@@ -229,6 +245,43 @@ class Mechanism:
         """Warnings about this mechanism's expected utility on ``schema`` (public facts only: column
         kinds and counts), shown on the release form. They refuse nothing; the default has none."""
         return []
+
+    # -- public-input guidance (no data; see the class attributes above) ----------------------------
+    @classmethod
+    def predict_accuracy(cls, setting: "Setting", params: dict) -> "Errors | None":
+        """Expected 1-way and 2-way TVD for the public ``setting`` and ``params`` (modelled noise and
+        stated priors); None where the mechanism has no accuracy model (say so explicitly)."""
+        raise NotImplementedError
+
+    @classmethod
+    def near_uniform(cls, setting: "Setting") -> str | None:
+        """Why the output is predicted near-uniform for ``setting`` (a measured failure), or None."""
+        raise NotImplementedError
+
+    @classmethod
+    def help(cls, param: str) -> str:
+        """The steward-facing help of one parameter: what it changes in accuracy, time and memory."""
+        return (cls.steward_help or {}).get(param, "")
+
+    @classmethod
+    def memory_parts(cls, schema: Schema, n: int, epsilon: float, params: dict) -> list[dict]:
+        """The memory estimate by part ({"part", "what", "bytes", "chunk_rows"}) where the mechanism
+        plans its memory in parts; none where its estimate is one figure (planned_memory_bytes)."""
+        return []
+
+    @classmethod
+    def missing_parts(cls) -> list[str]:
+        """The guidance parts this mechanism does not declare (empty for a complete home)."""
+        missing = [m for m in ("predict_accuracy", "near_uniform")
+                   if next(k for k in cls.__mro__ if m in k.__dict__) is Mechanism]
+        missing += [a for a in ("runtime_model", "steward_help", "tstr_measured", "speed_rank")
+                    if getattr(cls, a) is None]
+        if cls.target_structure not in ("conditional", "joint", "independent"):
+            missing.append("target_structure")
+        elif cls.target_structure == "conditional" and "{t}" not in cls.target_how:
+            missing.append("target_how")
+        missing += [f"steward_help[{p.name}]" for p in cls.params if not cls.help(p.name)]
+        return missing
 
     def check_plan(self, n: int) -> None:
         """Refuse, BEFORE any budget is reserved or data read, parameters that cannot work for the

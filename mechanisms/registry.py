@@ -1,5 +1,6 @@
-"""Mechanism registry: name -> class, loaded lazily so a heavy dependency (torch) is imported only
-when its mechanism is used."""
+"""Mechanism registry: name -> the mechanism's home (its package under mechanisms/synthesizers/), loaded
+lazily so a heavy dependency (torch) is imported only when its mechanism is used. A home declares every
+part the guidance reads (``Mechanism.missing_parts``); one that does not is refused here, by name."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ from .base import Mechanism
 from .schema import Schema
 
 _ENTRIES: dict[str, str] = {
-    "baseline": "mechanisms.baseline:Baseline",
-    "kdtree-grid": "mechanisms.kdtree:KDTreeGrid",
-    "kdtree-adaptive": "mechanisms.kdtree:KDTreeAdaptive",
-    "pmse": "mechanisms.pmse:PMSEMechanism",
-    "privhp": "mechanisms.privhp:PrivHP",
-    "density-lp": "mechanisms.density_lp:DensityLP",
-    "dpmerf": "mechanisms.dpmerf:DPMERF",
-    "aim": "mechanisms.aim:AIM",
-    "mst": "mechanisms.mst:MST",
+    "baseline": "mechanisms.synthesizers.baseline:Baseline",
+    "kdtree-grid": "mechanisms.synthesizers.kdtree:KDTreeGrid",
+    "kdtree-adaptive": "mechanisms.synthesizers.kdtree:KDTreeAdaptive",
+    "pmse": "mechanisms.synthesizers.pmse:PMSEMechanism",
+    "privhp": "mechanisms.synthesizers.privhp:PrivHP",
+    "density-lp": "mechanisms.synthesizers.density_lp:DensityLP",
+    "dpmerf": "mechanisms.synthesizers.dpmerf:DPMERF",
+    "aim": "mechanisms.synthesizers.aim:AIM",
+    "mst": "mechanisms.synthesizers.mst:MST",
 }
+_COMPLETE: set[type] = set()  # homes already checked (recommend looks them up many times)
 
 
 def names() -> list[str]:
@@ -31,6 +33,11 @@ def get(name: str) -> type[Mechanism]:
     module, attr = _ENTRIES[name].split(":")
     cls = getattr(importlib.import_module(module), attr)
     assert cls.name == name, (cls.name, name)
+    if cls not in _COMPLETE:
+        missing = cls.missing_parts()
+        if missing:
+            raise TypeError(f"mechanism {name!r} does not declare {missing} (mechanisms/base.py: public-input guidance)")
+        _COMPLETE.add(cls)
     return cls
 
 

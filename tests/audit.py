@@ -1,4 +1,4 @@
-"""Empirical DP auditing helpers (FIELD-NOTES recipe).
+"""Empirical DP auditing helpers (Clopper-Pearson bounds, after Jagielski et al. 2020).
 
 Run a randomized release many times on neighbouring inputs D and D' (one record replaced), pick an
 event S from pilot draws, then estimate P[M(D) in S] and P[M(D') in S] on fresh draws with one-sided

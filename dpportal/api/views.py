@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from django.contrib.auth import authenticate
 from django.http import JsonResponse
 
@@ -21,6 +23,20 @@ from mechanisms import registry
 
 from .auth import ApiError, api_view, json_body
 from .models import DEFAULT_NAME, MAX_TOKENS_PER_USER, Token, check_name
+
+
+# Refusals whose message is meant for the user: inside ``refused()`` each becomes an API error with it.
+DOMAIN_ERRORS = (UploadError, dataset_services.SchemaRejected, ledger.LedgerError, guidance.GuidanceError,
+                 release_services.ReleaseRequestError)
+
+
+@contextlib.contextmanager
+def refused(status: int = 400, also: tuple[type[Exception], ...] = ()):
+    """Map a domain refusal raised in the block (DOMAIN_ERRORS, plus ``also``) to ApiError(message, status)."""
+    try:
+        yield
+    except DOMAIN_ERRORS + also as exc:
+        raise ApiError(str(exc), status) from None
 
 
 def dataset_dict(dataset, *, for_owner: bool) -> dict:
@@ -110,12 +126,10 @@ def datasets(request):
     upload = request.FILES.get("file")
     if upload is None:
         raise ApiError("send the CSV as multipart form field 'file'")
-    try:
+    with refused():
         raw_markers = request.POST.get("missing_markers")
         markers = parse_markers(raw_markers, empty_is_missing=request.POST.get("empty_is_missing", "1") != "0")
         dataset = store_upload(upload, owner=request.user, name=request.POST.get("name", ""), markers=markers)
-    except UploadError as exc:
-        raise ApiError(str(exc), 400) from None
     return JsonResponse(dataset_dict(dataset, for_owner=True), status=201)
 
 
@@ -129,14 +143,10 @@ def dataset(request, pk):
 def schema(request, pk):
     d = dataset_for_owner(request.user, pk)
     if request.method == "GET":
-        try:
+        with refused(404):
             return JsonResponse(dataset_services.export_schema(d))
-        except dataset_services.SchemaRejected as exc:
-            raise ApiError(str(exc), 404) from None
-    try:
+    with refused():
         dataset_services.confirm_schema(d, dataset_services.parse_schema_json(json_body(request)))
-    except dataset_services.SchemaRejected as exc:
-        raise ApiError(str(exc)) from None
     return JsonResponse(dataset_dict(d, for_owner=True))
 
 
@@ -147,11 +157,9 @@ def budget(request, pk):
         data = json_body(request)
         if "epsilon" not in data:
             raise ApiError("send the epsilon cap as 'epsilon' (and optionally 'delta')")
-        try:
+        with refused():
             entry = ledger.set_caps(d, epsilon=_amount(data["epsilon"], "epsilon"),
                                     delta=_amount(data.get("delta", "0"), "delta"), user=request.user)
-        except ledger.LedgerError as exc:
-            raise ApiError(str(exc)) from None
         out = ledger.remaining(d)
         if entry is not None and getattr(entry, "warning", ""):
             out["warning"] = entry.warning
@@ -167,10 +175,8 @@ def recommendation(request, pk):
     unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
     if unknown:
         raise ApiError(f"unknown parameter(s) {unknown}; use {sorted(RECOMMENDATION_PARAMS)}")
-    try:
+    with refused():
         return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
-    except guidance.GuidanceError as exc:
-        raise ApiError(str(exc)) from None
 
 
 RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
@@ -234,13 +240,11 @@ def dataset_releases(request, pk):
         mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
         delta=_amount(data.get("delta", "0"), "delta"), params=data.get("params") or {},
         rows=data.get("rows", d.n_rows))
-    try:
+    with refused():
         release_services.check_request(d, req)  # a bad value is named before a confirmation is asked for
         high_error = _check_high_error(d, data)
         release = release_services.plan_release(d, request.user, req,
                                                 confirmed="; ".join(filter(None, (would_fail, high_error))))
-    except release_services.ReleaseRequestError as exc:
-        raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(release, for_owner=True), status=201)
 
 
@@ -257,13 +261,11 @@ def dataset_bounds(request, pk):
     columns = data.get("columns")
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         raise ApiError(f"columns must be a list of column names, got columns={columns!r}"[:300])
-    try:
+    with refused():
         r = release_services.plan_bounds(d, request.user, columns=columns,
                                          epsilon=_amount(data.get("epsilon", release_services.DEFAULT_BOUNDS_EPSILON),
                                                          "epsilon"),
                                          delta=_amount(data["delta"], "delta") if "delta" in data else None)
-    except release_services.ReleaseRequestError as exc:
-        raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(r, for_owner=True), status=201)
 
 
@@ -293,11 +295,9 @@ def _release_labels(request, pk):
     for key, kind in LABEL_FIELDS.items():
         if key in data and not isinstance(data[key], kind):
             raise ApiError(f"{key} must be {'a string' if kind is str else 'true or false'}, got {key}={data[key]!r}")
-    try:
+    with refused():
         if "title" in data or "note" in data:
             release_services.label_release(r, title=data.get("title", r.title), note=data.get("note", r.note))
-    except release_services.ReleaseRequestError as exc:
-        raise ApiError(str(exc)) from None
     if "withdrawn" in data:
         release_services.set_withdrawn(r, data["withdrawn"])
     if "hidden" in data:
@@ -309,10 +309,8 @@ def _release_labels(request, pk):
 @api_view("POST")
 def release_draws(request, pk):
     r = release_for_owner(request.user, pk)
-    try:
+    with refused():
         draw = release_services.draw_more(r, request.user, json_body(request).get("rows"))
-    except release_services.ReleaseRequestError as exc:
-        raise ApiError(str(exc)) from None
     return JsonResponse(release_dict(draw, for_owner=True), status=201)
 
 
@@ -322,12 +320,10 @@ def release_estimate(request, pk):
     as a request), validated like one; nothing charged or queued."""
     dataset = dataset_for_owner(request.user, pk)
     body = json_body(request)
-    try:
+    with refused():
         est = release_services.estimate_request(dataset, release_services.ReleaseRequest(
             mechanism=body.get("mechanism"), epsilon=body.get("epsilon"), delta=body.get("delta"),
             params=body.get("params") or {}, rows=body.get("rows", dataset.n_rows)))
-    except release_services.ReleaseRequestError as exc:
-        raise ApiError(str(exc)) from None
     return JsonResponse(est)
 
 
@@ -336,10 +332,8 @@ def release_cancel(request, pk):
     """POST /api/releases/{id}/cancel/: queued -> cancelled and refunded (200); running -> stops at its
     next progress point (202, poll the release); finished -> 409."""
     r = release_for_owner(request.user, pk)
-    try:
+    with refused(409):
         r = release_services.cancel(r)
-    except release_services.ReleaseRequestError as exc:
-        raise ApiError(str(exc), 409) from None
     return JsonResponse(release_dict(r, for_owner=True), status=200 if r.is_finished else 202)
 
 
@@ -376,8 +370,6 @@ def dataset_raw(request, pk):
     from dpportal.datasets.lifecycle import RawDeleteRefused, delete_raw
 
     d = dataset_for_owner(request.user, pk)
-    try:
+    with refused(409, also=(RawDeleteRefused,)):
         delete_raw(d)
-    except RawDeleteRefused as exc:
-        raise ApiError(str(exc), 409) from None
     return JsonResponse(dataset_dict(d, for_owner=True))

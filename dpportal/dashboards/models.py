@@ -25,7 +25,7 @@ class Evaluation(models.Model):
     stage = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     target = models.CharField(max_length=200, blank=True)  # TSTR target column used ("" = none)
-    results = models.JSONField(null=True, blank=True)  # mechanisms.evaluation.evaluate output
+    results = models.JSONField(null=True, blank=True)  # mechanisms.evaluation.utility.evaluate output
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -51,7 +51,7 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
     raw string frames); otherwise they are read from private storage. Failures are recorded on the
     :class:`Evaluation` row (status "failed"), never raised.
     """
-    from mechanisms import evaluation  # scikit-learn & co.: loaded by the worker only, not by web processes
+    from mechanisms.evaluation import tables, utility  # scikit-learn & co.: the worker only, not web processes
 
     ev, _ = Evaluation.objects.get_or_create(release=release)
     Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.RUNNING, progress=0.0, stage="loading",
@@ -61,14 +61,14 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         schema = release.public_schema()
         target, source = release_target(release, schema)
         real, real_note = (_real_frame(release, schema) if real_source_frame is None
-                           else (evaluation.prepare_table(schema, real_source_frame, synthetic=False), None))
+                           else (tables.prepare_table(schema, real_source_frame, synthetic=False), None))
         if real is None:
             _finish(ev, Evaluation.SKIPPED, error=real_note)
             return _reload(ev)
         syn = _synthetic_frame(release, schema, synthetic_frame)
         write(0.05, "evaluating", force=True)
-        results = evaluation.evaluate(schema, real, syn, target=target or None, seed=release.pk, fast=FAST,
-                                      progress=lambda f, s: write(0.05 + 0.9 * f, s))
+        results = utility.evaluate(schema, real, syn, target=target or None, seed=release.pk, fast=FAST,
+                                   progress=lambda f, s: write(0.05 + 0.9 * f, s))
         results["real_rows"] = real_note or {"rows_used": len(real), "rows_total": len(real), "fraction": 1.0}
         write(0.96, "checking the downloaded file", force=True)
         _add_file_checks(results, release, schema, real_source_frame, synthetic_frame)
@@ -84,9 +84,9 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
 
 def _add_file_checks(results: dict, release: Release, schema: Schema, real_raw: pd.DataFrame | None,
                      synthetic: pd.DataFrame | None) -> None:
-    """The statistician's checks of the file an analyst downloads (mechanisms.fidelity), and the
+    """The statistician's checks of the file an analyst downloads (mechanisms.evaluation.fidelity), and the
     headline quality score from them; the score on the internal cells stays as ``quality_cells``."""
-    from mechanisms import fidelity
+    from mechanisms.evaluation import fidelity
     from mechanisms.io import export_frame
     from mechanisms.schema import read_raw_csv
 
@@ -167,11 +167,11 @@ def _real_frame(release: Release, schema: Schema) -> tuple[pd.DataFrame | None, 
 
 
 def _synthetic_frame(release: Release, schema: Schema, frame: pd.DataFrame | None) -> pd.DataFrame:
-    from mechanisms import evaluation
+    from mechanisms.evaluation import tables
 
     if frame is None:
-        return evaluation.load_prepared(schema, str(release.output_path()), synthetic=True)
-    return evaluation.prepare_table(schema, frame, synthetic=True)
+        return tables.load_prepared(schema, str(release.output_path()), synthetic=True)
+    return tables.prepare_table(schema, frame, synthetic=True)
 
 
 class _Progress:

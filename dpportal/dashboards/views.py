@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, release_for_owner
 from dpportal.releases.models import Release
-from dpportal.releases.services import BOUNDS_MECHANISM
+from dpportal.releases.services.jobs import TABLELESS, kind_of
 
 from . import charts, services
 from .models import Evaluation
@@ -116,7 +116,7 @@ def evaluation_status(request, pk):
 @require_POST
 def release_reevaluate(request, pk):
     release = release_for_owner(request.user, pk)
-    if release.status != Release.DONE or release.mechanism == BOUNDS_MECHANISM:  # bounds: no table
+    if release.status != Release.DONE or not kind_of(release.mechanism).makes_table:
         raise Http404("not available")
     services.request_reevaluation(release)
     messages.success(request, f"Evaluation of release {release.pk} queued.")
@@ -145,7 +145,7 @@ def dataset_dashboard(request, pk):
     utility = [(f"util-{key}", charts.utility_vs_epsilon(points, key, title))
                for key, title in charts.UTILITY_METRICS if any(p["summary"].get(key) is not None for p in points)]
     schema = dataset.confirmed_schema()
-    releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism="dp-bounds")
+    releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism__in=TABLELESS)
                     .select_related("evaluation", "risk_report").order_by("-created_at"))
     services.mark_best_quality(releases)
     done = [r.pk for r in releases if r.status == Release.DONE]  # compare defaults: never a cancelled release

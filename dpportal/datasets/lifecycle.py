@@ -4,7 +4,7 @@ What remains: the dataset row (name, header, row count: public facts), the confi
 schema, every release, its synthetic CSV and private summary (more rows can still be drawn), and
 the ledger. Deleting never frees budget: the ledger is not touched. What goes: the raw file and
 the schema DRAFT (suggestions computed from the data: category values, observed ranges).
-No new release can be planned afterwards (``releases.services.validate`` checks ``has_raw``).
+No new release can be planned afterwards (``releases.services.parsing.validate`` checks ``has_raw``).
 """
 
 from __future__ import annotations

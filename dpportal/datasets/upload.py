@@ -22,9 +22,8 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from mechanisms.schema import (DEFAULT_MISSING_MARKERS, RARE_K, SchemaError, check_header, check_text, draft_schema,
-                               rare_categories,
-                               read_raw_csv)
+from mechanisms.draft import RARE_K, draft_schema, rare_categories
+from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_header, check_text, read_raw_csv
 
 from .models import Dataset
 

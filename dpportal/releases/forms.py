@@ -7,7 +7,6 @@ import math
 from django import forms
 
 from mechanisms.base import ParamSpec
-from mechanisms.steward_help import steward_help
 
 PARAM_PREFIX = "param_"
 
@@ -77,7 +76,7 @@ class ReleaseForm(forms.Form):
             name = PARAM_PREFIX + spec.name
             self.fields[name] = _field(spec, schema)
             self.fields[name].label = spec.name
-            self.fields[name].steward_help = steward_help(mechanism_cls.name, spec)
+            self.fields[name].steward_help = mechanism_cls.help(spec.name)
             self.param_names.append(name)
 
     def apply_guide(self, guide: dict | None) -> dict | None:

@@ -3,7 +3,7 @@
 The web page and the API call :func:`recommendation_for`. It reads the dataset's confirmed schema,
 its public row count n and the remaining budget, never the raw file (tested: the view works with
 the raw file unreadable, and two tables with the same schema and n get the same answer). The math
-lives in :mod:`mechanisms.recommend`.
+lives in :mod:`mechanisms.guidance.recommend`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Mapping
 from urllib.parse import urlencode
 
 from dpportal.ledger import services as ledger
-from mechanisms import recommend as rec
+from mechanisms.guidance import recommend as rec
 from mechanisms import registry
 
 MAX_EPSILON = 100.0  # the mechanisms' own upper bound (mechanisms.accounting.check_epsilon)
@@ -202,7 +202,7 @@ def epsilon_in_words(value) -> str:
 
 def _add_runtimes(guide: dict, schema) -> None:
     """Each row's run-time estimate for the configuration it predicts (its parameters, the ml target)."""
-    from mechanisms import runtime
+    from mechanisms.guidance import runtime
 
     target = guide.get("target") if guide.get("purpose") == "ml" else None
     for m in guide["mechanisms"]:

@@ -56,7 +56,7 @@ class Release(models.Model):
     # Set by the steward on a RUNNING job; the worker stops at its next progress point (services.cancel).
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     queue = models.CharField(max_length=32, default=QUEUE_SYNTHESIS)  # the Celery queue it was sent to
-    estimate_seconds = models.FloatField(null=True, blank=True)  # mechanisms.runtime, from public inputs
+    estimate_seconds = models.FloatField(null=True, blank=True)  # mechanisms.guidance.runtime, from public inputs
 
     output_file = models.CharField(max_length=500, blank=True)  # synthetic CSV, relative to DATA_DIR
     summary_file = models.CharField(max_length=500, blank=True)  # private summary npz

@@ -111,7 +111,7 @@ def fail_stranded(release_id: int, now=None) -> bool:
         changed = stranded(now).filter(pk=release_id, data_touched=row["data_touched"]).update(
             status=Release.FAILED, finished_at=timezone.now(), stage="failed", error=error)
         if changed:
-            services._close_ledger(Release.objects.get(pk=release_id))
+            services.worker._close_ledger(Release.objects.get(pk=release_id))
         return changed == 1
 
 

@@ -16,7 +16,7 @@ from .models import Release
 log = logging.getLogger(__name__)
 
 
-# Worker loss (ledger engineer's fix, tested by tests/ledger/test_crash.py): when the pool process
+# Worker loss (tested by tests/dpportal/ledger/test_crash.py): when the pool process
 # running a job dies (SIGKILL, OOM), Celery 5.7's retry_on_worker_lost makes the worker's parent send
 # the task again with retries + 1 (reject_on_worker_lost stays the fallback if that send fails).
 # The retry count is what tells the next delivery "your previous worker died" on EVERY broker:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.browser import launch_chromium, require_chromium, watch_page
+from tests.live import Stack, manage
 from tests.samples import ADULT
-from tests.web.live import Stack, manage
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "e2e"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import estimate_accuracy as ea
+from benchmarks.calibration import estimate_accuracy as ea
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,8 +30,8 @@ def test_a_row_passes_within_2x_inside_the_shown_range_or_as_a_few_seconds():
 
 
 def test_the_committed_table_covers_three_tables_and_aim_with_each_workload_and_every_row_passes():
-    text = (ROOT / "docs" / "benchmarks-estimates.md").read_text()
-    assert "`python -m benchmarks.estimate_accuracy`" in text
+    text = (ROOT / "docs" / "benchmarks" / "estimates.md").read_text()
+    assert "`python -m benchmarks.calibration.estimate_accuracy`" in text
     rows = [r for r in text.splitlines() if r.startswith("| ") and not r.startswith("| table")]
     assert {r.split(" | ")[0][2:] for r in rows} == {"adult", "german_credit", "generated"}
     workloads = {w for r in rows for w in re.findall(r"workload=([\w-]+)", r)}
@@ -43,7 +43,7 @@ def test_the_committed_table_covers_three_tables_and_aim_with_each_workload_and_
 @pytest.mark.slow
 def test_a_short_run_through_the_api_writes_the_table(tmp_path):
     out = tmp_path / "estimates.md"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.estimate_accuracy", "--only", "baseline", "--out",
+    run = subprocess.run([sys.executable, "-m", "benchmarks.calibration.estimate_accuracy", "--only", "baseline", "--out",
                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     table = out.read_text()

@@ -1,5 +1,5 @@
 """Columns at full resolution: special values, per-value integer cells, log bins, codes, decimals, the
-exact export, and the statistician's checks of the downloaded file (mechanisms.fidelity)."""
+exact export, and the statistician's checks of the downloaded file (mechanisms.evaluation.fidelity)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms import fidelity
+from mechanisms.evaluation import fidelity
 from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import (MISSING_CATEGORY, Column, Schema, SchemaError, TableSource, draft_schema,
-                               rare_categories, read_raw_csv, resolvable_cells)
+from mechanisms.draft import draft_schema, rare_categories, resolvable_cells
+from mechanisms.schema import MISSING_CATEGORY, Column, Schema, SchemaError, TableSource, read_raw_csv
 
 
 def census(n: int = 4000, seed: int = 7) -> pd.DataFrame:

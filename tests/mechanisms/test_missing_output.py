@@ -7,9 +7,10 @@ import io
 
 import pandas as pd
 
-from mechanisms import evaluation as ev
+from mechanisms.evaluation import tables
 from mechanisms.io import write_synthetic_csv
-from mechanisms.schema import MISSING_CATEGORY, draft_schema, read_raw_csv
+from mechanisms.draft import draft_schema
+from mechanisms.schema import MISSING_CATEGORY, read_raw_csv
 
 RAW = pd.DataFrame({"city": ["Paris", "", "Lyon", "?", "Paris", ""], "n": ["1", "2", "3", "4", "5", "6"]})
 
@@ -28,7 +29,7 @@ def test_missing_values_are_written_as_empty_cells_and_read_back_as_missing():
     text = buf.getvalue()
     assert "(missing)" not in text
     assert [line.split(",")[0] for line in text.splitlines()[1:5]] == ["Paris", "", "Lyon", ""]
-    back = ev.prepare_table(schema, read_raw_csv(io.StringIO(text)), synthetic=True)
+    back = tables.prepare_table(schema, read_raw_csv(io.StringIO(text)), synthetic=True)
     assert back["city"].tolist() == prepared["city"].tolist()
 
 

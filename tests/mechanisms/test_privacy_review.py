@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.baseline import Baseline
-from mechanisms.density_lp import DensityLP
-from mechanisms.kdtree import KDTreeAdaptive, KDTreeGrid
+from mechanisms.synthesizers.baseline import Baseline
+from mechanisms.synthesizers.density_lp import DensityLP
+from mechanisms.synthesizers.kdtree import KDTreeAdaptive, KDTreeGrid
 from mechanisms.noise import Noise
-from mechanisms.privhp import PrivHP
+from mechanisms.synthesizers.privhp import PrivHP
 from mechanisms.schema import Column, Schema, SchemaMismatch, TableSource
 
 SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
@@ -171,7 +171,7 @@ def test_adaptive_split_decisions_hold_their_epsilon_and_a_half_scale_mutant_is_
 def test_pmse_refuses_fewer_iterations_than_releases_before_reading_data():
     # used to raise inside fit(), i.e. after the web worker had marked the data touched: the budget was
     # spent on a refusal that needs no data
-    from mechanisms.pmse import PMSEMechanism
+    from mechanisms.synthesizers.pmse import PMSEMechanism
 
     with pytest.raises(ValueError, match="iterations=5"):
         PMSEMechanism(NUMERIC, epsilon=1.0, noise=Noise.seeded(0), iterations=5, releases=10)

@@ -87,7 +87,7 @@ def test_limit_threads_refuses_a_bad_count():
 
 @pytest.mark.slow
 def test_dpmerf_sizes_torch_through_resources():
-    script = ("import os, torch; torch.set_num_threads(2); from mechanisms import dpmerf; t = dpmerf._torch(); "
+    script = ("import os, torch; torch.set_num_threads(2); from mechanisms.synthesizers import dpmerf; t = dpmerf._torch(); "
               "print(t.get_num_threads(), os.environ['OMP_NUM_THREADS'])")
     env = {"PATH": "/usr/bin:/bin", resources.THREADS_ENV: "1"}
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,

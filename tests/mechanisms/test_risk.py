@@ -15,7 +15,8 @@ from mechanisms import risk
 from mechanisms.__main__ import main
 from mechanisms.audit import clopper_pearson, guessing_epsilon_lower_bound
 from mechanisms.noise import Noise, ScaledNoise, ZeroNoise
-from mechanisms.schema import Schema, draft_schema, read_raw_csv
+from mechanisms.draft import draft_schema
+from mechanisms.schema import Schema, read_raw_csv
 from tests.samples import ADULT
 
 

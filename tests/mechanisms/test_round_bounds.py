@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.schema import draft_schema, round_bounds, round_step
+from mechanisms.draft import draft_schema, round_bounds, round_step
 
 
 @pytest.mark.parametrize("lo, hi, integer, expected", [
-    (17, 90, True, (0, 100)),  # the example: ages
+    (17, 90, True, (0, 100)),  # the documented example: ages
     (0, 1_234_567, False, (0, 1_500_000)),
     (1950, 2020, True, (1940, 2020)),
     (-5, 35, False, (-20, 40)),

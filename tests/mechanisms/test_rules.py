@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms import fidelity
+from mechanisms.evaluation import fidelity
 from mechanisms.noise import Noise
 from mechanisms.rules import sample_conforming, violations
 from mechanisms.runner import build, run

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.schema import Column, Schema, SchemaError, SchemaMismatch, draft_schema
+from mechanisms.draft import draft_schema
+from mechanisms.schema import Column, Schema, SchemaError, SchemaMismatch
 
 
 def _schema():

@@ -6,7 +6,7 @@ Adding a mechanism (e.g. AIM or MST) whose fit draws its noise through ``Noise``
 one entry (the mutant halves whatever function the module uses to compute its noise scale):
 
     CASES["mst"] = Case("mst", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                        mutant=_halve_scales("mechanisms.mst", "gaussian_scale"), delta=1e-5,
+                        mutant=_halve_scales("mechanisms.synthesizers.mst", "gaussian_scale"), delta=1e-5,
                         params={...fast settings...})
 
 A second mode of a mechanism (e.g. baseline with Gaussian noise) is another key with the same
@@ -63,10 +63,10 @@ def _set(module: str, **constants):
 
 
 # -- PrivHP: its noise is drawn into zeros before the pass, so the summary is built from its exact
-#    counters (the same route as tests/mechanisms/test_privhp.py) -------------------------------------
+#    counters (the same route as tests/mechanisms/synthesizers/test_privhp.py) -------------------------------------
 
 def _privhp_summary(case: Case, seed: int) -> list[tuple[Call, Call]]:
-    from mechanisms import privhp
+    from mechanisms.synthesizers import privhp
 
     mech = privhp.PrivHP(case.schema, epsilon=case.epsilon, noise=Noise.seeded(seed), **case.params)
     mech.domain = privhp.Domain.from_schema(case.schema)
@@ -107,13 +107,13 @@ def _privhp_summary(case: Case, seed: int) -> list[tuple[Call, Call]]:
 #    sensitivity the chain targets; the chain itself is audited in test_pmse_chain.py). D's utilities are
 #    the real pMSE utilities of the table; D' moves every utility by the full 1/n that Theorem 2 allows,
 #    in opposite directions at D's best theta and elsewhere: the worst pair the claim has to cover (real
-#    pairs stay below it, n|du| <= 1: tests/mechanisms/test_pmse.py measures them). ---------------------
+#    pairs stay below it, n|du| <= 1: tests/mechanisms/synthesizers/test_pmse.py measures them). ---------------------
 
 PMSE_GRID = 40
 
 
 def _pmse_sampler(case: Case, seed: int):
-    from mechanisms import pmse
+    from mechanisms.synthesizers import pmse
 
     n = len(case.frame)
     mech = pmse.PMSEMechanism(case.schema, epsilon=case.epsilon, noise=Noise.seeded(seed), **case.params)
@@ -143,7 +143,7 @@ def _pmse_sampler(case: Case, seed: int):
 
 def _pmse_mutant(monkeypatch):
     """The exponential mechanism's 2 in exp(-eps u / (2 du)) dropped (sensitivity understated 2x)."""
-    from mechanisms import pmse
+    from mechanisms.synthesizers import pmse
 
     real = pmse.log_weight
     monkeypatch.setattr(pmse, "log_weight", lambda u, *, epsilon, sensitivity: real(
@@ -152,7 +152,7 @@ def _pmse_mutant(monkeypatch):
 
 def _dpmerf_mutant(monkeypatch):
     """Mean-embedding sensitivity understated 2x (noise halved)."""
-    from mechanisms import dpmerf
+    from mechanisms.synthesizers import dpmerf
 
     real = dpmerf.DPMERF.embedding_sensitivity
     monkeypatch.setattr(dpmerf.DPMERF, "embedding_sensitivity", lambda self, n: real(self, n) / 2)
@@ -162,21 +162,21 @@ _UNIT_VALUES = [0.05 * (i % 19) + 0.02 for i in range(19)] + [0.5]
 
 CASES: dict[str, Case] = {
     "baseline": Case("baseline", ONE_CAT, _frame("c", ["a"] * 10 + ["b"] * 10 + ["c"] * 10),
-                     [(0, {"c": "b"}), (0, {"c": "c"})], mutant=_halve_scales("mechanisms.baseline")),
+                     [(0, {"c": "b"}), (0, {"c": "c"})], mutant=_halve_scales("mechanisms.synthesizers.baseline")),
     "kdtree-grid": Case("kdtree-grid", UNIT, _frame("x", [0.1, 0.35, 0.6, 0.85] * 10),
-                        [(0, {"x": "0.85"}), (0, {"x": "0.35"})], mutant=_set("mechanisms.kdtree", COUNT_SENSITIVITY=1),
+                        [(0, {"x": "0.85"}), (0, {"x": "0.35"})], mutant=_set("mechanisms.synthesizers.kdtree", COUNT_SENSITIVITY=1),
                         params={"width": 0.25, "threshold": 1.0}),
     "kdtree-adaptive": Case("kdtree-adaptive", UNIT, _frame("x", [(k + 0.5) / 8 for k in range(8)] * 30),
                             [(0, {"x": str(15 / 16)}), (0, {"x": str(3 / 16)})],
-                            mutant=_halve_scales("mechanisms.kdtree"),
+                            mutant=_halve_scales("mechanisms.synthesizers.kdtree"),
                             params={"levels_independent": 1, "levels_adaptive": 2, "tau": 0.0, "threshold": 1.0}),
     "privhp": Case("privhp", UNIT, _frame("x", np.linspace(0.01, 0.99, 20).round(4)),
                    [(0, {"x": str(y)}) for y in np.linspace(0.3, 0.99, 50).round(4)],
-                   mutant=_set("mechanisms.privhp", COUNTER_SENSITIVITY=1, SKETCH_ROW_SENSITIVITY=1),
+                   mutant=_set("mechanisms.synthesizers.privhp", COUNTER_SENSITIVITY=1, SKETCH_ROW_SENSITIVITY=1),
                    params={"depth": 2, "pruning_level": 1, "k": 1, "width": 4, "sketch_depth": 2},
                    summary=_privhp_summary),
     "density-lp": Case("density-lp", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                       mutant=_halve_scales("mechanisms.density_lp"), params={"reference": "histogram", "m": 20}),
+                       mutant=_halve_scales("mechanisms.synthesizers.density_lp"), params={"reference": "histogram", "m": 20}),
     "dpmerf": Case("dpmerf", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
                    mutant=_dpmerf_mutant,
                    params={"epochs": 1, "features": 10}, delta=1e-5),
@@ -201,12 +201,12 @@ def _halve_measurement_noise(module: str):
 
 _PGM_CASES = {
     "aim": Case("aim", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                mutant=_halve_measurement_noise("mechanisms.aim"), delta=1e-5,
+                mutant=_halve_measurement_noise("mechanisms.synthesizers.aim"), delta=1e-5,
                 params={"max_rounds": 2, "iters": 50}),
     "mst": Case("mst", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
                 # compress=False: on 30 rows every noisy count is below 3 sigma, so compression (post-processing)
                 # would merge each column into one cell and leave only the 1-way measurements to audit
-                mutant=_halve_measurement_noise("mechanisms.mst"), delta=1e-5, params={"iters": 100, "compress": False}),
+                mutant=_halve_measurement_noise("mechanisms.synthesizers.mst"), delta=1e-5, params={"iters": 100, "compress": False}),
 }
 CASES.update({name: case for name, case in _PGM_CASES.items() if name in registry.names()})
 
@@ -229,11 +229,11 @@ def _has_noise_type(name: str) -> bool:
 if _has_noise_type("baseline"):
     CASES["baseline-gaussian"] = Case(
         "baseline", ONE_CAT, CASES["baseline"].frame, CASES["baseline"].candidates,
-        mutant=_quadruple_rho("mechanisms.baseline"), delta=1e-5, params={"noise_type": "gaussian"})
+        mutant=_quadruple_rho("mechanisms.synthesizers.baseline"), delta=1e-5, params={"noise_type": "gaussian"})
 if _has_noise_type("density-lp"):
     CASES["density-lp-gaussian"] = Case(
         "density-lp", TWO_CATS, _cats_frame(), CASES["density-lp"].candidates,
-        mutant=_quadruple_rho("mechanisms.density_lp"), delta=1e-5,
+        mutant=_quadruple_rho("mechanisms.synthesizers.density_lp"), delta=1e-5,
         params={"reference": "histogram", "m": 20, "noise_type": "gaussian"})
 
 

@@ -1,7 +1,7 @@
 """Privacy audit harness: one worst-case neighbouring pair per mechanism, the released noisy
 summary, a Clopper-Pearson lower bound on the privacy parameter, and a mutant the same audit must catch.
 
-How a mechanism is audited (FIELD-NOTES, "Auditing a mechanism"):
+How a mechanism is audited (after Jagielski et al. 2020 and Nasr et al. 2021):
 
 1. Record. ``fit`` runs on D with a :class:`RecordingNoise`: every privacy-noise call (kind, EXACT input
    vector, scale) is recorded and then served by the real sampler, so the fit goes on normally. The same

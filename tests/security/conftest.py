@@ -1,9 +1,13 @@
-"""Security tests reuse the web fixtures: private storage per test and the personas world."""
+"""Every security test gets its own private storage (tests/conftest.py)."""
 
 from __future__ import annotations
 
-from tests.web.conftest import private_storage  # noqa: F401  (autouse fixture)
-from tests.web.personas import world  # noqa: F401  (fixture)
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def private_storage(private_storage):
+    return private_storage
 
 
 def pytest_configure(config):

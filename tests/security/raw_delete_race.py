@@ -1,5 +1,5 @@
 """Deleting the raw file while releases are requested, against a real file database (DATABASE_URL),
-in a separate process like tests/ledger/race.py. Each round: a fresh dataset, 16 threads planning a
+in a separate process like tests/dpportal/ledger/race.py. Each round: a fresh dataset, 16 threads planning a
 release and one deleting the raw file, released together by a barrier. Every answer must be a
 clear refusal or a success, never an error ("database is locked" was a 500), and the outcome
 consistent: if the file was deleted, no release was admitted for it after the deletion (none is
@@ -37,9 +37,9 @@ def main() -> None:
     from dpportal.datasets.models import Dataset
     from dpportal.releases import services as jobs
     from dpportal.releases.models import Release
-    from tests.ledger.scenario import plan, ready_dataset
+    from tests.dpportal.ledger.scenario import plan, ready_dataset
 
-    jobs._enqueue = lambda pk: None  # no broker: releases stay queued
+    jobs.planning._enqueue = lambda pk: None  # no broker: releases stay queued
     owner = make_user("raw-racer", "pw-racer-123", role="steward")
     errors, outcomes, inconsistent = [], {"planned": 0, "plan_refused": 0, "deleted": 0, "delete_refused": 0}, []
     lock = threading.Lock()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from tests.web.data import SMALL_SCHEMA, csv_file
+from tests.data import SMALL_SCHEMA, csv_file
 
 PERSONAS = ("anon", "stranger", "analyst", "other", "staff", "owner")  # owner last: its calls may change state
 LOGIN = 302  # web views send anonymous visitors to the login page
@@ -265,7 +265,7 @@ def test_nothing_changes_when_non_owners_call_every_url(world, people, settings)
     """Every call by someone who is not the owner leaves the owner's dataset, budget, releases, grants
     and files exactly as they were."""
     from dpportal.ledger import services as ledger
-    from tests.web.data import stored_files
+    from tests.data import stored_files
 
     ds = world.dataset
 

@@ -24,8 +24,8 @@ from dpportal.datasets.models import Dataset
 from dpportal.ledger import services as ledger
 from dpportal.releases.models import Release
 from mechanisms.schema import read_raw_csv
-from tests.web.data import SMALL_SCHEMA, stored_files
-from tests.web.personas import make_dataset, run_release
+from tests.data import SMALL_SCHEMA, stored_files
+from tests.personas import make_dataset, run_release
 
 HEADER = "age,city,income,note\n"
 ROW = "34,Paris,52000.5,ok\n"
@@ -341,7 +341,7 @@ def test_free_draws_refuse_bad_row_counts(world, refused):
 # Every case: no 500, answered in under a second (the bounds are checked before any arithmetic),
 # nothing charged, nothing queued. ``timed`` wraps ``refused`` with the clock.
 # ====================================================================================================
-FAST = 1.0  # seconds: the slowest refusal allowed (before the fix "1e30000000" took 118 s)
+FAST = 1.0  # seconds: the slowest refusal allowed (a naive parse of "1e30000000" takes minutes)
 
 
 @pytest.fixture
@@ -657,8 +657,8 @@ def test_cli_refuses_a_deeply_nested_schema(tmp_path, capsys):
 
 
 def test_a_release_whose_memory_plan_exceeds_the_limit_is_refused_before_reservation(world, timed):
-    """DP-MERF on 100,000 declared categories used to be accepted, then fail in fit asking for 74.5 GiB
-    after epsilon 1 and delta 1e-6 were spent."""
+    """DP-MERF on 100,000 declared categories would ask for 74.5 GiB in fit, after epsilon 1 and delta 1e-6
+    were spent: the plan check refuses it before anything is reserved."""
     schema = json.loads(json.dumps(SMALL_SCHEMA))
     schema["columns"][1]["categories"] = ["Paris", "Lyon", "Nice", "other"] + [f"c{i}" for i in range(100_000)]
     world.dataset = make_dataset(world.owner, schema=schema)
@@ -692,7 +692,7 @@ def test_formulas_in_column_names_are_neutralised_in_the_spreadsheet_header_and_
 def test_the_header_guard_is_undone_for_evaluation():
     import pandas as pd
 
-    from mechanisms.evaluation import undo_formula_guard
+    from mechanisms.evaluation.tables import undo_formula_guard
     from mechanisms.io import neutralize_formulas
     from mechanisms.schema import Schema
 

@@ -12,7 +12,7 @@ from django.test import Client
 from dpportal.datasets.models import Dataset
 from dpportal.releases.leftovers import sweep_files
 from dpportal.releases.models import Release
-from tests.web.personas import make_dataset
+from tests.personas import make_dataset
 
 
 def _old(path, seconds=7200):

@@ -8,16 +8,15 @@ import json
 import pytest
 from django.test import Client
 
-from dpportal.accounts.models import LoginFailure, Profile, make_user
+from dpportal.accounts.models import LoginFailure
 
-PASSWORD = "correct-horse-battery-9"
+from tests.personas import PASSWORD
 
 
 @pytest.fixture
-def user(db, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def user(personas, settings):
     settings.DPPORTAL_LOGIN_MAX_FAILURES = 3
-    return make_user("olivia", PASSWORD, role=Profile.STEWARD)
+    return personas.owner
 
 
 def _web(password, username="olivia", addr="10.0.0.1"):

@@ -86,10 +86,9 @@ def test_nobody_else_can_delete_and_gets_404(world, who):
 
 @pytest.mark.slow
 def test_deleting_the_raw_file_while_releases_are_requested_never_errors_and_never_strands_a_release():
-    """On a SQLite file database the deletion answered 500 'database is locked', and the
-    raw-file check ran outside the reserving transaction (releases admitted after the deletion).
-    Before the fix this driver reported 4 'database is locked' errors and 16 releases queued against
-    a deleted file in 5 rounds."""
+    """On a SQLite file database a deletion racing release requests must neither answer 500 ('database is
+    locked') nor admit a release after the deletion (the raw-file check runs inside the reserving
+    transaction)."""
     import json
     import os
     import subprocess

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from dpportal.releases import services as release_services
-from tests.web.personas import run_release
+from tests.personas import run_release
 
 ROOT = Path(__file__).resolve().parents[2]
 # As tests/mechanisms/test_noise.py, minus `secrets.`: dpportal uses it for API tokens and keys only.
@@ -47,7 +47,7 @@ def test_the_scan_catches_planted_samplers():
 
 def test_each_job_gets_its_own_secure_noise(world, monkeypatch):
     seen = []
-    real_build = release_services.build
+    real_build = release_services.worker.build
 
     def spy(*args, **kwargs):
         mech = real_build(*args, **kwargs)
@@ -55,7 +55,7 @@ def test_each_job_gets_its_own_secure_noise(world, monkeypatch):
             seen.append(kwargs["noise"])
         return mech
 
-    monkeypatch.setattr(release_services, "build", spy)
+    monkeypatch.setattr(release_services.worker, "build", spy)
     for _ in range(2):
         assert run_release(world.dataset, world.owner, epsilon="0.1", rows=5).status == "done"
     assert len(seen) == 2 and all(n.secure for n in seen)
@@ -77,12 +77,12 @@ from mechanisms.noise import Noise  # noqa: E402
 # ``noise.rng`` also draws the published rows, so it may only serve draws that are data-independent or
 # post-processing of a DP release. Outside sample()/sample_sets(), each use is listed here with why.
 PUBLIC_RNG_USES = {
-    ("density_lp.py", "_reference_points"): "reference points from public cells or the RELEASED noisy mu",
-    ("density_lp.py", "_product_points"): "reference points from the RELEASED noisy marginals",
-    ("density_lp.py", "_bernstein_points"): "points from the RELEASED noisy Bernstein coefficients",
-    ("dpmerf.py", "_draw_features"): "random Fourier features: data-independent (the bound holds for any)",
-    ("dpmerf.py", "_train"): "generator training on the RELEASED noisy embedding (post-processing)",
-    ("pmse.py", "_fit"): "the fixed synthetic normals Z: data-independent (Theorem 2 holds for every Z)",
+    ("synthesizers/density_lp/__init__.py", "_reference_points"): "reference points from public cells or the RELEASED noisy mu",
+    ("synthesizers/density_lp/__init__.py", "_product_points"): "reference points from the RELEASED noisy marginals",
+    ("synthesizers/density_lp/__init__.py", "_bernstein_points"): "points from the RELEASED noisy Bernstein coefficients",
+    ("synthesizers/dpmerf/__init__.py", "_draw_features"): "random Fourier features: data-independent (the bound holds for any)",
+    ("synthesizers/dpmerf/__init__.py", "_train"): "generator training on the RELEASED noisy embedding (post-processing)",
+    ("synthesizers/pmse/__init__.py", "_fit"): "the fixed synthetic normals Z: data-independent (Theorem 2 holds for every Z)",
 }
 SAMPLING = {"sample", "sample_sets"}
 
@@ -112,13 +112,14 @@ def _violations(name: str, text: str) -> list[str]:
 
 def test_mechanisms_draw_private_choices_from_private_rng_only():
     bad = []
-    for path in sorted((ROOT / "mechanisms").glob("*.py")):
-        if path.name != "noise.py":
-            bad += _violations(path.name, path.read_text())
+    for path in sorted((ROOT / "mechanisms").rglob("*.py")):
+        name = path.relative_to(ROOT / "mechanisms").as_posix()
+        if name != "noise.py":
+            bad += _violations(name, path.read_text())
     assert not bad, ("noise.rng (the published-rows stream) used for what may be a private choice; use "
                      f"noise.private_rng, or list a data-independent use in PUBLIC_RNG_USES: {bad}")
-    for name in ("kdtree.py", "privhp.py", "pmse.py"):
-        assert "private_rng" in (ROOT / "mechanisms" / name).read_text(), name
+    for name in ("kdtree", "privhp", "pmse"):
+        assert "private_rng" in (ROOT / "mechanisms" / "synthesizers" / name / "__init__.py").read_text(), name
 
 
 @pytest.mark.parametrize("planted", [
@@ -128,7 +129,7 @@ def test_mechanisms_draw_private_choices_from_private_rng_only():
 ])
 def test_the_private_choice_scan_catches_the_old_code(planted):
     """The exact patterns kdtree, PrivHP and pMSE once had."""
-    assert _violations("kdtree.py", planted)
+    assert _violations("synthesizers/kdtree/__init__.py", planted)
 
 
 def test_private_rng_is_a_separate_stream_from_rng():

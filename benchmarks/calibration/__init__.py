@@ -1,0 +1,1 @@
+"""Checks of the product's predictions (recommendation, run time, model quality, bounds) against measurements."""

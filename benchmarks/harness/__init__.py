@@ -1,0 +1,1 @@
+"""The comparison harness: datasets, one release per process, SmartNoise peers, reports and charts."""

@@ -1,0 +1,202 @@
+"""What the upload suggests: a draft schema computed from the raw data (SUGGESTIONS only).
+
+:func:`draft_schema` suggests column kinds, bounds, bins, special values, scales and category lists
+from the data; its output is marked ``draft`` and ``suggested_from_data`` and must be confirmed by the
+steward before any mechanism may use it (:mod:`mechanisms.schema` holds the column model it fills in).
+:func:`rare_categories` lists the labels the schema page warns about before the steward confirms them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import dates
+from .accounting import zcdp_rho
+from .schema import (_CONTROL_IN_CELLS, DEFAULT_BINS, DEFAULT_MISSING_MARKERS, MAX_ABS_BOUND, MISSING_CATEGORY, Column,
+                     Schema, SchemaError, ordered_labels)
+
+MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
+MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
+DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
+# ... and at most the cells a reference release can resolve: n / (3 sigma) for the 1-way noise of MST at
+# epsilon 1, delta 1e-6 on a table of this width (below it, MST merges cells anyway and the finer ones only
+# spread noise: docs/benchmarks/fidelity.md). 32,561 rows x 15 columns: 214 cells; 4,521 x 17: 28.
+REFERENCE_EPSILON, REFERENCE_DELTA = 1.0, 1e-6
+NICE_MANTISSAS = (1, 2, 5)  # round steps: 1, 2, 5, 10, 20, 50, ... times a power of ten
+
+
+def round_step(span: float) -> float:
+    """The largest 1-2-5 number (1, 2, 5, 10, 20, ...) at most half of ``span`` (> 0)."""
+    target = span / 2
+    exp = math.floor(math.log10(target))
+    best = 10.0 ** (exp - 1)
+    for e in (exp - 1, exp):
+        for m in NICE_MANTISSAS:
+            if m * 10.0 ** e <= target * (1 + 1e-12):
+                best = max(best, m * 10.0 ** e)
+    return best
+
+
+def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BINS) -> tuple[float, float]:
+    """Suggested public bounds for data in [lo, hi], rounded OUTWARD to round numbers so that a hurried
+    confirmation does not publish the exact extremes (e.g. ages 17-90 -> 0-100).
+
+    Rule: the step is the largest 1-2-5 number at most half the data's range (range 73 -> step 20;
+    range 1.2M -> 500k); the lower bound is rounded down and the upper bound up to a multiple of it.
+    Each end moves by less than one step, so the bounds span less than twice the data's range. Integer columns holding at most
+    ``bins`` distinct values (codes of a scale such as 1-5, one bin per value) keep their exact bounds:
+    widening them would only add empty cells; review them like every suggestion. Still a SUGGESTION
+    computed from the data: the steward confirms it as public knowledge or replaces it.
+    """
+    if hi <= lo:
+        return (float(math.floor(lo)) - 1.0, float(math.ceil(hi)) + 1.0) if integer else (lo - 1.0, hi + 1.0)
+    if integer and math.floor(hi) - math.ceil(lo) + 1 <= bins:
+        return float(math.floor(lo)), float(math.ceil(hi))
+    step = round_step(hi - lo)
+    digits = max(0, -math.floor(math.log10(step))) + 1  # clean decimals: 0.30000000000000004 -> 0.3
+    lower = round(math.floor(lo / step) * step, digits)
+    upper = round(math.ceil(hi / step) * step, digits)
+    lower = lower if lower <= lo else round(lower - step, digits)  # float rounding never cuts the data off
+    upper = upper if upper >= hi else round(upper + step, digits)
+    if integer:
+        lower, upper = float(math.floor(lower)), float(math.ceil(upper))
+    return float(lower), float(upper)
+
+
+# Draft heuristics (suggestions only). Their reasons:
+CODE_NAME = re.compile(r"(^|[^a-z])(code|codes|recode|cd|id|zip|fips|naics|sic|icd|soc)([^a-z]|$)", re.IGNORECASE)
+SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% (and RARE_K rows) of a wide numeric column is a point mass
+MAX_DRAFT_SPECIAL = 3
+SPECIAL_OVER_MEDIAN = 3  # ... and at least 3x the median count of a value (uniform noise is no point mass)
+RARE_K = 10  # categories (and special values) seen in fewer rows than this are flagged or not suggested
+LOG_MEDIAN_SHARE = 0.1  # median within 10% of the range from the log pivot (0 or the lower bound): log bins
+MAX_DRAFT_DECIMALS = 6
+STEP_EXCEPTIONS = 0.001  # share of values that may break a suggested step (rounded to it in the output)
+
+
+def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_MISSING_MARKERS,
+                 max_categories: int = MAX_CATEGORIES) -> Schema:
+    """Suggest a schema from raw string data. The result has ``draft=True``: every bound, category
+    list, special value, scale and number format in it was computed from the data and is NOT public
+    until the steward confirms it.
+
+    Numeric columns are suggested at full resolution: integers with a range of at most
+    ``MAX_VALUE_CELLS`` values (and what a reference release resolves, :func:`resolvable_cells`) get one
+    cell per value; integer columns named like codes (``industry
+    code``, ``zip``) become categorical with the codes seen; other numeric columns get ``DRAFT_BINS``
+    bins, their point masses as special values, log-spaced bins when skewed, and the number of decimals
+    the upload wrote. The missing-value marker written back is the one the upload used most.
+    """
+    markers = set(missing_markers)
+    cols = []
+    seen_markers: dict[str, int] = {}
+    for name in raw.columns:
+        s = raw[name].astype(str).str.strip()
+        is_marker = s.isin(markers)
+        for m, k in s[is_marker].value_counts().items():
+            seen_markers[m] = seen_markers.get(m, 0) + int(k)
+        present = s[~is_marker]
+        has_missing = len(present) < len(s)
+        num = pd.to_numeric(present, errors="coerce")
+        finite = num[np.isfinite(num)]
+        if len(present) and num.notna().all() and len(finite) == len(num) and present.nunique() > 2:
+            integer = bool(np.all(finite == np.round(finite)))
+            if not (integer and CODE_NAME.search(str(name)) and finite.nunique() <= max_categories):
+                cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing,
+                                           max_cells=resolvable_cells(len(raw), len(raw.columns))))
+                continue
+            present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
+        found = dates.detect(present) if num.isna().any() else None
+        if found:
+            cols.append(_draft_date(str(name), present, *found, has_missing=has_missing))
+            continue
+        levels = ordered_labels(present.unique().tolist())
+        if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
+            cols.append(Column(name=str(name), kind="excluded"))
+            continue
+        other = None
+        if has_missing:
+            levels.append(MISSING_CATEGORY)
+            other = MISSING_CATEGORY
+        cols.append(Column(name=str(name), kind="categorical", categories=tuple(levels), other=other))
+    if not any(c.kind != "excluded" for c in cols):
+        raise SchemaError("no usable column found: every column was empty or had too many distinct values")
+    output = max(seen_markers, key=seen_markers.get) if seen_markers else None
+    return Schema(columns=tuple(cols), missing_markers=tuple(missing_markers), draft=True,
+                  missing_output=output if output != (missing_markers[0] if missing_markers else "") else None)
+
+
+def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[str, list[str]]:
+    """Per categorical column of a draft, the categories seen in fewer than ``k`` rows of ``raw``.
+    Publishing such a label in the schema can reveal that a particular person is in the data (a
+    unique occupation, a small country); the schema page warns before the steward confirms it."""
+    out = {}
+    for c in schema.kept:
+        if c.kind != "categorical" or c.name not in raw:
+            continue
+        counts = raw[c.name].astype(str).str.strip().value_counts()
+        rare = [cat for cat in c.categories if cat != MISSING_CATEGORY and counts.get(cat, 0) < k]
+        if rare:
+            out[c.name] = rare
+    return out
+
+
+def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, has_missing: bool) -> Column:
+    units = dates.parse(present, fmt, granularity)
+    lo, hi = dates.draft_bounds(units, granularity)
+    bins = hi - lo + 1 if hi - lo + 1 <= MAX_VALUE_CELLS else DRAFT_BINS
+    return Column(name=name, kind="integer", lower=lo, upper=hi, bins=bins, fill=lo if has_missing else None,
+                  date_format=fmt, granularity=granularity)
+
+
+def resolvable_cells(rows: int, columns: int) -> int:
+    """Cells per numeric column a reference release resolves (see REFERENCE_EPSILON): at least DEFAULT_BINS."""
+    rho = zcdp_rho(REFERENCE_EPSILON, REFERENCE_DELTA)
+    sigma = math.sqrt(max(columns, 1) / (rho / 3))  # MST's 1-way noise under replace-one (mechanisms/synthesizers/mst/)
+    return max(DEFAULT_BINS, int(rows // (3 * sigma)))
+
+
+def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool,
+                   max_cells: int) -> Column:
+    lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
+                                   MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
+    kind = "integer" if integer else "continuous"
+    fill = lo if has_missing else None
+    span = int(hi - lo) + 1 if integer else 0
+    if integer and span <= min(MAX_VALUE_CELLS, max_cells):
+        return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
+    counts = finite.value_counts()
+    least = max(SPECIAL_MIN_SHARE * len(finite), RARE_K, SPECIAL_OVER_MEDIAN * float(counts.median()))
+    special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items() if k >= least and lo <= v <= hi)
+    rest = finite[~finite.isin(special)]
+    pivot = 0.0 if lo < 0 < hi else lo
+    skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE
+    step = _draft_step(finite, lo) if integer else None
+    if step is not None and (hi - lo) / step + 1 <= min(MAX_VALUE_CELLS, max_cells):
+        return Column(name=name, kind=kind, lower=lo, upper=hi, bins=int((hi - lo) / step) + 1, fill=fill, step=step)
+    decimals = None
+    if not integer:
+        frac = present.str.extract(r"^[-+]?\d*\.(\d+)$", expand=False).dropna()
+        decimals = min(int(frac.str.len().max()), MAX_DRAFT_DECIMALS) if len(frac) else 0
+        if present.str.contains("[eE]").any():
+            decimals = None  # scientific notation: keep every digit
+    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=min(DRAFT_BINS, max_cells), fill=fill,
+                  special=tuple(int(v) if integer else v for v in special), scale="log" if skewed else "linear",
+                  decimals=decimals, step=step)
+
+
+def _draft_step(finite: pd.Series, lower: float) -> float | None:
+    """The largest power of ten (10 or more) that the values (from the lower bound) are multiples of, all
+    but STEP_EXCEPTIONS of them (a stray entry such as 327,680 among credit limits in 10,000s)."""
+    offsets = (finite - lower).abs()
+    step = None
+    for e in range(1, 10):
+        if np.mean(np.mod(offsets, 10 ** e) != 0) > STEP_EXCEPTIONS:
+            break
+        step = float(10 ** e)
+    return step

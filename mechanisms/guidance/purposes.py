@@ -1,0 +1,163 @@
+"""The value objects of a recommendation, all public: what analysts will do with the table
+(:class:`Purpose`), the public facts a prediction may use (:class:`Setting`), a mechanism's predicted
+errors (:class:`Errors`, what each home's ``predict_accuracy`` returns) and one row of the table the
+steward sees (:class:`Prediction`)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ..schema import Schema
+
+PURPOSES = ("explore", "marginals", "ml")
+STATUSES = ("recommended", "ok", "would-fail", "unavailable")
+
+
+@dataclass(frozen=True)
+class Purpose:
+    """What analysts will do with the synthetic table.
+
+    ``explore``: the whole table (every pair); ``marginals``: cross-tabulations of ``pairs`` (empty =
+    all pairs); ``ml``: train models predicting ``target``. ``larger_than_memory``: the table does not
+    fit in the worker's memory, so only streaming mechanisms can run.
+    """
+
+    kind: str = "explore"
+    target: str | None = None
+    pairs: tuple[tuple[str, str], ...] = ()
+    larger_than_memory: bool = False
+
+    def __post_init__(self):
+        if self.kind not in PURPOSES:
+            raise ValueError(f"purpose must be one of {list(PURPOSES)}, got purpose={self.kind!r}")
+        if self.kind == "ml" and not self.target:
+            raise ValueError("purpose 'ml' needs a target column (the column models will predict)")
+
+    def check(self, schema: Schema) -> None:
+        """Every named column must be a kept column of the schema."""
+        names = set(schema.names)
+        if self.target is not None and self.target not in names:
+            raise ValueError(f"target must name a kept column of the schema, got target={self.target!r}")
+        for a, b in self.pairs:
+            for c in (a, b):
+                if c not in names:
+                    raise ValueError(f"pair ({a!r}, {b!r}): {c!r} is not a kept column of the schema")
+            if a == b:
+                raise ValueError(f"a pair needs two different columns, got ({a!r}, {b!r})")
+
+    def pairs_of_interest(self, schema: Schema) -> list[tuple[int, int]]:
+        names = schema.names
+        index = {n: i for i, n in enumerate(names)}
+        if self.kind == "ml":
+            t = index[self.target]
+            return [(min(t, j), max(t, j)) for j in range(len(names)) if j != t]
+        if self.kind == "marginals" and self.pairs:
+            return sorted({(min(index[a], index[b]), max(index[a], index[b])) for a, b in self.pairs})
+        return list(itertools.combinations(range(len(names)), 2))
+
+    def describe(self) -> str:
+        if self.kind == "ml":
+            return f"train models that predict {self.target}"
+        if self.kind == "marginals":
+            return ("cross-tabulate " + ", ".join(f"{a} x {b}" for a, b in self.pairs)) if self.pairs \
+                else "cross-tabulate every pair of columns"
+        return "explore the whole table"
+
+    def to_dict(self) -> dict:
+        return {"purpose": self.kind, "target": self.target, "pairs": [list(p) for p in self.pairs],
+                "larger_than_memory": self.larger_than_memory, "description": self.describe()}
+
+    @classmethod
+    def parse(cls, kind: str | None, *, target: str | None = None, pairs: str | Sequence | None = None,
+              larger_than_memory: bool = False) -> "Purpose":
+        """From form / query / CLI text: ``pairs`` as 'a:b, c:d' (or a list of 2-item sequences)."""
+        kind = (kind or "explore").strip()
+        parsed: list[tuple[str, str]] = []
+        if isinstance(pairs, str):
+            for item in filter(None, (p.strip() for p in pairs.replace(";", ",").split(","))):
+                a, sep, b = item.partition(":")
+                if not sep or not a.strip() or not b.strip():
+                    raise ValueError(f"pairs are written column:column, separated by commas; got {item!r}")
+                parsed.append((a.strip(), b.strip()))
+        elif pairs:
+            for p in pairs:
+                if not isinstance(p, (list, tuple)) or len(p) != 2 or not all(isinstance(c, str) for c in p):
+                    raise ValueError(f"each pair must be two column names, got {p!r}")
+                parsed.append((p[0], p[1]))
+        return cls(kind=kind, target=(target or "").strip() or None, pairs=tuple(parsed),
+                   larger_than_memory=bool(larger_than_memory))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The public facts a prediction may use."""
+
+    schema: Schema
+    n: int
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self):
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"rows must be a positive integer, got rows={self.n!r}")
+        if not (isinstance(self.epsilon, (int, float)) and math.isfinite(self.epsilon) and self.epsilon > 0):
+            raise ValueError(f"epsilon must be positive and finite, got epsilon={self.epsilon!r}")
+        if not (isinstance(self.delta, (int, float)) and 0 <= self.delta < 1):
+            raise ValueError(f"delta must be in [0, 1), got delta={self.delta!r}")
+
+    @functools.cached_property
+    def sizes(self) -> list[int]:
+        return self.schema.cell_sizes
+
+    @functools.cached_property
+    def d(self) -> int:
+        return len(self.schema.kept)
+
+    @functools.cached_property
+    def pair_key(self) -> list[tuple]:
+        """What a pair's predicted error may depend on: each column's cell count and kind."""
+        return [(k, c.kind) for k, c in zip(self.sizes, self.schema.kept)]
+
+    def with_epsilon(self, epsilon: float) -> "Setting":
+        return Setting(self.schema, self.n, epsilon, self.delta)
+
+
+@dataclass
+class Errors:
+    """A mechanism's predicted errors: 1-way TVD per kept column, 2-way TVD for any pair (i < j).
+    ``two_way`` may depend on a pair only through its columns' cell counts and kinds (it is cached on
+    them, so that tables with hundreds of columns stay fast)."""
+
+    one_way: list[float]
+    two_way: Callable[[int, int], float]
+    modelled: str
+    priors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Prediction:
+    mechanism: str
+    title: str
+    status: str
+    reason: str = ""
+    tvd_1way: float | None = None
+    tvd_2way: float | None = None
+    score: float | None = None  # the purpose's metric: mean predicted 2-way TVD over its pairs
+    modelled: str = ""
+    priors: list[str] = field(default_factory=list)
+    label_conditional: bool = False  # models the other columns given the ml target
+    params: dict = field(default_factory=dict)  # parameters the prediction assumes beyond the defaults
+    model_quality: dict | None = None  # "train a model": measured TSTR AUC reference (model_quality.reference)
+
+    def to_dict(self) -> dict:
+        def r(x):
+            return None if x is None else round(x, 4)
+        return {"mechanism": self.mechanism, "title": self.title, "status": self.status, "reason": self.reason,
+                "predicted_tvd_1way": r(self.tvd_1way), "predicted_tvd_2way": r(self.tvd_2way),
+                "score": r(self.score), "modelled": self.modelled, "priors": self.priors, "params": self.params,
+                "label_conditional": self.label_conditional, "model_quality": self.model_quality}
+

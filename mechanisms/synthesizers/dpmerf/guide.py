@@ -1,0 +1,92 @@
+"""DP-MERF's public-input parts: accuracy predictor, run time, steward help, measured model quality."""
+
+from __future__ import annotations
+
+import math
+
+from ...guidance.predictors import SAT_PRIOR, SATURATION_1WAY, SATURATION_2WAY, gaussian_rdp_sigma, soft_cap
+from ...guidance.purposes import Errors, Setting
+from ...guidance.runtime import RuntimeModel, param_or_default
+
+# columns are numeric (random Fourier features of many numeric columns); 2-way errors are a fixed
+# multiple of 1-way ones (fitted: 2.2).
+MERF_GAIN_1WAY = 0.25
+MERF_POWER = 0.8
+MERF_FLOOR_1WAY = 0.0
+MERF_NUMERIC_1WAY = 0.12
+MERF_2WAY_RATIO = 2.2
+
+
+def predict_accuracy(s: Setting, params: dict) -> Errors:
+    """Gaussian noise of std sigma x Delta on each of D embedding coordinates, Delta = 2 sqrt(2)/n
+    (mixed) or 2/n; sigma DP-MERF's own RDP calibration for two releases (labelled) or one."""
+    labelled = params.get("target") is not None
+    sigma = gaussian_rdp_sigma(s.epsilon, s.delta, 2 if labelled else 1)
+    kinds = {c.is_numeric for c in s.schema.kept}
+    delta_mu = (2 * math.sqrt(2) if len(kinds) == 2 else 2) / s.n
+    D = int(params.get("features") or 1000)
+    x = sigma * delta_mu * math.sqrt(D)
+    numeric = sum(c.is_numeric for c in s.schema.kept) / s.d
+    raw = MERF_FLOOR_1WAY + MERF_NUMERIC_1WAY * numeric + MERF_GAIN_1WAY * x ** MERF_POWER
+    one = [soft_cap(raw, SATURATION_1WAY)] * s.d
+    two = soft_cap(MERF_2WAY_RATIO * raw, SATURATION_2WAY)
+    return Errors(one, lambda i, j: two,
+                  modelled=f"Gaussian noise multiplier {sigma:.3g} (its RDP calibration) on a {D}-feature "
+                           f"embedding: noise/signal {x:.3g}",
+                  priors=[f"generator error with no noise {MERF_FLOOR_1WAY} + {MERF_NUMERIC_1WAY} x the numeric "
+                          f"share of the columns; link {MERF_GAIN_1WAY} x (noise/signal)^{MERF_POWER}; 2-way = "
+                          f"{MERF_2WAY_RATIO} x 1-way (fitted on the shared tables)", SAT_PRIOR])
+
+
+def near_uniform(s: Setting) -> str | None:
+    return None  # a generator trained on a noisy embedding: its error is predicted above, never uniform by rule
+
+
+# The embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of ``batch`` generated rows
+# through the D features: ``epochs batch D + n D``.
+BATCH = (0.1, 256, 4096)  # mirrors DPMERF's default batch: 0.1 n clipped to 256..4096
+DEFAULTS = {"features": 1000, "epochs": 2000}
+
+
+def work(*, n: int, schema, params: dict, epsilon: float | None = None, delta: float | None = None) -> float:
+    features = int(param_or_default(params, "features", DEFAULTS["features"]))
+    epochs = int(param_or_default(params, "epochs", DEFAULTS["epochs"]))
+    frac, lo, hi = BATCH
+    batch = int(param_or_default(params, "batch_size", min(max(round(frac * n), lo), hi)))
+    return float(epochs * batch * features + n * features)
+
+
+# Run time: `python -m benchmarks.calibration.runtime_calibration` (23 November 2026, the 2-core machine with nothing
+# else running; table in docs/operations.md).
+RUNTIME = RuntimeModel(2.17, 1.09e-08, work, threads=True)  # training uses the job's threads
+
+STEWARD_HELP = {
+    "target": "The column analysts will predict. Set it to train for that column (better models); "
+              "empty to model the whole table without a label. Must be a categorical column.",
+    "features": "Size of the released summary. More: captures finer structure but each number gets "
+                "noisier (worse on small tables), slower training and more memory.",
+    "bandwidth": "How close two rows must be to count as similar. Empty: a value from the public "
+                 "bounds only. Rarely worth changing.",
+    "epochs": "Training steps of the generator. More: better fit to the released summary, time "
+              "grows in proportion. No privacy cost.",
+    "batch_size": "Rows generated per training step. Larger: steadier training, more memory and "
+                  "time per step. Empty: set from the table size.",
+    "hidden": "Size of the generator network, e.g. '200,100'. Larger: can fit more complex tables, "
+              "slower. Empty: set from the number of columns.",
+    "undersample": "Balance the labels in the output: below 1 keeps fewer rows of the largest "
+                   "class. No privacy cost.",
+}
+
+# Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
+MEASURED_TSTR = {('dpmerf', 0.1): {'adult': (0.737, 0.85),
+                   'bank_marketing': (0.518, 0.826),
+                   'credit_default_taiwan': (0.527, 0.712),
+                   'german_credit': (0.511, 0.775)},
+ ('dpmerf', 1.0): {'adult': (0.816, 0.85),
+                   'bank_marketing': (0.572, 0.826),
+                   'credit_default_taiwan': (0.641, 0.712),
+                   'german_credit': (0.53, 0.775)},
+ ('dpmerf', 10.0): {'adult': (0.818, 0.85),
+                    'bank_marketing': (0.715, 0.826),
+                    'credit_default_taiwan': (0.674, 0.712),
+                    'german_credit': (0.713, 0.775)}}

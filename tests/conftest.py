@@ -1,0 +1,77 @@
+"""Fixtures for the whole suite: private storage in a temporary folder (made automatic by the
+conftests of the folders that touch the web app), the personas, and a throwaway PostgreSQL server."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.personas import personas, world  # noqa: F401  (fixtures)
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
+
+
+@pytest.fixture
+def private_storage(settings, tmp_path):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # PBKDF2 costs ~0.3 s/user
+    settings.DATA_DIR = tmp_path
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    settings.RELEASE_DIR = tmp_path / "releases"
+    (tmp_path / "uploads" / "tmp").mkdir(parents=True)
+    (tmp_path / "releases").mkdir()
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------------------------- PostgreSQL
+
+def postgres_bindir():
+    import glob
+    from pathlib import Path
+
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(found[-1]).parent if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A throwaway PostgreSQL server for this test session: initdb into a temp dir, listen on
+    127.0.0.1:<free port>, trust auth, fsync off. Runs as the ``postgres`` user when we are root
+    (postgres refuses to run as root). Yields a DATABASE_URL."""
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+    import time
+
+    bindir = postgres_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL NOT TESTED: no binaries under /usr/lib/postgresql/*/bin "
+                    "(run scripts/ensure-system-packages.sh; CI installs them)")
+    root = tempfile.mkdtemp(prefix="dpportal-pg-", dir="/tmp")
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        import pwd
+
+        pw = pwd.getpwnam("postgres")
+        os.chown(root, pw.pw_uid, pw.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    data = os.path.join(root, "data")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def run(*cmd):
+        subprocess.run(prefix + [str(bindir / cmd[0]), *cmd[1:]], check=True, capture_output=True, timeout=120)
+
+    run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+    opts = f"-k {root} -p {port} -h 127.0.0.1 -F -c max_connections=120 -c shared_buffers=32MB"
+    run("pg_ctl", "-D", data, "-o", opts, "-l", os.path.join(root, "log"), "-w", "-t", "60", "start")
+    try:
+        yield f"postgres://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        try:
+            run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+        finally:
+            time.sleep(0.1)
+            shutil.rmtree(root, ignore_errors=True)
