@@ -10,6 +10,9 @@ import pytest
 from tests.personas import personas, world  # noqa: F401  (fixtures)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
+# Risk reports with 2 refits (the product fills its time budget with up to 30): the suite and the workers
+# it starts check the report's plumbing; tests/mechanisms/test_risk.py checks the attacks' power.
+os.environ.setdefault("DPPORTAL_RISK_RUNS", "2")
 
 
 @pytest.fixture
