@@ -20,11 +20,13 @@ run: venv
 test: venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q
 
 # The suite without browsers, live servers, workers or system services (pytest markers in pytest.ini).
 test-fast: venv
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q -m "not browser and not services and not slow"
 
 clean:

@@ -44,8 +44,15 @@ CHUNK = 64 * 1024
 MULTIPART_OVERHEAD = 1024 * 1024  # form fields and boundaries beside the largest file
 HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"upgrade", b"expect", b"transfer-encoding"}
 FORWARDED = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded"}
-REASONS = {400: "Bad Request", 408: "Request Timeout", 411: "Length Required", 413: "Content Too Large",
-           431: "Request Header Fields Too Large", 502: "Bad Gateway", 503: "Service Unavailable"}
+REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    411: "Length Required",
+    413: "Content Too Large",
+    431: "Request Header Fields Too Large",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 class Refused(Exception):
@@ -55,8 +62,14 @@ class Refused(Exception):
 
 
 class Front:
-    def __init__(self, upstream: str, max_body: int, spool_dir: str | None, max_connections: int = 4096,
-                 behind_proxy: bool = False):
+    def __init__(
+        self,
+        upstream: str,
+        max_body: int,
+        spool_dir: str | None,
+        max_connections: int = 4096,
+        behind_proxy: bool = False,
+    ):
         self.upstream, self.max_body, self.spool_dir = upstream, max_body, spool_dir
         self.slots, self.behind_proxy = max_connections, behind_proxy
 
@@ -100,8 +113,9 @@ class Front:
         if values or not value.isdigit() or len(value) > 15:
             raise Refused(400, "the Content-Length header is not one whole number")
         if int(value) > self.max_body:
-            raise Refused(413, f"the request body ({int(value):,} bytes) is larger than the limit of "
-                               f"{self.max_body:,} bytes")
+            raise Refused(
+                413, f"the request body ({int(value):,} bytes) is larger than the limit of {self.max_body:,} bytes"
+            )
         return int(value)
 
     async def _forward(self, request_line, headers, peer, body, length, response) -> None:
@@ -186,8 +200,10 @@ async def _send(writer, response) -> None:
 
 async def _answer(writer, status: int, message: str) -> None:
     body = (message + "\n").encode()
-    head = (f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
     with contextlib.suppress(Exception):
         writer.write(head + body)
         await asyncio.wait_for(writer.drain(), IDLE_SECONDS)
@@ -207,10 +223,18 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     host, _, port = args.listen.rpartition(":")
     max_body = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1) + MULTIPART_OVERHEAD
-    front = Front(args.upstream, max_body, args.spool_dir, max_connections=_connection_slots(),
-                  behind_proxy=env_bool("DJANGO_BEHIND_PROXY", False))
-    print(f"dpportal front: listening on {args.listen}, forwarding complete requests to {args.upstream} "
-          f"(at most {front.slots} connections)", flush=True)
+    front = Front(
+        args.upstream,
+        max_body,
+        args.spool_dir,
+        max_connections=_connection_slots(),
+        behind_proxy=env_bool("DJANGO_BEHIND_PROXY", False),
+    )
+    print(
+        f"dpportal front: listening on {args.listen}, forwarding complete requests to {args.upstream} "
+        f"(at most {front.slots} connections)",
+        flush=True,
+    )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(host.strip("[]"), int(port), front))
 

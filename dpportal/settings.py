@@ -91,7 +91,9 @@ TEMPLATES = [
 
 _database_url = env_str("DATABASE_URL")
 DATABASES = {
-    "default": parse_database_url(_database_url) if _database_url else {
+    "default": parse_database_url(_database_url)
+    if _database_url
+    else {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": DATA_DIR / "db.sqlite3",
         "OPTIONS": {"timeout": 20},
@@ -209,8 +211,10 @@ DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
 # never waits behind a long fit (docs/operations.md).
 CELERY_TASK_DEFAULT_QUEUE = "synthesis"
 CELERY_TASK_QUEUES = [Queue("synthesis"), Queue("fast"), Queue("evaluation")]
-CELERY_TASK_ROUTES = {"dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"},
-                      "dpportal.dashboards.tasks.risk_report_task": {"queue": "evaluation"}}
+CELERY_TASK_ROUTES = {
+    "dpportal.dashboards.tasks.evaluate_release_task": {"queue": "evaluation"},
+    "dpportal.dashboards.tasks.risk_report_task": {"queue": "evaluation"},
+}
 # Privacy risk reports (dpportal/dashboards/risk.py): computed on the evaluation queue after each release;
 # up to RUNS refits of the mechanism (target pairs in or out, docs/privacy-model.md section 9) plus one with
 # its noise off, made while max(TIME_FACTOR x the release's time, MIN_SECONDS) lasts (the first always runs).
@@ -227,7 +231,14 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
 }
 
-for _d in (STATIC_ROOT, UPLOAD_DIR, RELEASE_DIR, BROKER_DIR / "queue", BROKER_DIR / "processed", BROKER_DIR / "control",
-           UPLOAD_DIR / "tmp"):
+for _d in (
+    STATIC_ROOT,
+    UPLOAD_DIR,
+    RELEASE_DIR,
+    BROKER_DIR / "queue",
+    BROKER_DIR / "processed",
+    BROKER_DIR / "control",
+    UPLOAD_DIR / "tmp",
+):
     _d.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "tmp")

@@ -31,8 +31,11 @@ urlpatterns = [
     path("releases/<int:pk>/", releases.release_detail, name="dpportal-release"),
     path("releases/<int:pk>/status.json", releases.release_status, name="dpportal-release-status"),
     path("releases/<int:pk>/synthetic.csv", releases.release_download, name="dpportal-release-csv"),
-    path("releases/<int:pk>/synthetic-spreadsheet.csv", releases.release_download_spreadsheet,
-         name="dpportal-release-csv-spreadsheet"),
+    path(
+        "releases/<int:pk>/synthetic-spreadsheet.csv",
+        releases.release_download_spreadsheet,
+        name="dpportal-release-csv-spreadsheet",
+    ),
     path("releases/<int:pk>/manifest.json", releases.release_manifest, name="dpportal-release-manifest"),
     path("releases/<int:pk>/report/", releases.release_report, name="dpportal-release-report"),
     path("releases/<int:pk>/draw/", releases.release_draw, name="dpportal-release-draw"),

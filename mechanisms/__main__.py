@@ -61,8 +61,9 @@ def _check_data(path: str) -> list[str]:
         with open(path, "rb") as fh:
             while chunk := fh.read(NUL_SCAN_BYTES):
                 if b"\x00" in chunk:
-                    raise CLIError(f"data {path!r} contains NUL bytes: it looks binary (or UTF-16), not a CSV "
-                                   "text file")
+                    raise CLIError(
+                        f"data {path!r} contains NUL bytes: it looks binary (or UTF-16), not a CSV text file"
+                    )
         with open(path, encoding="utf-8", newline="") as fh:
             header = [h.strip() for h in next(csv.reader(fh), [])]
     except OSError as exc:
@@ -142,8 +143,10 @@ def cmd_schema(args) -> int:
     schema = draft_schema(raw)
     d = schema.to_dict()
     d["suggested_from_data"] = True
-    d["note"] = ("DRAFT: bounds and categories below were computed from the data. Confirm them as public "
-                 "knowledge (edit, set \"draft\": false) before any release.")
+    d["note"] = (
+        "DRAFT: bounds and categories below were computed from the data. Confirm them as public "
+        'knowledge (edit, set "draft": false) before any release.'
+    )
     print(json.dumps(d, indent=2))
     return 0
 
@@ -151,13 +154,16 @@ def cmd_schema(args) -> int:
 def cmd_synthesize(args) -> int:
     schema = _load_schema(args.schema)
     if schema.draft:
-        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
+        raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
     noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
     if args.seed is not None:
-        print("warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
-              file=sys.stderr)
-    mech = build(args.mechanism, schema, epsilon=args.epsilon, delta=args.delta,
-                 params=_parse_params(args.param), noise=noise)
+        print(
+            "warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
+            file=sys.stderr,
+        )
+    mech = build(
+        args.mechanism, schema, epsilon=args.epsilon, delta=args.delta, params=_parse_params(args.param), noise=noise
+    )
     schema.check_columns(_check_data(args.data))
     _check_out(args.out)
     source = TableSource(schema, path=args.data)
@@ -187,7 +193,7 @@ def cmd_risk(args) -> int:
 
     schema = _load_schema(args.schema)
     if schema.draft:
-        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
+        raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
     try:
         params = json.loads(args.params) if args.params else {}
     except json.JSONDecodeError as exc:
@@ -200,10 +206,19 @@ def cmd_risk(args) -> int:
         raise CLIError(f"cannot read data {args.data!r}: {exc.strerror}") from None
     prepared = schema.prepare(raw) if len(raw) else None
     noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
-    report = risk.risk_report(schema, prepared, args.mechanism, epsilon=_amount(args.epsilon, "epsilon"),
-                              delta=_amount(args.delta, "delta"), params=params, runs=args.runs, noise=noise,
-                              confidence=args.confidence, noise_off_control=not args.no_noise_off_control,
-                              max_rows=args.max_rows)
+    report = risk.risk_report(
+        schema,
+        prepared,
+        args.mechanism,
+        epsilon=_amount(args.epsilon, "epsilon"),
+        delta=_amount(args.delta, "delta"),
+        params=params,
+        runs=args.runs,
+        noise=noise,
+        confidence=args.confidence,
+        noise_off_control=not args.no_noise_off_control,
+        max_rows=args.max_rows,
+    )
     print(json.dumps(report, indent=2 if args.pretty else None))
     return 0
 
@@ -222,16 +237,18 @@ def cmd_recommend(args) -> int:
 
     schema = _load_schema(args.schema)
     if schema.draft:
-        raise CLIError("the schema is a draft: review it and set \"draft\": false to confirm it as public")
-    purpose = rec.Purpose.parse(args.purpose, target=args.target, pairs=args.pairs,
-                                larger_than_memory=args.larger_than_memory)
+        raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
+    purpose = rec.Purpose.parse(
+        args.purpose, target=args.target, pairs=args.pairs, larger_than_memory=args.larger_than_memory
+    )
     epsilon, delta = _amount(args.epsilon, "epsilon"), _amount(args.delta, "delta")
     result = rec.recommend(schema, n=args.rows, epsilon=epsilon, delta=delta, purpose=purpose)
     out = result.to_dict()
     if args.target_error is not None and result.recommended:
         out["target_error"] = args.target_error
-        out["smallest_epsilon"] = rec.smallest_epsilon(result.recommended, schema, n=args.rows, delta=delta,
-                                                       purpose=purpose, target=args.target_error)
+        out["smallest_epsilon"] = rec.smallest_epsilon(
+            result.recommended, schema, n=args.rows, delta=delta, purpose=purpose, target=args.target_error
+        )
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -256,8 +273,12 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", default=None, help="ml: the column models will predict")
     r.add_argument("--pairs", default=None, help="marginals: 'a:b,c:d' (default all pairs)")
     r.add_argument("--larger-than-memory", action="store_true", help="only streaming mechanisms can run")
-    r.add_argument("--target-error", type=float, default=None,
-                   help="also report the smallest epsilon whose predicted error is at most this (e.g. 0.1)")
+    r.add_argument(
+        "--target-error",
+        type=float,
+        default=None,
+        help="also report the smallest epsilon whose predicted error is at most this (e.g. 0.1)",
+    )
     r.add_argument("--json", action="store_true", help="JSON instead of the human summary")
     y = sub.add_parser("synthesize", help="release a synthetic CSV")
     y.add_argument("mechanism")
@@ -268,8 +289,13 @@ def make_parser() -> argparse.ArgumentParser:
     y.add_argument("--rows", type=int, default=None)
     y.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     y.add_argument("--out", required=True)
-    y.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded, reproducible noise; the output is NOT differentially private and "
-                        "its report says so (guarantee 'none (seeded: tests only)')")
+    y.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="TESTS ONLY: seeded, reproducible noise; the output is NOT differentially private and "
+        "its report says so (guarantee 'none (seeded: tests only)')",
+    )
     e = sub.add_parser("evaluate", help="utility metrics real vs synthetic (NOT private)")
     e.add_argument("--real", required=True)
     e.add_argument("--synthetic", required=True)
@@ -290,8 +316,11 @@ def make_parser() -> argparse.ArgumentParser:
     k.add_argument("--runs", type=int, default=2, help="refits on random halves (more: tighter, slower)")
     k.add_argument("--confidence", type=float, default=0.95, help="of the epsilon lower bounds")
     k.add_argument("--max-rows", type=int, default=10_000, help="records used (a random sample beyond)")
-    k.add_argument("--no-noise-off-control", action="store_true",
-                   help="skip the control refit with the noise switched off (saves one fit)")
+    k.add_argument(
+        "--no-noise-off-control",
+        action="store_true",
+        help="skip the control refit with the noise switched off (saves one fit)",
+    )
     k.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded non-secure noise")
     k.add_argument("--pretty", action="store_true", help="indented JSON")
     return p
@@ -299,12 +328,17 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    handlers = {"list": cmd_list, "schema": cmd_schema, "synthesize": cmd_synthesize, "evaluate": cmd_evaluate,
-                "recommend": cmd_recommend, "risk": cmd_risk}
+    handlers = {
+        "list": cmd_list,
+        "schema": cmd_schema,
+        "synthesize": cmd_synthesize,
+        "evaluate": cmd_evaluate,
+        "recommend": cmd_recommend,
+        "risk": cmd_risk,
+    }
     try:
         return handlers[args.command](args)
-    except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError,
-            OSError) as exc:
+    except (CLIError, ValueError, ArithmeticError, SchemaError, SchemaMismatch, KeyError, RuntimeError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2

@@ -24,10 +24,10 @@ GUARANTEE_MEANINGS = {
     "pure": "epsilon-DP, proven for the algorithm as implemented",
     "approximate": "(epsilon, delta)-DP, proven for the algorithm as implemented",
     "mcmc": "epsilon-DP holds for EXACT sampling of the target distribution; the release comes from a finite "
-            "Markov chain that only approximates it (no certified bound: if the chain were within total "
-            "variation tau of the target on every table, the release would be (epsilon, (1+e^epsilon) tau)-DP)",
+    "Markov chain that only approximates it (no certified bound: if the chain were within total "
+    "variation tau of the target on every table, the release would be (epsilon, (1+e^epsilon) tau)-DP)",
     "heuristic": "epsilon is the algorithm's design parameter, NOT a proven guarantee: the implementation is "
-                 "known to exceed it on some neighbouring tables",
+    "known to exceed it on some neighbouring tables",
 }
 
 
@@ -42,8 +42,10 @@ _AMOUNT_HIGH = Fraction(10**MAX_AMOUNT_EXPONENT)
 
 
 def _out_of_range(value) -> ValueError:
-    return ValueError(f"expected a number between 1e-{MAX_AMOUNT_EXPONENT} and 1e{MAX_AMOUNT_EXPONENT} "
-                      f"(or 0), got {short_repr(value)}")
+    return ValueError(
+        f"expected a number between 1e-{MAX_AMOUNT_EXPONENT} and 1e{MAX_AMOUNT_EXPONENT} "
+        f"(or 0), got {short_repr(value)}"
+    )
 
 
 def _bounded(f: Fraction, value) -> Fraction:
@@ -120,8 +122,10 @@ def _check_amount_text(text: str, value) -> None:
         return
     if _NOT_FINITE_TEXT.fullmatch(text):
         raise ValueError(f"expected a finite number, got {short_repr(value)}")
-    raise ValueError(f"expected a number like 0.5, 1e-6 or 1/9 (digits 0-9; no spaces, underscores or signs "
-                     f"inside), got {short_repr(value)}")
+    raise ValueError(
+        f"expected a number like 0.5, 1e-6 or 1/9 (digits 0-9; no spaces, underscores or signs "
+        f"inside), got {short_repr(value)}"
+    )
 
 
 CANONICAL_FIXED_CHARS = 20  # longer decimals are written with an exponent: 1e-30, not 0.000...1

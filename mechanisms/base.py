@@ -125,8 +125,9 @@ class ParamSpec:
             else:  # pragma: no cover - spec bug
                 raise AssertionError(self.type)
         except (ValueError, TypeError, OverflowError):  # OverflowError: float() of a huge JSON integer
-            raise ValueError(f"parameter {name!r} must be of type {self.type} within "
-                             f"{self._range_text()}, got {short_repr(value)}") from None
+            raise ValueError(
+                f"parameter {name!r} must be of type {self.type} within {self._range_text()}, got {short_repr(value)}"
+            ) from None
         if self.minimum is not None and v < self.minimum:
             raise ValueError(f"parameter {name!r} must be >= {self.minimum}, got {name}={v!r}")
         if self.maximum is not None and v > self.maximum:
@@ -136,8 +137,10 @@ class ParamSpec:
         if self.type == "column" and schema is not None and v not in schema.names:
             raise ValueError(f"parameter {name!r} must name a kept column of the schema, got {v!r}")
         if self.type == "column" and schema is not None and v not in self.column_choices(schema):
-            raise ValueError(f"parameter {name!r}: {name} must be a {' or '.join(self.kinds)} column, got "
-                             f"{name}={v!r} of kind {schema.column(v).kind!r}")
+            raise ValueError(
+                f"parameter {name!r}: {name} must be a {' or '.join(self.kinds)} column, got "
+                f"{name}={v!r} of kind {schema.column(v).kind!r}"
+            )
         return v
 
 
@@ -154,10 +157,14 @@ def format_bytes(size: int) -> str:
 
 
 NOISE_MODE = ParamSpec(
-    "noise_type", "choice", "laplace",
+    "noise_type",
+    "choice",
+    "laplace",
     "Noise family: 'laplace' keeps pure epsilon-DP (delta 0); 'gaussian' is accounted in zero-concentrated DP "
     "and needs a delta, but adds far less noise when many columns or tables share the budget (its error grows "
-    "with their square root, not linearly)", choices=("laplace", "gaussian"))
+    "with their square root, not linearly)",
+    choices=("laplace", "gaussian"),
+)
 
 
 class Mechanism:
@@ -187,8 +194,16 @@ class Mechanism:
     target_params: ClassVar[dict] = {}
     target_how: ClassVar[str] = ""
 
-    def __init__(self, schema: Schema, *, epsilon: float, delta: float = 0.0, noise: Noise | None = None,
-                 progress: ProgressFn | None = None, **params):
+    def __init__(
+        self,
+        schema: Schema,
+        *,
+        epsilon: float,
+        delta: float = 0.0,
+        noise: Noise | None = None,
+        progress: ProgressFn | None = None,
+        **params,
+    ):
         if schema.draft:
             raise ValueError("the schema is a draft: the steward must confirm it before a release")
         self.check_schema(schema)
@@ -272,10 +287,14 @@ class Mechanism:
     @classmethod
     def missing_parts(cls) -> list[str]:
         """The guidance parts this mechanism does not declare (empty for a complete home)."""
-        missing = [m for m in ("predict_accuracy", "near_uniform")
-                   if next(k for k in cls.__mro__ if m in k.__dict__) is Mechanism]
-        missing += [a for a in ("runtime_model", "steward_help", "tstr_measured", "speed_rank")
-                    if getattr(cls, a) is None]
+        missing = [
+            m
+            for m in ("predict_accuracy", "near_uniform")
+            if next(k for k in cls.__mro__ if m in k.__dict__) is Mechanism
+        ]
+        missing += [
+            a for a in ("runtime_model", "steward_help", "tstr_measured", "speed_rank") if getattr(cls, a) is None
+        ]
         if cls.target_structure not in ("conditional", "joint", "independent"):
             missing.append("target_structure")
         elif cls.target_structure == "conditional" and "{t}" not in cls.target_how:
@@ -302,9 +321,11 @@ class Mechanism:
             return
         need = int(self.planned_memory_bytes(int(n)))
         if need > limit_bytes:
-            raise ValueError(f"{self.name} would need about {format_bytes(need)} of memory for n={int(n):,} rows "
-                             f"with this schema and these parameters; the memory limit per job is "
-                             f"{format_bytes(limit_bytes)}: reduce the categories, columns or parameters")
+            raise ValueError(
+                f"{self.name} would need about {format_bytes(need)} of memory for n={int(n):,} rows "
+                f"with this schema and these parameters; the memory limit per job is "
+                f"{format_bytes(limit_bytes)}: reduce the categories, columns or parameters"
+            )
 
     def fit(self, source: TableSource) -> "Mechanism":
         if self.fitted:
@@ -334,8 +355,16 @@ class Mechanism:
         return {}
 
     @classmethod
-    def from_summary(cls, schema: Schema, summary: dict, *, epsilon: float, delta: float = 0.0,
-                     params: dict | None = None, noise: Noise | None = None) -> "Mechanism":
+    def from_summary(
+        cls,
+        schema: Schema,
+        summary: dict,
+        *,
+        epsilon: float,
+        delta: float = 0.0,
+        params: dict | None = None,
+        noise: Noise | None = None,
+    ) -> "Mechanism":
         mech = cls(schema, epsilon=epsilon, delta=delta, noise=noise, **(params or {}))
         mech._load_summary(summary)
         mech.fitted = True
@@ -357,6 +386,7 @@ class Mechanism:
 # ----------------------------------------------------------------------------------------------
 # Summary storage: npz with a JSON entry, never pickle
 # ----------------------------------------------------------------------------------------------
+
 
 def save_summary(summary: dict[str, Any], fh) -> None:
     arrays = {k: v for k, v in summary.items() if isinstance(v, np.ndarray)}

@@ -55,7 +55,7 @@ DEFAULT_BETA = 0.05  # probability that any empty bin is reported as occupied (a
 
 
 def _edges() -> np.ndarray:
-    pos = sorted({round(m * 10.0 ** e, 12) for e in EXPONENTS for m in MANTISSAS})
+    pos = sorted({round(m * 10.0**e, 12) for e in EXPONENTS for m in MANTISSAS})
     return np.array([-v for v in reversed(pos)] + [0.0] + pos)
 
 
@@ -106,11 +106,19 @@ def coverage(noisy: np.ndarray, lower: float, upper: float, n: int | None = None
     first = int(np.searchsorted(EDGES, lower, side="right"))  # the bin that starts at ``lower``
     last = int(np.searchsorted(EDGES, upper, side="left"))  # the bin that ends at ``upper``
     total = n if n else noisy.sum()
-    return float(min(max(noisy[first:last + 1].sum() / total, 0.0), 1.0)) if total > 0 else 0.0
+    return float(min(max(noisy[first : last + 1].sum() / total, 0.0), 1.0)) if total > 0 else 0.0
 
 
-def estimate_bounds(chunks: Iterable[pd.DataFrame], columns: Sequence[str], *, epsilon: float, noise: Noise,
-                    markers: Sequence[str], beta: float = DEFAULT_BETA, n: int | None = None) -> dict:
+def estimate_bounds(
+    chunks: Iterable[pd.DataFrame],
+    columns: Sequence[str],
+    *,
+    epsilon: float,
+    noise: Noise,
+    markers: Sequence[str],
+    beta: float = DEFAULT_BETA,
+    n: int | None = None,
+) -> dict:
     """Estimate bounds of ``columns`` from raw string ``chunks`` with ``epsilon``-DP in total (see the
     module docstring); ``n`` is the public row count (for the coverage). Returns {"columns": {name:
     {"lower", "upper", "coverage", "reliable"}},
@@ -135,20 +143,32 @@ def estimate_bounds(chunks: Iterable[pd.DataFrame], columns: Sequence[str], *, e
         out[c] = {"lower": None, "upper": None, "coverage": None, "reliable": False}
         if found:
             cover = coverage(noisy, *found, n=n)
-            out[c] = {"lower": found[0], "upper": found[1], "coverage": round(cover, 4),
-                      "reliable": cover >= MIN_COVERAGE}
-    return {"columns": out, "epsilon_per_column": eps_col, "scale": scale, "threshold": t, "beta": beta,
-            "bins": N_BINS}
+            out[c] = {
+                "lower": found[0],
+                "upper": found[1],
+                "coverage": round(cover, 4),
+                "reliable": cover >= MIN_COVERAGE,
+            }
+    return {"columns": out, "epsilon_per_column": eps_col, "scale": scale, "threshold": t, "beta": beta, "bins": N_BINS}
 
 
 def privacy_cost(epsilon: float, result: dict) -> PrivacyCost:
     """The privacy report of one bounds estimate (pure epsilon-DP, replace-one; see the docstring)."""
     return PrivacyCost(
-        epsilon=float(epsilon), guarantee="pure",
-        caveats=("bounds are the edges of a fixed grid of round numbers: they can be loose (values far from zero "
-                 "get wide bounds); values in bins with fewer records than the threshold fall outside them and "
-                 "are clipped when the schema is used",),
-        details={"method": "noisy log-scale histogram, thresholded (ApproxBounds)",
-                 "epsilon_per_column": result["epsilon_per_column"], "discrete_laplace_scale": result["scale"],
-                 "threshold": result["threshold"], "beta": result["beta"], "bins": result["bins"],
-                 "bounds": result["columns"]})
+        epsilon=float(epsilon),
+        guarantee="pure",
+        caveats=(
+            "bounds are the edges of a fixed grid of round numbers: they can be loose (values far from zero "
+            "get wide bounds); values in bins with fewer records than the threshold fall outside them and "
+            "are clipped when the schema is used",
+        ),
+        details={
+            "method": "noisy log-scale histogram, thresholded (ApproxBounds)",
+            "epsilon_per_column": result["epsilon_per_column"],
+            "discrete_laplace_scale": result["scale"],
+            "threshold": result["threshold"],
+            "beta": result["beta"],
+            "bins": result["bins"],
+            "bounds": result["columns"],
+        },
+    )

@@ -57,13 +57,21 @@ def label_counts(chunks: Iterable[pd.DataFrame], columns: Sequence[str], markers
             text = chunk[c].astype(str).str.strip()
             counts[c] = counts[c].add(text[~text.isin(missing)].value_counts(), fill_value=0)
             if len(counts[c]) > MAX_LABELS:
-                raise ValueError(f"column {c!r} holds more than {MAX_LABELS:,} distinct values: not a categorical "
-                                 "column; exclude it")
+                raise ValueError(
+                    f"column {c!r} holds more than {MAX_LABELS:,} distinct values: not a categorical column; exclude it"
+                )
     return counts
 
 
-def discover_categories(chunks: Iterable[pd.DataFrame], columns: Sequence[str], *, epsilon: float, delta: float,
-                        noise: Noise, markers: Sequence[str]) -> dict:
+def discover_categories(
+    chunks: Iterable[pd.DataFrame],
+    columns: Sequence[str],
+    *,
+    epsilon: float,
+    delta: float,
+    noise: Noise,
+    markers: Sequence[str],
+) -> dict:
     """The released labels of each column (see the module docstring) and the public parameters."""
     if not columns:
         raise ValueError("choose at least one column")
@@ -77,17 +85,34 @@ def discover_categories(chunks: Iterable[pd.DataFrame], columns: Sequence[str], 
         noisy = noise.laplace_int(counts.to_numpy(dtype=np.int64), scale=scale) if len(counts) else np.array([])
         keep = np.asarray(noisy) >= t
         labels = ordered_labels(counts.index[keep].tolist())
-        out[c] = {"categories": labels, "noisy_counts": {lab: int(v) for lab, v in zip(counts.index[keep], noisy[keep])}}
-    return {"columns": out, "epsilon_per_column": eps_col, "delta_per_column": delta_col, "scale": scale,
-            "threshold": t}
+        out[c] = {
+            "categories": labels,
+            "noisy_counts": {lab: int(v) for lab, v in zip(counts.index[keep], noisy[keep])},
+        }
+    return {
+        "columns": out,
+        "epsilon_per_column": eps_col,
+        "delta_per_column": delta_col,
+        "scale": scale,
+        "threshold": t,
+    }
 
 
 def privacy_cost(epsilon: float, delta: float, result: dict) -> PrivacyCost:
     return PrivacyCost(
-        epsilon=float(epsilon), delta=float(delta), guarantee="approximate",
-        caveats=("labels seen in fewer records than the threshold are not discovered: their records become the "
-                 "column's 'other' category when the schema is used",),
-        details={"method": "thresholded noisy label counts (stability-based histogram)",
-                 "epsilon_per_column": result["epsilon_per_column"], "delta_per_column": result["delta_per_column"],
-                 "discrete_laplace_scale": result["scale"], "threshold": result["threshold"],
-                 "categories": result["columns"]})
+        epsilon=float(epsilon),
+        delta=float(delta),
+        guarantee="approximate",
+        caveats=(
+            "labels seen in fewer records than the threshold are not discovered: their records become the "
+            "column's 'other' category when the schema is used",
+        ),
+        details={
+            "method": "thresholded noisy label counts (stability-based histogram)",
+            "epsilon_per_column": result["epsilon_per_column"],
+            "delta_per_column": result["delta_per_column"],
+            "discrete_laplace_scale": result["scale"],
+            "threshold": result["threshold"],
+            "categories": result["columns"],
+        },
+    )

@@ -15,9 +15,16 @@ import pandas as pd
 
 UNITS = {"year": "Y", "month": "M", "day": "D", "hour": "h", "minute": "m", "second": "s"}
 # Formats a draft recognises (date only first; the first that reads every value wins).
-DRAFT_FORMATS = (("%Y-%m-%d", "day"), ("%d/%m/%Y", "day"), ("%m/%d/%Y", "day"), ("%Y/%m/%d", "day"),
-                 ("%d.%m.%Y", "day"), ("%Y-%m-%d %H:%M:%S", "second"), ("%Y-%m-%dT%H:%M:%S", "second"),
-                 ("%Y-%m", "month"))
+DRAFT_FORMATS = (
+    ("%Y-%m-%d", "day"),
+    ("%d/%m/%Y", "day"),
+    ("%m/%d/%Y", "day"),
+    ("%Y/%m/%d", "day"),
+    ("%d.%m.%Y", "day"),
+    ("%Y-%m-%d %H:%M:%S", "second"),
+    ("%Y-%m-%dT%H:%M:%S", "second"),
+    ("%Y-%m", "month"),
+)
 
 
 class DateError(ValueError):
@@ -76,8 +83,10 @@ def detect(present: pd.Series) -> tuple[str, str] | None:
         return None
     head = present.head(200)
     for fmt, granularity in DRAFT_FORMATS:
-        if pd.to_datetime(head, format=fmt, errors="coerce").notna().all() and \
-                pd.to_datetime(present, format=fmt, errors="coerce").notna().all():
+        if (
+            pd.to_datetime(head, format=fmt, errors="coerce").notna().all()
+            and pd.to_datetime(present, format=fmt, errors="coerce").notna().all()
+        ):
             return fmt, granularity
     return None
 
@@ -87,5 +96,6 @@ def draft_bounds(units: np.ndarray, granularity: str) -> tuple[int, int]:
     unit = check_granularity(granularity)
     lo = np.datetime64(int(np.nanmin(units)), unit).astype("datetime64[Y]")
     hi = np.datetime64(int(np.nanmax(units)), unit).astype("datetime64[Y]") + 1
-    return int(lo.astype(f"datetime64[{unit}]").astype(np.int64)), \
-        int(hi.astype(f"datetime64[{unit}]").astype(np.int64)) - 1
+    return int(lo.astype(f"datetime64[{unit}]").astype(np.int64)), int(
+        hi.astype(f"datetime64[{unit}]").astype(np.int64)
+    ) - 1

@@ -17,8 +17,17 @@ import pandas as pd
 
 from . import dates
 from .accounting import zcdp_rho
-from .schema import (_CONTROL_IN_CELLS, DEFAULT_BINS, DEFAULT_MISSING_MARKERS, MAX_ABS_BOUND, MISSING_CATEGORY, Column,
-                     Schema, SchemaError, ordered_labels)
+from .schema import (
+    _CONTROL_IN_CELLS,
+    DEFAULT_BINS,
+    DEFAULT_MISSING_MARKERS,
+    MAX_ABS_BOUND,
+    MISSING_CATEGORY,
+    Column,
+    Schema,
+    SchemaError,
+    ordered_labels,
+)
 
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
@@ -37,8 +46,8 @@ def round_step(span: float) -> float:
     best = 10.0 ** (exp - 1)
     for e in (exp - 1, exp):
         for m in NICE_MANTISSAS:
-            if m * 10.0 ** e <= target * (1 + 1e-12):
-                best = max(best, m * 10.0 ** e)
+            if m * 10.0**e <= target * (1 + 1e-12):
+                best = max(best, m * 10.0**e)
     return best
 
 
@@ -79,8 +88,9 @@ MAX_DRAFT_DECIMALS = 6
 STEP_EXCEPTIONS = 0.001  # share of values that may break a suggested step (rounded to it in the output)
 
 
-def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_MISSING_MARKERS,
-                 max_categories: int = MAX_CATEGORIES) -> Schema:
+def draft_schema(
+    raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_MISSING_MARKERS, max_categories: int = MAX_CATEGORIES
+) -> Schema:
     """Suggest a schema from raw string data. The result has ``draft=True``: every bound, category
     list, special value, scale and number format in it was computed from the data and is NOT public
     until the steward confirms it.
@@ -107,8 +117,16 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
         if len(present) and num.notna().all() and len(finite) == len(num) and present.nunique() > 2:
             integer = bool(np.all(finite == np.round(finite)))
             if not (integer and CODE_NAME.search(str(name)) and finite.nunique() <= max_categories):
-                cols.append(_draft_numeric(str(name), present, finite, integer=integer, has_missing=has_missing,
-                                           max_cells=resolvable_cells(len(raw), len(raw.columns))))
+                cols.append(
+                    _draft_numeric(
+                        str(name),
+                        present,
+                        finite,
+                        integer=integer,
+                        has_missing=has_missing,
+                        max_cells=resolvable_cells(len(raw), len(raw.columns)),
+                    )
+                )
                 continue
             present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
         found = dates.detect(present) if num.isna().any() else None
@@ -127,8 +145,12 @@ def draft_schema(raw: pd.DataFrame, *, missing_markers: Sequence[str] = DEFAULT_
     if not any(c.kind != "excluded" for c in cols):
         raise SchemaError("no usable column found: every column was empty or had too many distinct values")
     output = max(seen_markers, key=seen_markers.get) if seen_markers else None
-    return Schema(columns=tuple(cols), missing_markers=tuple(missing_markers), draft=True,
-                  missing_output=output if output != (missing_markers[0] if missing_markers else "") else None)
+    return Schema(
+        columns=tuple(cols),
+        missing_markers=tuple(missing_markers),
+        draft=True,
+        missing_output=output if output != (missing_markers[0] if missing_markers else "") else None,
+    )
 
 
 def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[str, list[str]]:
@@ -150,8 +172,16 @@ def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, ha
     units = dates.parse(present, fmt, granularity)
     lo, hi = dates.draft_bounds(units, granularity)
     bins = hi - lo + 1 if hi - lo + 1 <= MAX_VALUE_CELLS else DRAFT_BINS
-    return Column(name=name, kind="integer", lower=lo, upper=hi, bins=bins, fill=lo if has_missing else None,
-                  date_format=fmt, granularity=granularity)
+    return Column(
+        name=name,
+        kind="integer",
+        lower=lo,
+        upper=hi,
+        bins=bins,
+        fill=lo if has_missing else None,
+        date_format=fmt,
+        granularity=granularity,
+    )
 
 
 def resolvable_cells(rows: int, columns: int) -> int:
@@ -161,10 +191,12 @@ def resolvable_cells(rows: int, columns: int) -> int:
     return max(DEFAULT_BINS, int(rows // (3 * sigma)))
 
 
-def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool,
-                   max_cells: int) -> Column:
-    lo, hi = round_bounds(*np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10,
-                                   MAX_ABS_BOUND / 10), integer=integer)  # within the bound limit
+def _draft_numeric(
+    name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool, max_cells: int
+) -> Column:
+    lo, hi = round_bounds(
+        *np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10, MAX_ABS_BOUND / 10), integer=integer
+    )  # within the bound limit
     kind = "integer" if integer else "continuous"
     fill = lo if has_missing else None
     span = int(hi - lo) + 1 if integer else 0
@@ -185,9 +217,18 @@ def _draft_numeric(name: str, present: pd.Series, finite: pd.Series, *, integer:
         decimals = min(int(frac.str.len().max()), MAX_DRAFT_DECIMALS) if len(frac) else 0
         if present.str.contains("[eE]").any():
             decimals = None  # scientific notation: keep every digit
-    return Column(name=name, kind=kind, lower=lo, upper=hi, bins=min(DRAFT_BINS, max_cells), fill=fill,
-                  special=tuple(int(v) if integer else v for v in special), scale="log" if skewed else "linear",
-                  decimals=decimals, step=step)
+    return Column(
+        name=name,
+        kind=kind,
+        lower=lo,
+        upper=hi,
+        bins=min(DRAFT_BINS, max_cells),
+        fill=fill,
+        special=tuple(int(v) if integer else v for v in special),
+        scale="log" if skewed else "linear",
+        decimals=decimals,
+        step=step,
+    )
 
 
 def _draft_step(finite: pd.Series, lower: float) -> float | None:
@@ -196,7 +237,7 @@ def _draft_step(finite: pd.Series, lower: float) -> float | None:
     offsets = (finite - lower).abs()
     step = None
     for e in range(1, 10):
-        if np.mean(np.mod(offsets, 10 ** e) != 0) > STEP_EXCEPTIONS:
+        if np.mean(np.mod(offsets, 10**e) != 0) > STEP_EXCEPTIONS:
             break
-        step = float(10 ** e)
+        step = float(10**e)
     return step

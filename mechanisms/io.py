@@ -19,9 +19,11 @@ from .schema import MISSING_CATEGORY, Schema, read_raw_csv
 
 # OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
-SPREADSHEET_NOTE = ("spreadsheet-safe variant: text cells and header names starting with = + - @, tab, CR or NUL "
-                    "are prefixed with a single quote (') so that spreadsheets do not run them as formulas; "
-                    "numeric columns are unchanged. The analysis CSV holds the exact values.")
+SPREADSHEET_NOTE = (
+    "spreadsheet-safe variant: text cells and header names starting with = + - @, tab, CR or NUL "
+    "are prefixed with a single quote (') so that spreadsheets do not run them as formulas; "
+    "numeric columns are unchanged. The analysis CSV holds the exact values."
+)
 
 
 def neutralize_cell(text: str) -> str:

@@ -66,10 +66,15 @@ def _opendp():
         import opendp.mod
 
         opendp.mod.enable_features("contrib")
-        _OPENDP = SimpleNamespace(m=opendp.measurements, vector_domain=opendp.domains.vector_domain,
-                                  atom_domain=opendp.domains.atom_domain, l1_distance=opendp.metrics.l1_distance,
-                                  l2_distance=opendp.metrics.l2_distance, linf_distance=opendp.metrics.linf_distance,
-                                  zero_concentrated_divergence=opendp.measures.zero_concentrated_divergence)
+        _OPENDP = SimpleNamespace(
+            m=opendp.measurements,
+            vector_domain=opendp.domains.vector_domain,
+            atom_domain=opendp.domains.atom_domain,
+            l1_distance=opendp.metrics.l1_distance,
+            l2_distance=opendp.metrics.l2_distance,
+            linf_distance=opendp.metrics.linf_distance,
+            zero_concentrated_divergence=opendp.measures.zero_concentrated_divergence,
+        )
     return _OPENDP
 
 
@@ -291,4 +296,4 @@ class ScaledNoise(Noise):
         return super().gaussian_float(values, scale=scale * self.factor)
 
     def select_max_zcdp(self, scores, *, sensitivity, rho):
-        return super().select_max_zcdp(scores, sensitivity=sensitivity, rho=rho / self.factor ** 2)
+        return super().select_max_zcdp(scores, sensitivity=sensitivity, rho=rho / self.factor**2)

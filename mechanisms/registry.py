@@ -36,7 +36,9 @@ def get(name: str) -> type[Mechanism]:
     if cls not in _COMPLETE:
         missing = cls.missing_parts()
         if missing:
-            raise TypeError(f"mechanism {name!r} does not declare {missing} (mechanisms/base.py: public-input guidance)")
+            raise TypeError(
+                f"mechanism {name!r} does not declare {missing} (mechanisms/base.py: public-input guidance)"
+            )
         _COMPLETE.add(cls)
     return cls
 

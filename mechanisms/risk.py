@@ -95,6 +95,7 @@ CHUNK_CELLS = 2_000_000  # distance matrix entries per block
 # Distances and scores
 # =================================================================================================
 
+
 class Encoding:
     """The public encoding of a prepared table for Gower distances: unit-scaled numerics, codes."""
 
@@ -142,8 +143,9 @@ def _lse_mean(Z: np.ndarray) -> np.ndarray:
     return m[:, 0] + np.log(np.exp(Z - m).mean(axis=1))
 
 
-def attack_scores(targets: np.ndarray, synthetic: np.ndarray, reference: np.ndarray,
-                  numeric: np.ndarray) -> dict[str, np.ndarray]:
+def attack_scores(
+    targets: np.ndarray, synthetic: np.ndarray, reference: np.ndarray, numeric: np.ndarray
+) -> dict[str, np.ndarray]:
     """Membership scores of ``targets`` (higher: more likely a member) for each attack. One distance
     pass per table: the reference's gives the bandwidth and the reference density, the synthetic
     table's gives both the closest distance and the synthetic density."""
@@ -167,8 +169,13 @@ def attack_scores(targets: np.ndarray, synthetic: np.ndarray, reference: np.ndar
     return {"dcr": -dcr, "density_ratio": log_syn - log_ref}
 
 
-def marginal_scores(target_cells: np.ndarray, synthetic_cells: np.ndarray, reference_cells: np.ndarray,
-                    sizes: list[int], alpha: float = 0.1) -> np.ndarray:
+def marginal_scores(
+    target_cells: np.ndarray,
+    synthetic_cells: np.ndarray,
+    reference_cells: np.ndarray,
+    sizes: list[int],
+    alpha: float = 0.1,
+) -> np.ndarray:
     """The density ratio with histogram densities on the PUBLIC cells (each column's categories or
     public bins), columns treated as independent: sum over columns of log(synthetic share of the
     target's cell / reference share), shares smoothed with ``alpha`` pseudo-counts. Rare values that
@@ -214,9 +221,16 @@ def measured_marginals(mech, names: list[str]) -> list[tuple[int, ...]]:
     return out
 
 
-def cell_count_scores(cells_a: np.ndarray, cells_b: np.ndarray, fixed_cells: np.ndarray,
-                      synthetic_cells: np.ndarray, n_train: int, marginals: list[tuple[int, ...]],
-                      sizes: list[int], rounds: int = CELL_ROUNDS) -> np.ndarray:
+def cell_count_scores(
+    cells_a: np.ndarray,
+    cells_b: np.ndarray,
+    fixed_cells: np.ndarray,
+    synthetic_cells: np.ndarray,
+    n_train: int,
+    marginals: list[tuple[int, ...]],
+    sizes: list[int],
+    rounds: int = CELL_ROUNDS,
+) -> np.ndarray:
     """The informed attacker's statistic per pair (a, b): it knows every training record but which one
     of each pair is in, so it knows each cell's count up to the coins. On every measured marginal it
     compares the synthetic count in a's cell and in b's cell (scaled to the training size) with the
@@ -240,8 +254,9 @@ def cell_count_scores(cells_a: np.ndarray, cells_b: np.ndarray, fixed_cells: np.
         disc = fa != fb
         if not disc.any():
             continue
-        fixed_count = (np.bincount(f(fixed_cells), minlength=total)
-                       + np.bincount(fa[~disc], minlength=total)).astype(float)
+        fixed_count = (np.bincount(f(fixed_cells), minlength=total) + np.bincount(fa[~disc], minlength=total)).astype(
+            float
+        )
         observed = np.bincount(f(synthetic_cells), minlength=total) * scale
         flat.append((total, fa, fb, disc, fixed_count, observed))
     T = np.zeros(len(cells_a))
@@ -250,8 +265,11 @@ def cell_count_scores(cells_a: np.ndarray, cells_b: np.ndarray, fixed_cells: np.
         new = np.zeros(len(cells_a))
         for total, fa, fb, disc, fixed_count, observed in flat:
             a, b, pd_ = fa[disc], fb[disc], p[disc]
-            expected = (fixed_count + np.bincount(a, weights=pd_, minlength=total)
-                        + np.bincount(b, weights=1 - pd_, minlength=total))
+            expected = (
+                fixed_count
+                + np.bincount(a, weights=pd_, minlength=total)
+                + np.bincount(b, weights=1 - pd_, minlength=total)
+            )
             pv = pd_ * (1 - pd_)
             coin_var = np.bincount(a, weights=pv, minlength=total) + np.bincount(b, weights=pv, minlength=total)
             sampling = (expected + 1.0) * scale
@@ -263,7 +281,7 @@ def cell_count_scores(cells_a: np.ndarray, cells_b: np.ndarray, fixed_cells: np.
             rb = resid[b] - pd_ + 0.5
             var = coin_var[a] + coin_var[b] - 2 * pv + sampling[a] + sampling[b] + 2 * noise_var
             z = resid[touched] / np.sqrt(coin_var[touched] + sampling[touched] + noise_var)
-            if float(np.mean(z ** 4) / max(np.mean(z ** 2) ** 2, 1e-12)) - 3.0 > HEAVY_TAILS:
+            if float(np.mean(z**4) / max(np.mean(z**2) ** 2, 1e-12)) - 3.0 > HEAVY_TAILS:
                 # Laplace-like residuals: the likelihood ratio of a shift is a clipped difference
                 va = coin_var[a] - pv + sampling[a] + noise_var
                 vb = coin_var[b] - pv + sampling[b] + noise_var
@@ -274,8 +292,14 @@ def cell_count_scores(cells_a: np.ndarray, cells_b: np.ndarray, fixed_cells: np.
     return T
 
 
-def singling_out(members: np.ndarray, control: np.ndarray, synthetic: np.ndarray, rng: np.random.Generator,
-                 n_queries: int = 500, n_cols: int = 3) -> dict:
+def singling_out(
+    members: np.ndarray,
+    control: np.ndarray,
+    synthetic: np.ndarray,
+    rng: np.random.Generator,
+    n_queries: int = 500,
+    n_cols: int = 3,
+) -> dict:
     """Anonymeter's singling-out evaluator on the public cells: predicates read off the synthetic table
     (a value seen once in a column; a synthetic record's cells on ``n_cols`` random columns that match
     no other synthetic record) single out a target when exactly one record of the table holds them.
@@ -336,16 +360,19 @@ def pair_features(scores: dict[str, np.ndarray]) -> np.ndarray:
 
 BASE_ATTACKS = ("dcr", "density_ratio", "marginal_ratio", "cell_count")
 ATTACKS = BASE_ATTACKS + ("shadow_model",)
-ATTACK_TITLES = {"dcr": "distance to the closest synthetic record",
-                 "cell_count": "informed attacker: counts on the measured marginals' cells",
-                 "shadow_model": "shadow-model classifier on the other attacks' scores",
-                 "marginal_ratio": "density ratio on public cells, one column at a time",
-                 "density_ratio": "density ratio, synthetic over reference (DOMIAS)"}
+ATTACK_TITLES = {
+    "dcr": "distance to the closest synthetic record",
+    "cell_count": "informed attacker: counts on the measured marginals' cells",
+    "shadow_model": "shadow-model classifier on the other attacks' scores",
+    "marginal_ratio": "density ratio on public cells, one column at a time",
+    "density_ratio": "density ratio, synthetic over reference (DOMIAS)",
+}
 
 
 # =================================================================================================
 # Metrics
 # =================================================================================================
+
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve (ties count one half), by ranks."""
@@ -395,8 +422,9 @@ def guesses(labels: np.ndarray, scores: np.ndarray, fraction: float) -> tuple[in
     return int(np.sum((d[pick] > 0) == first_in[pick])), int(k)
 
 
-def summarise_attack(name: str, runs: list[tuple[np.ndarray, np.ndarray]], *, confidence: float,
-                     delta: float) -> dict[str, Any]:
+def summarise_attack(
+    name: str, runs: list[tuple[np.ndarray, np.ndarray]], *, confidence: float, delta: float
+) -> dict[str, Any]:
     """One attack's figures from its (labels, scores) per run."""
     labels = np.concatenate([r[0] for r in runs])
     scores = np.concatenate([r[1] for r in runs])
@@ -443,8 +471,15 @@ def theoretical_advantage(epsilon: float, delta: float = 0.0) -> float:
 # Attribute inference (Anonymeter's method)
 # =================================================================================================
 
-def attribute_inference(schema: Schema, members: np.ndarray, control: np.ndarray, synthetic: np.ndarray,
-                        numeric: np.ndarray, rng: np.random.Generator) -> list[dict]:
+
+def attribute_inference(
+    schema: Schema,
+    members: np.ndarray,
+    control: np.ndarray,
+    synthetic: np.ndarray,
+    numeric: np.ndarray,
+    rng: np.random.Generator,
+) -> list[dict]:
     """Per secret column: success of the nearest-synthetic-record guess on members and on control
     records, the random-guess baseline, and the risk (members - control) / (1 - control)."""
     kept = schema.kept
@@ -499,12 +534,24 @@ def anonymeter_risk(attack_hits: int, control_hits: int, n: int) -> dict:
     def r(x, y):
         return max(0.0, (x - y) / (1 - y)) if y < 1 else 0.0
 
-    return {"attack_rate": _r(attack_hits / n if n else 0.0), "control_rate": _r(control_hits / n if n else 0.0),
-            "risk": _r(r(a, c)), "risk_ci": [_r(r(a_lo, c_hi)), _r(min(1.0, r(a_hi, c_lo)))], "targets": int(n)}
+    return {
+        "attack_rate": _r(attack_hits / n if n else 0.0),
+        "control_rate": _r(control_hits / n if n else 0.0),
+        "risk": _r(r(a, c)),
+        "risk_ci": [_r(r(a_lo, c_hi)), _r(min(1.0, r(a_hi, c_lo)))],
+        "targets": int(n),
+    }
 
 
-def linkability(schema: Schema, members: np.ndarray, control: np.ndarray, synthetic: np.ndarray,
-                numeric: np.ndarray, rng: np.random.Generator, n_neighbors: int = 1) -> dict | None:
+def linkability(
+    schema: Schema,
+    members: np.ndarray,
+    control: np.ndarray,
+    synthetic: np.ndarray,
+    numeric: np.ndarray,
+    rng: np.random.Generator,
+    n_neighbors: int = 1,
+) -> dict | None:
     """Anonymeter's linkability: the attacker holds two halves of a target's columns from two sources
     and links them when the closest synthetic records on each half coincide (``n_neighbors`` closest
     on each side share one). Success on members against the control records; None under 2 columns."""
@@ -512,7 +559,7 @@ def linkability(schema: Schema, members: np.ndarray, control: np.ndarray, synthe
     if d < 2:
         return None
     cols = rng.permutation(d)
-    left, right = np.sort(cols[: d // 2]), np.sort(cols[d // 2:])
+    left, right = np.sort(cols[: d // 2]), np.sort(cols[d // 2 :])
     n_t = min(len(members), len(control), 500)
     m_rows = members[rng.choice(len(members), n_t, replace=False)]
     c_rows = control[rng.choice(len(control), n_t, replace=False)]
@@ -534,6 +581,7 @@ def linkability(schema: Schema, members: np.ndarray, control: np.ndarray, synthe
 # The report
 # =================================================================================================
 
+
 def kept_schema(schema: Schema) -> Schema:
     """The schema restricted to its kept columns (refits read an already prepared frame)."""
     d = schema.to_dict()
@@ -542,14 +590,25 @@ def kept_schema(schema: Schema) -> Schema:
     return Schema.from_dict(d)
 
 
-def _refit(name: str, schema: Schema, members: pd.DataFrame, *, epsilon, delta, params, noise: Noise,
-           progress: ProgressFn | None = None, rows: int | None = None):
+def _refit(
+    name: str,
+    schema: Schema,
+    members: pd.DataFrame,
+    *,
+    epsilon,
+    delta,
+    params,
+    noise: Noise,
+    progress: ProgressFn | None = None,
+    rows: int | None = None,
+):
     """The mechanism fitted on ``members`` and ``rows`` synthetic rows from it (default: as many as
     members); returns (mechanism, synthetic frame)."""
     from .runner import build
 
-    mech = build(name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members),
-                 progress=progress)
+    mech = build(
+        name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members), progress=progress
+    )
     mech.fit(TableSource(schema, frame=members.reset_index(drop=True)))
     return mech, mech.sample(rows or len(members))
 
@@ -561,15 +620,21 @@ def synthetic_cells(schema: Schema, synthetic: pd.DataFrame, prepared_head: pd.D
     head = schema.to_cells(prepared_head)
     try:
         cells = schema.to_cells(synthetic)
-        if cells.shape[0] == len(synthetic) and np.array_equal(cells[:len(head)], head):
+        if cells.shape[0] == len(synthetic) and np.array_equal(cells[: len(head)], head):
             return cells
     except (ValueError, TypeError, KeyError):
         pass
     return schema.to_cells(schema.prepare(synthetic))
 
 
-def membership_game(cells: np.ndarray, pool: np.ndarray, population_cells: np.ndarray, sizes: list[int],
-                    n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def membership_game(
+    cells: np.ndarray,
+    pool: np.ndarray,
+    population_cells: np.ndarray,
+    sizes: list[int],
+    n_pairs: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """(pairs, fixed): the ``2 * n_pairs`` most vulnerable records of ``pool`` in random pairs (the
     targets: a coin per pair and run puts one of the two in) and the other records of the pool, in
     every training table (the attacker is told them: DP's guarantee holds against that attacker too)."""
@@ -577,21 +642,34 @@ def membership_game(cells: np.ndarray, pool: np.ndarray, population_cells: np.nd
     order = np.argsort(-v, kind="stable")
     k = min(n_pairs, len(pool) // 2)
     targets = rng.permutation(pool[order[: 2 * k]])
-    return targets.reshape(-1, 2), np.sort(pool[order[2 * k:]])
+    return targets.reshape(-1, 2), np.sort(pool[order[2 * k :]])
 
 
 def not_computable(reason: str, **extra) -> dict:
     return {"status": "not computable", "reason": reason, "attacks": [], "control": [], **extra}
 
 
-def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *, epsilon: float,
-                delta: float = 0.0, params: dict | None = None, runs: int = DEFAULT_RUNS,
-                noise: Noise | None = None, confidence: float = DEFAULT_CONFIDENCE,
-                noise_off_control: bool = True, max_rows: int = MAX_ROWS,
-                progress: ProgressFn | None = None, release_seconds: float | None = None,
-                attack_noise: Noise | None = None, time_budget: float | None = None,
-                canary_pairs: int = DEFAULT_CANARY_PAIRS, sample_factor: float = SAMPLE_FACTOR,
-                shadow: bool = True) -> dict[str, Any]:
+def risk_report(
+    schema: Schema,
+    prepared: pd.DataFrame | None,
+    mechanism: str,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    params: dict | None = None,
+    runs: int = DEFAULT_RUNS,
+    noise: Noise | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    noise_off_control: bool = True,
+    max_rows: int = MAX_ROWS,
+    progress: ProgressFn | None = None,
+    release_seconds: float | None = None,
+    attack_noise: Noise | None = None,
+    time_budget: float | None = None,
+    canary_pairs: int = DEFAULT_CANARY_PAIRS,
+    sample_factor: float = SAMPLE_FACTOR,
+    shadow: bool = True,
+) -> dict[str, Any]:
     """The risk report of ``mechanism`` at (``epsilon``, ``delta``) with ``params`` on ``prepared``
     (the table as :meth:`Schema.prepare` returns it). Never raises for bad input: a report with
     status "not computable" and the reason instead.
@@ -604,8 +682,12 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     what it skipped."""
     t0 = time.perf_counter()
     step = progress or (lambda f, s: None)
-    claim = {"claimed_epsilon": epsilon, "claimed_delta": delta or 0.0, "mechanism": mechanism,
-             "confidence": confidence}
+    claim = {
+        "claimed_epsilon": epsilon,
+        "claimed_delta": delta or 0.0,
+        "mechanism": mechanism,
+        "confidence": confidence,
+    }
     try:
         epsilon, delta = float(epsilon), float(delta or 0.0)
         claim.update(claimed_epsilon=epsilon, claimed_delta=delta)
@@ -614,8 +696,11 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
         if prepared is None or len(prepared) == 0:
             return not_computable("the release has no data to attack (no table was given)", **claim)
         if len(prepared) < MIN_ROWS:
-            return not_computable(f"the table has {len(prepared)} records: at least {MIN_ROWS} are needed to "
-                                  f"split it into members, non-members and a reference", **claim)
+            return not_computable(
+                f"the table has {len(prepared)} records: at least {MIN_ROWS} are needed to "
+                f"split it into members, non-members and a reference",
+                **claim,
+            )
         if not 0 < confidence < 1:
             return not_computable(f"confidence must be between 0 and 1, got {confidence!r}", **claim)
         runs = int(runs)
@@ -654,19 +739,25 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     s_perm = rng.permutation(ref_idx)
     s_nref = max(len(s_perm) // 4, 5)
     s_ref = s_perm[:s_nref]
-    s_pairs, s_fixed = membership_game(C, s_perm[s_nref:], C[ref_idx], sizes,
-                                       min(n_pairs, max((len(s_perm) - s_nref) // 4, 1)), rng)
+    s_pairs, s_fixed = membership_game(
+        C, s_perm[s_nref:], C[ref_idx], sizes, min(n_pairs, max((len(s_perm) - s_nref) // 4, 1)), rng
+    )
     syn_rows = int(min(max(sample_factor, 1) * n_train, max(MAX_SYNTHETIC_ROWS, n_train)))
 
     # the first private refit, then the shadow refit, the noise-off control and the other private
     # refits; with a time budget, a refit that would likely end past it is skipped (the first always runs)
-    sequence = (["private"] + (["shadow"] if shadow else []) + (["noise off"] if noise_off_control else [])
-                + ["private"] * (runs - 1))
+    sequence = (
+        ["private"]
+        + (["shadow"] if shadow else [])
+        + (["noise off"] if noise_off_control else [])
+        + ["private"] * (runs - 1)
+    )
     noises = {"private": attack_noise or noise, "shadow": attack_noise or noise, "noise off": ZeroNoise(base=noise)}
     total_fits = len(sequence)
     done_fits = 0
-    results: dict[str, dict[str, list]] = {k: {a: [] for a in BASE_ATTACKS}
-                                           for k in ("private", "members", "noise off")}
+    results: dict[str, dict[str, list]] = {
+        k: {a: [] for a in BASE_ATTACKS} for k in ("private", "members", "noise off")
+    }
     feats: dict[str, list] = {"private": [], "members": [], "noise off": [], "shadow": []}
     attribute = linked = singled = None
     fit_seconds: list[float] = []
@@ -676,23 +767,32 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     def play(game_pairs, game_fixed, ref_rows, syn_frame, mech, first_in):
         """Every base attack's per-target scores and the labels, for one refit of one game."""
         train_idx = np.r_[game_fixed, np.where(first_in, game_pairs[:, 0], game_pairs[:, 1])]
-        syn_prepared = kschema.prepare(syn_frame.iloc[:len(train_idx)])
+        syn_prepared = kschema.prepare(syn_frame.iloc[: len(train_idx)])
         S = enc.encode(syn_prepared)
         S_cells = synthetic_cells(kschema, syn_frame, syn_prepared)
         t_idx = game_pairs.ravel()  # targets in pair order: (first, second) of each pair
         labels = np.column_stack([first_in, ~first_in]).ravel()
         sc = attack_scores(X[t_idx], S, X[ref_rows], enc.numeric)
-        sc["marginal_ratio"] = marginal_scores(C[t_idx], S_cells[:len(train_idx)], C[ref_rows], sizes)
-        T = cell_count_scores(C[game_pairs[:, 0]], C[game_pairs[:, 1]], C[game_fixed], S_cells, len(train_idx),
-                              measured_marginals(mech, kschema.names) if mech is not None
-                              else [(j,) for j in range(len(sizes))], sizes)
+        sc["marginal_ratio"] = marginal_scores(C[t_idx], S_cells[: len(train_idx)], C[ref_rows], sizes)
+        T = cell_count_scores(
+            C[game_pairs[:, 0]],
+            C[game_pairs[:, 1]],
+            C[game_fixed],
+            S_cells,
+            len(train_idx),
+            measured_marginals(mech, kschema.names) if mech is not None else [(j,) for j in range(len(sizes))],
+            sizes,
+        )
         sc["cell_count"] = np.column_stack([T / 2, -T / 2]).ravel()
         return sc, labels, train_idx, S, S_cells
 
     try:
         for kind in sequence:
-            if step_seconds and time_budget is not None and (
-                    time.perf_counter() - t0 + max(step_seconds)) > time_budget:
+            if (
+                step_seconds
+                and time_budget is not None
+                and (time.perf_counter() - t0 + max(step_seconds)) > time_budget
+            ):
                 skipped.append(kind)
                 continue
             ts = time.perf_counter()
@@ -702,15 +802,22 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
             base, label = done_fits / (total_fits + 1), f"refit {done_fits + 1}/{total_fits} ({kind})"
             step(base, label)
             tf = time.perf_counter()
-            mech, syn = _refit(mechanism, kschema, frame.iloc[members_idx], epsilon=epsilon, delta=delta,
-                               params=params, noise=noises[kind],  # the fit's progress also lets a cancel stop it
-                               progress=lambda f, s: step(base + 0.9 * f / (total_fits + 1), label),
-                               rows=int(min(max(sample_factor, 1) * len(members_idx), max(MAX_SYNTHETIC_ROWS,
-                                                                                           len(members_idx)))))
+            mech, syn = _refit(
+                mechanism,
+                kschema,
+                frame.iloc[members_idx],
+                epsilon=epsilon,
+                delta=delta,
+                params=params,
+                noise=noises[kind],  # the fit's progress also lets a cancel stop it
+                progress=lambda f, s: step(base + 0.9 * f / (total_fits + 1), label),
+                rows=int(min(max(sample_factor, 1) * len(members_idx), max(MAX_SYNTHETIC_ROWS, len(members_idx)))),
+            )
             fit_seconds.append(time.perf_counter() - tf)
             done_fits += 1
-            sc, labels, train_idx, S, S_cells = play(game_pairs, game_fixed, s_ref if kind == "shadow" else ref_idx,
-                                                     syn, mech, first_in)
+            sc, labels, train_idx, S, S_cells = play(
+                game_pairs, game_fixed, s_ref if kind == "shadow" else ref_idx, syn, mech, first_in
+            )
             feats[kind].append((pair_features(sc), first_in))
             if kind != "shadow":
                 for a in BASE_ATTACKS:
@@ -719,7 +826,7 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                 step(done_fits / (total_fits + 1), "attribute inference, linkability, singling out")
                 attribute = attribute_inference(kschema, X[train_idx], reference, S, enc.numeric, rng)
                 linked = linkability(kschema, X[train_idx], reference, S, enc.numeric, rng)
-                singled = singling_out(C[train_idx], C[ref_idx], S_cells[:len(train_idx)], rng)
+                singled = singling_out(C[train_idx], C[ref_idx], S_cells[: len(train_idx)], rng)
                 # the members themselves as a "release": the positive control, on the same coins
                 sc_m, _, _, _, _ = play(pairs, fixed, ref_idx, frame.iloc[train_idx], None, first_in)
                 feats["members"].append((pair_features(sc_m), first_in))
@@ -727,8 +834,11 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
                     results["members"][a].append((labels, sc_m[a]))
             step_seconds.append(time.perf_counter() - ts)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
-        return not_computable(f"the mechanism could not be refitted on part of the table: "
-                              f"{(str(exc).splitlines() or [type(exc).__name__])[0]}", **claim)
+        return not_computable(
+            f"the mechanism could not be refitted on part of the table: "
+            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}",
+            **claim,
+        )
 
     clf = shadow_classifier(feats["shadow"]) if feats["shadow"] else None
     if clf is not None:
@@ -738,21 +848,44 @@ def risk_report(schema: Schema, prepared: pd.DataFrame | None, mechanism: str, *
     step(0.97, "summarising")
     done = [a for a in ATTACKS if results["private"].get(a)]
     attacks = [summarise_attack(a, results["private"][a], confidence=confidence, delta=delta) for a in done]
-    control = [dict(summarise_attack(a, results["members"][a], confidence=confidence, delta=0.0),
-                    release="members themselves") for a in done]
+    control = [
+        dict(summarise_attack(a, results["members"][a], confidence=confidence, delta=0.0), release="members themselves")
+        for a in done
+    ]
     if results["noise off"][ATTACKS[0]]:
-        control += [dict(summarise_attack(a, results["noise off"][a], confidence=confidence, delta=0.0),
-                         release="noise switched off") for a in done if results["noise off"].get(a)]
+        control += [
+            dict(
+                summarise_attack(a, results["noise off"][a], confidence=confidence, delta=0.0),
+                release="noise switched off",
+            )
+            for a in done
+            if results["noise off"].get(a)
+        ]
     runs_done = len(results["private"][ATTACKS[0]])
-    report = {"status": "done", **claim, "delta": delta, "params": params or {}, "runs": runs_done,
-              "runs_requested": runs, "skipped_for_time": skipped, "time_budget_seconds": time_budget,
-              "rows_total": rows_total, "rows_used": len(frame), "reference_rows": int(n_ref),
-              "targets_per_run": int(2 * len(pairs)), "target_pairs": int(len(pairs)),
-              "fixed_members": int(len(fixed)), "synthetic_rows_attacked": syn_rows,
-              "shadow_game": bool(feats["shadow"]),
-              "attacks": attacks, "control": control, "attribute_inference": attribute or [],
-              "linkability": linked, "singling_out": singled,
-              "fit_seconds": [round(s, 3) for s in fit_seconds]}
+    report = {
+        "status": "done",
+        **claim,
+        "delta": delta,
+        "params": params or {},
+        "runs": runs_done,
+        "runs_requested": runs,
+        "skipped_for_time": skipped,
+        "time_budget_seconds": time_budget,
+        "rows_total": rows_total,
+        "rows_used": len(frame),
+        "reference_rows": int(n_ref),
+        "targets_per_run": int(2 * len(pairs)),
+        "target_pairs": int(len(pairs)),
+        "fixed_members": int(len(fixed)),
+        "synthetic_rows_attacked": syn_rows,
+        "shadow_game": bool(feats["shadow"]),
+        "attacks": attacks,
+        "control": control,
+        "attribute_inference": attribute or [],
+        "linkability": linked,
+        "singling_out": singled,
+        "fit_seconds": [round(s, 3) for s in fit_seconds],
+    }
     report.update(verdict(report))
     report["seconds"] = round(time.perf_counter() - t0, 3)
     if release_seconds:
@@ -770,23 +903,36 @@ def verdict(report: dict) -> dict:
     """The control check, the guarantee check and the plain-words summary of a finished report."""
     eps = report["claimed_epsilon"]
     delta = report.get("claimed_delta", 0.0)
-    members_aucs = [c["auc"] for c in report["control"] if c.get("release") == "members themselves"
-                    and c["auc"] is not None]
+    members_aucs = [
+        c["auc"] for c in report["control"] if c.get("release") == "members themselves" and c["auc"] is not None
+    ]
     control_auc = max(members_aucs) if members_aucs else None
     control_detected = control_auc is not None and control_auc >= CONTROL_MIN_AUC
     lb = max((_num(a["epsilon_lower_bound"]) for a in report["attacks"]), default=0.0)
     failed = lb > eps
     adv = max((a["advantage"] or 0.0 for a in report["attacks"]), default=0.0)
     limit = theoretical_advantage(eps, delta)
-    summary = (f"An attacker who holds one person's full record can tell whether that person was in the data "
-               f"with at most {100 * adv:.1f}% more success than a coin flip (theoretical limit at this "
-               f"epsilon: {100 * limit:.1f}%).")
+    summary = (
+        f"An attacker who holds one person's full record can tell whether that person was in the data "
+        f"with at most {100 * adv:.1f}% more success than a coin flip (theoretical limit at this "
+        f"epsilon: {100 * limit:.1f}%)."
+    )
     if failed:
-        summary += (f" FAILURE: the attacks prove epsilon is at least {lb:.2f}, above the claimed {eps:g}: "
-                    f"the release's guarantee does not hold (an implementation error).")
+        summary += (
+            f" FAILURE: the attacks prove epsilon is at least {lb:.2f}, above the claimed {eps:g}: "
+            f"the release's guarantee does not hold (an implementation error)."
+        )
     if not control_detected:
-        summary += (f" The attacks did not detect the non-private control (best AUC {control_auc}, needed "
-                    f"{CONTROL_MIN_AUC}): they are too weak on this table to support a verdict.")
-    return {"control_auc": control_auc, "control_detected": control_detected, "epsilon_lower_bound": _r(lb),
-            "guarantee_failed": failed, "empirical_advantage": _r(adv), "theoretical_advantage": _r(limit),
-            "summary": summary}
+        summary += (
+            f" The attacks did not detect the non-private control (best AUC {control_auc}, needed "
+            f"{CONTROL_MIN_AUC}): they are too weak on this table to support a verdict."
+        )
+    return {
+        "control_auc": control_auc,
+        "control_detected": control_detected,
+        "epsilon_lower_bound": _r(lb),
+        "guarantee_failed": failed,
+        "empirical_advantage": _r(adv),
+        "theoretical_advantage": _r(limit),
+        "summary": summary,
+    }

@@ -106,6 +106,7 @@ def describe(rule: Rule) -> str:
 
 # -- checks against the public schema -----------------------------------------------------------------
 
+
 def check_rules(schema) -> None:
     """Refuse rules that name unknown columns or values, or that no record of the public domain can
     satisfy (a forbid rule covering the whole domain, an order between disjoint ranges, rules that
@@ -115,8 +116,10 @@ def check_rules(schema) -> None:
     for rule in schema.rules:
         {"forbid": _check_forbid, "order": _check_order, "hierarchy": _check_hierarchy}[rule.kind](schema, rule)
     if schema.rules and not violations(schema, probe_rows(schema)).__invert__().any():
-        raise RuleError(f"the rules {', '.join(r.label for r in schema.rules)[:300]} together leave no record of "
-                        f"the public domain possible (none of {PROBE_ROWS:,} probed records satisfies them)")
+        raise RuleError(
+            f"the rules {', '.join(r.label for r in schema.rules)[:300]} together leave no record of "
+            f"the public domain possible (none of {PROBE_ROWS:,} probed records satisfies them)"
+        )
 
 
 def _kept(schema, name: str, rule: Rule, kinds: tuple[str, ...]):
@@ -134,8 +137,11 @@ def _check_forbid(schema, rule: Rule) -> None:
     for name, vals in rule.spec:
         c = _kept(schema, name, rule, ("continuous", "integer", "categorical"))
         if c.is_numeric:
-            if len(vals) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                         and math.isfinite(v) for v in vals) or vals[0] > vals[1]:
+            if (
+                len(vals) != 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals)
+                or vals[0] > vals[1]
+            ):
                 raise RuleError(f"rule {rule.label}: numeric column {name!r} needs [low, high], got {list(vals)}")
             whole &= vals[0] <= c.lower and vals[1] >= c.upper
         else:
@@ -185,6 +191,7 @@ def probe_rows(schema, rows: int = PROBE_ROWS) -> pd.DataFrame:
 
 # -- applying rules ---------------------------------------------------------------------------------------
 
+
 def violations(schema, frame: pd.DataFrame) -> np.ndarray:
     """Rows of a prepared or synthetic frame that break at least one rule."""
     bad = np.zeros(len(frame), bool)
@@ -225,5 +232,7 @@ def sample_conforming(draw: Callable[[int], pd.DataFrame], schema, n: int) -> pd
         got += int(ok.sum())
         if got >= n:
             return pd.concat(parts, ignore_index=True).iloc[:n].reset_index(drop=True)
-    raise RuntimeError(f"the model puts almost no probability on records that satisfy the rules: {got} of {n} rows "
-                       f"after {MAX_SAMPLE_ROUNDS} rounds; check the rules ({', '.join(r.label for r in schema.rules)[:200]})")
+    raise RuntimeError(
+        f"the model puts almost no probability on records that satisfy the rules: {got} of {n} rows "
+        f"after {MAX_SAMPLE_ROUNDS} rounds; check the rules ({', '.join(r.label for r in schema.rules)[:200]})"
+    )

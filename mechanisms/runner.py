@@ -39,15 +39,28 @@ SEEDED_GUARANTEE = "none (seeded: tests only)"
 def seeded_report(out: dict) -> dict:
     """A release made with seeded noise carries no DP label: anyone with the seed can recompute the
     noise and subtract it. The guarantee the secure noise would give is kept under its own name."""
-    return {**out, "guarantee": SEEDED_GUARANTEE, "differentially_private": False,
-            "guarantee_meaning": "NOT differentially private: the noise was drawn from a seeded generator and "
-                                 "can be reproduced from the seed; for tests only",
-            "guarantee_with_secure_noise": out["guarantee"]}
+    return {
+        **out,
+        "guarantee": SEEDED_GUARANTEE,
+        "differentially_private": False,
+        "guarantee_meaning": "NOT differentially private: the noise was drawn from a seeded generator and "
+        "can be reproduced from the seed; for tests only",
+        "guarantee_with_secure_noise": out["guarantee"],
+    }
 
 
-def build(name: str, schema: Schema, *, epsilon, delta=0.0, params: dict | None = None,
-          noise: Noise | None = None, progress: ProgressFn | None = None, n: int | None = None,
-          memory_limit: int | None = None) -> Mechanism:
+def build(
+    name: str,
+    schema: Schema,
+    *,
+    epsilon,
+    delta=0.0,
+    params: dict | None = None,
+    noise: Noise | None = None,
+    progress: ProgressFn | None = None,
+    n: int | None = None,
+    memory_limit: int | None = None,
+) -> Mechanism:
     """Validate everything that can be validated WITHOUT reading data (for early 4xx answers).
 
     With the public row count ``n``, also the plan that depends on it (``Mechanism.check_plan``) and

@@ -26,6 +26,7 @@ def _number(kind: type):
         if len(text) > MAX_NUMBER_CHARS:
             raise JsonLimitError(f"a number in the JSON has {len(text)} characters; the limit is {MAX_NUMBER_CHARS}")
         return kind(text)
+
     return parse
 
 

@@ -71,8 +71,10 @@ def check_text(value: str, what: str, *, allow_newlines: bool = False) -> str:
     (which mirror cell values) may keep those. Raises SchemaError naming the field and the character."""
     bad = (_CONTROL_IN_CELLS if allow_newlines else _CONTROL).search(value)
     if bad:
-        raise SchemaError(f"{what} {value[:40]!r} contains the control character {bad.group()!r} at position "
-                          f"{bad.start()}: NUL and control characters are not allowed")
+        raise SchemaError(
+            f"{what} {value[:40]!r} contains the control character {bad.group()!r} at position "
+            f"{bad.start()}: NUL and control characters are not allowed"
+        )
     return value
 
 
@@ -87,8 +89,10 @@ def check_column_name(name: str) -> str:
     check_text(name, "column name")
     hidden = next((c for c in name if unicodedata.category(c) == "Cf"), None)
     if hidden is not None:
-        raise SchemaError(f"column name {name[:40]!r} contains the invisible character U+{ord(hidden):04X} "
-                          f"({unicodedata.name(hidden, 'format character')}): rename the column")
+        raise SchemaError(
+            f"column name {name[:40]!r} contains the invisible character U+{ord(hidden):04X} "
+            f"({unicodedata.name(hidden, 'format character')}): rename the column"
+        )
     if len(name) > MAX_NAME_CHARS:
         raise SchemaError(f"column names may be at most {MAX_NAME_CHARS} characters, got {name[:40]!r}...")
     return name
@@ -156,16 +160,20 @@ class Column:
                 if isinstance(v, float) and not math.isfinite(v):
                     raise SchemaError(f"column {self.name!r}: numeric columns need finite {attr}, got {v!r}")
                 if abs(v) > MAX_ABS_BOUND:  # compared before any float(): a huge JSON integer cannot overflow
-                    raise SchemaError(f"column {self.name!r}: {attr} must lie within +-{MAX_ABS_BOUND:.0e}, "
-                                      f"got {attr}={short_repr(v)}")
+                    raise SchemaError(
+                        f"column {self.name!r}: {attr} must lie within +-{MAX_ABS_BOUND:.0e}, "
+                        f"got {attr}={short_repr(v)}"
+                    )
             if not self.upper > self.lower:
                 raise SchemaError(
-                    f"column {self.name!r}: upper must exceed lower, got lower={self.lower}, upper={self.upper}")
+                    f"column {self.name!r}: upper must exceed lower, got lower={self.lower}, upper={self.upper}"
+                )
             if isinstance(self.bins, bool) or not isinstance(self.bins, int) or not 1 <= self.bins <= 10_000:
                 raise SchemaError(f"column {self.name!r}: bins must be an integer in 1..10000, got {self.bins!r}")
             if self.fill is not None and not (self.lower <= self.fill <= self.upper):
                 raise SchemaError(
-                    f"column {self.name!r}: fill must lie within [{self.lower}, {self.upper}], got {self.fill!r}")
+                    f"column {self.name!r}: fill must lie within [{self.lower}, {self.upper}], got {self.fill!r}"
+                )
             self._check_numeric_model()
             self._check_date()
         elif self.date_format is not None or self.granularity is not None:
@@ -182,25 +190,38 @@ class Column:
             for c in self.categories:
                 check_text(c, f"column {self.name!r}: category", allow_newlines=True)
             if self.other is not None and self.other not in self.categories:
-                raise SchemaError(
-                    f"column {self.name!r}: other={self.other!r} must be one of the declared categories")
+                raise SchemaError(f"column {self.name!r}: other={self.other!r} must be one of the declared categories")
 
     def _check_numeric_model(self) -> None:
         name = self.name
         if self.scale not in SCALES:
             raise SchemaError(f"column {name!r}: scale must be one of {SCALES}, got {self.scale!r}")
-        if self.decimals is not None and (isinstance(self.decimals, bool) or not isinstance(self.decimals, int)
-                                          or not 0 <= self.decimals <= MAX_DECIMALS):
-            raise SchemaError(f"column {name!r}: decimals must be an integer in 0..{MAX_DECIMALS}, got {self.decimals!r}")
+        if self.decimals is not None and (
+            isinstance(self.decimals, bool)
+            or not isinstance(self.decimals, int)
+            or not 0 <= self.decimals <= MAX_DECIMALS
+        ):
+            raise SchemaError(
+                f"column {name!r}: decimals must be an integer in 0..{MAX_DECIMALS}, got {self.decimals!r}"
+            )
         if self.decimals is not None and self.kind == "integer":
             raise SchemaError(f"column {name!r}: decimals are for continuous columns (integers have none)")
         if self.step is not None:
-            if isinstance(self.step, bool) or not isinstance(self.step, (int, float)) or not self.step > 0 \
-                    or not math.isfinite(self.step) or (self.upper - self.lower) / self.step > 1e9:
-                raise SchemaError(f"column {name!r}: step must be a positive number at most a billionth of the "
-                                  f"range, got {self.step!r}")
+            if (
+                isinstance(self.step, bool)
+                or not isinstance(self.step, (int, float))
+                or not self.step > 0
+                or not math.isfinite(self.step)
+                or (self.upper - self.lower) / self.step > 1e9
+            ):
+                raise SchemaError(
+                    f"column {name!r}: step must be a positive number at most a billionth of the "
+                    f"range, got {self.step!r}"
+                )
             if self.kind == "integer" and self.step != math.floor(self.step):
-                raise SchemaError(f"column {name!r}: the step of an integer column must be an integer, got {self.step!r}")
+                raise SchemaError(
+                    f"column {name!r}: the step of an integer column must be an integer, got {self.step!r}"
+                )
         if len(self.special) > MAX_SPECIAL:
             raise SchemaError(f"column {name!r}: at most {MAX_SPECIAL} special values, got {len(self.special)}")
         for v in self.special:
@@ -345,9 +366,16 @@ class Column:
 
     def _date_dict(self) -> dict:
         iso = lambda v: dates.to_iso(v, self.granularity)  # noqa: E731
-        d = {"name": self.name, "kind": "date", "lower": iso(self.lower), "upper": iso(self.upper),
-             "granularity": self.granularity, "format": self.date_format, "bins": self.bins,
-             "fill": iso(self.fill) if self.fill is not None else None}
+        d = {
+            "name": self.name,
+            "kind": "date",
+            "lower": iso(self.lower),
+            "upper": iso(self.upper),
+            "granularity": self.granularity,
+            "format": self.date_format,
+            "bins": self.bins,
+            "fill": iso(self.fill) if self.fill is not None else None,
+        }
         if self.special:
             d["special"] = [iso(v) for v in self.special]
         return d
@@ -365,10 +393,17 @@ class Column:
             if not isinstance(special, list):
                 raise SchemaError(f"column {name!r}: special must be a list of dates")
             lower, upper = (units(d[k]) if d.get(k) is not None else None for k in ("lower", "upper"))
-            return cls(name=name, kind="integer", lower=lower, upper=upper, bins=d.get("bins", DEFAULT_BINS),
-                       fill=units(d["fill"]) if d.get("fill") is not None else None,
-                       special=tuple(units(v) for v in special), date_format=d.get("format", "%Y-%m-%d"),
-                       granularity=granularity)
+            return cls(
+                name=name,
+                kind="integer",
+                lower=lower,
+                upper=upper,
+                bins=d.get("bins", DEFAULT_BINS),
+                fill=units(d["fill"]) if d.get("fill") is not None else None,
+                special=tuple(units(v) for v in special),
+                date_format=d.get("format", "%Y-%m-%d"),
+                granularity=granularity,
+            )
         except dates.DateError as exc:
             raise SchemaError(f"column {name!r}: {exc}") from None
 
@@ -378,8 +413,20 @@ class Column:
             raise SchemaError(f"each column must be an object, got {type(d).__name__}")
         if d.get("kind") == "date":
             return cls._from_date_dict(d)
-        unknown = set(d) - {"name", "kind", "lower", "upper", "categories", "bins", "fill", "other", "special",
-                            "scale", "decimals", "step"}
+        unknown = set(d) - {
+            "name",
+            "kind",
+            "lower",
+            "upper",
+            "categories",
+            "bins",
+            "fill",
+            "other",
+            "special",
+            "scale",
+            "decimals",
+            "step",
+        }
         if unknown:
             raise SchemaError(f"column {d.get('name')!r}: unknown fields {sorted(unknown)}")
         kw = dict(d)
@@ -492,8 +539,13 @@ class Schema:
             parsed = tuple(rules_mod.Rule.from_dict(r) for r in rules)
         except rules_mod.RuleError as exc:
             raise SchemaError(str(exc)) from None
-        return cls(columns=tuple(Column.from_dict(c) for c in cols), missing_markers=tuple(markers),
-                   draft=bool(d.get("draft", False)), missing_output=d.get("missing_output"), rules=parsed)
+        return cls(
+            columns=tuple(Column.from_dict(c) for c in cols),
+            missing_markers=tuple(markers),
+            draft=bool(d.get("draft", False)),
+            missing_output=d.get("missing_output"),
+            rules=parsed,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> "Schema":
@@ -503,8 +555,13 @@ class Schema:
             raise SchemaError(f"schema is {'' if str(exc).startswith('not ') else 'refused: '}{exc}") from None
 
     def confirmed(self) -> "Schema":
-        return Schema(columns=self.columns, missing_markers=self.missing_markers, draft=False,
-                      missing_output=self.missing_output, rules=self.rules)
+        return Schema(
+            columns=self.columns,
+            missing_markers=self.missing_markers,
+            draft=False,
+            missing_output=self.missing_output,
+            rules=self.rules,
+        )
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of the confirmed schema (for manifests)."""
@@ -538,13 +595,15 @@ class Schema:
                     example = txt[bad].iloc[0]
                     what = f"dates in the format {c.date_format!r}" if c.is_date else "numbers"
                     raise SchemaMismatch(
-                        f"column {c.name!r}: {int(bad.sum())} value(s) are not {what} (e.g. {example[:40]!r})")
+                        f"column {c.name!r}: {int(bad.sum())} value(s) are not {what} (e.g. {example[:40]!r})"
+                    )
                 num = num.replace([np.inf, -np.inf], np.nan)  # infinities count as missing
                 is_missing = num.isna()
                 if is_missing.any():
                     if c.fill is None:
                         raise SchemaMismatch(
-                            f"column {c.name!r}: {int(is_missing.sum())} missing value(s) and no 'fill' declared")
+                            f"column {c.name!r}: {int(is_missing.sum())} missing value(s) and no 'fill' declared"
+                        )
                     num = num.fillna(c.fill)
                 arr = np.clip(num.to_numpy(dtype=float), c.lower, c.upper)
                 if c.kind == "integer":
@@ -558,7 +617,8 @@ class Schema:
                         bad = txt[~known]
                         raise SchemaMismatch(
                             f"column {c.name!r}: {len(bad)} value(s) outside the declared categories "
-                            f"(e.g. {bad.iloc[0][:40]!r}) and no 'other' category declared")
+                            f"(e.g. {bad.iloc[0][:40]!r}) and no 'other' category declared"
+                        )
                     txt = txt.where(known, c.other)
                 out[c.name] = txt.to_numpy(dtype=object)
         return pd.DataFrame(out, index=raw.index)
@@ -679,11 +739,11 @@ def decode_numeric_cells(c: Column, idx: np.ndarray, rng: np.random.Generator) -
 # Reading tables
 # ------------------------------------------------------------------------------------------------
 
+
 def read_raw_csv(path, *, nrows: int | None = None, chunksize: int | None = None, **kw):
     """Read a CSV with every cell as a string (no pandas type guessing, no NA conversion)."""
     kw.setdefault("skipinitialspace", True)
-    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, nrows=nrows,
-                       chunksize=chunksize, **kw)
+    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, nrows=nrows, chunksize=chunksize, **kw)
 
 
 class TableSource:
@@ -693,8 +753,15 @@ class TableSource:
     through ``chunks`` so the table never has to fit in memory).
     """
 
-    def __init__(self, schema: Schema, *, frame: pd.DataFrame | None = None, path=None,
-                 n: int | None = None, read_kw: dict | None = None):
+    def __init__(
+        self,
+        schema: Schema,
+        *,
+        frame: pd.DataFrame | None = None,
+        path=None,
+        n: int | None = None,
+        read_kw: dict | None = None,
+    ):
         if (frame is None) == (path is None):
             raise ValueError("give exactly one of frame= or path=")
         self.schema = schema
@@ -723,7 +790,7 @@ class TableSource:
     def chunks(self, size: int = 100_000) -> Iterator[pd.DataFrame]:
         if self._frame is not None:
             for start in range(0, len(self._frame), size):
-                yield self.schema.prepare(self._frame.iloc[start:start + size])
+                yield self.schema.prepare(self._frame.iloc[start : start + size])
         else:
             seen = 0
             for raw in read_raw_csv(self._path, chunksize=size, **self._read_kw):
@@ -737,9 +804,11 @@ class TableSource:
         whitespace-only lines). The web app reads every chunk when the schema is confirmed, so this
         fires there, before any release."""
         if records != self.n:
-            raise SchemaMismatch(f"the file holds {records} records but its public row count is n={self.n} "
-                                 f"(a whitespace-only line in a one-column file is not read as a record: "
-                                 f"write missing values with a declared missing marker)")
+            raise SchemaMismatch(
+                f"the file holds {records} records but its public row count is n={self.n} "
+                f"(a whitespace-only line in a one-column file is not read as a record: "
+                f"write missing values with a declared missing marker)"
+            )
 
 
 def ordered_labels(labels: list[str]) -> list[str]:
@@ -747,4 +816,3 @@ def ordered_labels(labels: list[str]) -> list[str]:
     if labels and all(re.fullmatch(r"-?\d{1,15}", v) for v in labels):
         return sorted(labels, key=int)
     return sorted(labels)
-

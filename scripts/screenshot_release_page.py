@@ -5,6 +5,7 @@
 Needs Debian's chromium (/usr/bin/chromium) and the `adult.csv` table (path in ADULT, or argv[5]).
 Exits non-zero if the browser logged a console error.
 """
+
 import re
 import sys
 import time
@@ -15,7 +16,17 @@ BASE, USER, PW, SHOT = sys.argv[1:5]
 ADULT = sys.argv[5] if len(sys.argv) > 5 else "/work/shared/datasets/adult.csv"
 errors = []
 with sync_playwright() as p:
-    b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox","--disable-gpu","--disable-background-networking","--disable-component-update","--disable-sync","--no-first-run"])
+    b = p.chromium.launch(
+        executable_path="/usr/bin/chromium",
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )
     page = b.new_page(viewport={"width": 1200, "height": 900})
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))

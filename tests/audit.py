@@ -19,12 +19,17 @@ from typing import Callable
 
 import numpy as np
 
-from mechanisms.audit import (clopper_pearson, delta_lower_bound,  # noqa: F401  (re-exported)
-                              epsilon_lower_bound)
+from mechanisms.audit import clopper_pearson, delta_lower_bound, epsilon_lower_bound  # noqa: F401  (re-exported)
 
 
-def audit_scalar(draw_d: Callable[[int], np.ndarray], draw_d2: Callable[[int], np.ndarray], *,
-                 pilot: int = 20_000, n: int = 100_000, alpha: float = 0.05) -> float:
+def audit_scalar(
+    draw_d: Callable[[int], np.ndarray],
+    draw_d2: Callable[[int], np.ndarray],
+    *,
+    pilot: int = 20_000,
+    n: int = 100_000,
+    alpha: float = 0.05,
+) -> float:
     """Audit a scalar statistic of a release. ``draw_d(k)`` returns k independent outputs on D.
 
     The pilot chooses the threshold event {output >= t} (or <= t) that maximises the empirical
@@ -38,7 +43,7 @@ def audit_scalar(draw_d: Callable[[int], np.ndarray], draw_d2: Callable[[int], n
             pb = np.mean(side * b >= side * t)
             if min(pa, pb) * pilot < 30:
                 continue
-            for (p1, p2, swap) in ((pa, pb, False), (pb, pa, True)):
+            for p1, p2, swap in ((pa, pb, False), (pb, pa, True)):
                 r = math.log(p1 / p2) if p2 > 0 and p1 > 0 else 0.0
                 if r > best[0]:
                     best = (r, (t, side), swap)

@@ -28,6 +28,7 @@ def private_storage(settings, tmp_path):
 
 # ---------------------------------------------------------------------------------------------- PostgreSQL
 
+
 def postgres_bindir():
     import glob
     from pathlib import Path
@@ -49,8 +50,10 @@ def postgres_url():
 
     bindir = postgres_bindir()
     if bindir is None:
-        pytest.skip("PostgreSQL NOT TESTED: no binaries under /usr/lib/postgresql/*/bin "
-                    "(run scripts/ensure-system-packages.sh; CI installs them)")
+        pytest.skip(
+            "PostgreSQL NOT TESTED: no binaries under /usr/lib/postgresql/*/bin "
+            "(run scripts/ensure-system-packages.sh; CI installs them)"
+        )
     root = tempfile.mkdtemp(prefix="dpportal-pg-", dir="/tmp")
     prefix: list[str] = []
     if os.geteuid() == 0:

@@ -8,7 +8,7 @@ import io
 SMALL_CSV = (
     "age,city,income,note\n"
     "34,Paris,52000.5,ok\n"
-    "51,Lyon,61000,=HYPERLINK(\"x\")\n"
+    '51,Lyon,61000,=HYPERLINK("x")\n'
     "29,Paris,38000,fine\n"
     "42,Nice,45000.25,?\n"
     "67,Lyon,30500,good\n"

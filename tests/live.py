@@ -41,16 +41,22 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = STARTUP_TI
 
 def base_env(data_dir: Path, broker_url: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL")}
-    env.update(DPPORTAL_DATA_DIR=str(data_dir), DJANGO_SECRET_KEY="live-test-" + uuid.uuid4().hex,
-               DJANGO_SETTINGS_MODULE="dpportal.settings", PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env.update(
+        DPPORTAL_DATA_DIR=str(data_dir),
+        DJANGO_SECRET_KEY="live-test-" + uuid.uuid4().hex,
+        DJANGO_SETTINGS_MODULE="dpportal.settings",
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
     if broker_url:
         env["CELERY_BROKER_URL"] = broker_url
     return env
 
 
 def manage(env: dict, *args: str) -> str:
-    out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     if out.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed: {out.stderr[-2000:]}")
     return out.stdout
@@ -73,8 +79,14 @@ class Stack:
 
     def start(self, *, worker: bool = True) -> "Stack":
         log = open(self.data_dir / "web.log", "w")
-        web = subprocess.Popen([sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
-                               cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        web = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(web)
         if worker:
             self.start_worker()
@@ -85,10 +97,28 @@ class Stack:
         """One worker process, concurrency 1; ``queues`` (e.g. "fast") like scripts/run.sh, else all queues."""
         log = open(self.data_dir / f"worker-{len(self.procs)}.log", "w")
         extra = ["-Q", queues, "-n", f"{queues}-{len(self.procs)}@%h"] if queues else []
-        proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "dpportal", "worker", "--loglevel=INFO",
-                                 "--concurrency=1", "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
-                                 "--without-heartbeat", *extra],
-                                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "dpportal",
+                "worker",
+                "--loglevel=INFO",
+                "--concurrency=1",
+                "--prefetch-multiplier=1",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                *extra,
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -107,8 +137,9 @@ class Stack:
                 p.wait()
 
     # -- HTTP ---------------------------------------------------------------------------------------
-    def call(self, method: str, path: str, *, token: str | None = None, json_body=None, files=None,
-             fields=None) -> tuple[int, bytes, dict]:
+    def call(
+        self, method: str, path: str, *, token: str | None = None, json_body=None, files=None, fields=None
+    ) -> tuple[int, bytes, dict]:
         headers = {"Accept": "application/json"}
         data = None
         if token:
@@ -146,7 +177,11 @@ def multipart(fields: dict, files: dict) -> tuple[bytes, str]:
     for name, value in fields.items():
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
     for name, (filename, content) in files.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-                     f"Content-Type: text/csv\r\n\r\n".encode() + content + b"\r\n")
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+            f"Content-Type: text/csv\r\n\r\n".encode()
+            + content
+            + b"\r\n"
+        )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"

@@ -49,11 +49,13 @@ def make_personas() -> Personas:
     """The five accounts, all with PASSWORD (a test that logs in through a form types it)."""
     from django.contrib.auth import get_user_model
 
-    return Personas(owner=make_user("olivia", PASSWORD, role=Profile.STEWARD),
-                    analyst=make_user("ana", PASSWORD, role=Profile.ANALYST),
-                    stranger_analyst=make_user("stan", PASSWORD, role=Profile.ANALYST),
-                    other_steward=make_user("oscar", PASSWORD, role=Profile.STEWARD),
-                    outsider=get_user_model().objects.create_user("otto", password=PASSWORD))
+    return Personas(
+        owner=make_user("olivia", PASSWORD, role=Profile.STEWARD),
+        analyst=make_user("ana", PASSWORD, role=Profile.ANALYST),
+        stranger_analyst=make_user("stan", PASSWORD, role=Profile.ANALYST),
+        other_steward=make_user("oscar", PASSWORD, role=Profile.STEWARD),
+        outsider=get_user_model().objects.create_user("otto", password=PASSWORD),
+    )
 
 
 def make_dataset(owner, text: str = SMALL_CSV, schema: dict | None = SMALL_SCHEMA, budget=("2", "1e-5")):
@@ -70,8 +72,13 @@ def run_release(dataset, user, *, epsilon="0.5", rows=50, mechanism="baseline", 
     evaluation, which a real deployment runs on the evaluation queue), returning the refreshed row."""
     from dpportal.dashboards.services import evaluate_finished_release
 
-    release = release_services.plan_release(dataset, user, release_services.ReleaseRequest(
-        mechanism=mechanism, epsilon=epsilon, delta="0", params=params or {}, rows=rows))
+    release = release_services.plan_release(
+        dataset,
+        user,
+        release_services.ReleaseRequest(
+            mechanism=mechanism, epsilon=epsilon, delta="0", params=params or {}, rows=rows
+        ),
+    )
     assert release_services.claim(release.pk)
     release_services.execute(release.pk)
     evaluate_finished_release(release.pk)

@@ -31,8 +31,12 @@ def _code(text: str) -> list[str]:
 
 
 def _quoted(pattern: re.Pattern) -> list[tuple[str, tuple[str, ...]]]:
-    return [(f"{doc.relative_to(REPO)}", m.groups()) for doc in DOCS
-            for code in _code(doc.read_text()) for m in pattern.finditer(code)]
+    return [
+        (f"{doc.relative_to(REPO)}", m.groups())
+        for doc in DOCS
+        for code in _code(doc.read_text())
+        for m in pattern.finditer(code)
+    ]
 
 
 def _module_exists(name: str) -> bool:
@@ -46,8 +50,11 @@ def _module_exists(name: str) -> bool:
 def test_every_python_m_names_a_module_and_every_cli_subcommand_exists():
     subcommands = set(re.findall(r"add_parser\(\"([\w-]+)\"", (REPO / "mechanisms" / "__main__.py").read_text()))
     missing = [(doc, module) for doc, (module, _) in _quoted(PY_M) if not _module_exists(module)]
-    missing += [(doc, f"mechanisms {sub}") for doc, (module, sub) in _quoted(PY_M)
-                if module == "mechanisms" and sub and sub not in subcommands]
+    missing += [
+        (doc, f"mechanisms {sub}")
+        for doc, (module, sub) in _quoted(PY_M)
+        if module == "mechanisms" and sub and sub not in subcommands
+    ]
     assert missing == []
 
 
@@ -65,14 +72,19 @@ def test_every_manage_py_command_exists():
 
 
 def test_every_quoted_repository_path_exists():
-    missing = [(doc, path) for doc, (path,) in _quoted(PATH)
-               if not PLACEHOLDER.search(path) and not (REPO / path.split("::")[0]).exists()]
+    missing = [
+        (doc, path)
+        for doc, (path,) in _quoted(PATH)
+        if not PLACEHOLDER.search(path) and not (REPO / path.split("::")[0]).exists()
+    ]
     assert missing == []
 
 
 def test_the_patterns_catch_what_they_are_for():  # the checks above can fail
-    code = _code("Run `python -m benchmarks.nowhere x` or `make no-such`; see `mechanisms/nothing.py`.\n"
-                 "```sh\n.venv/bin/python -m mechanisms frobnicate --x\npython manage.py no_command\n```\n")
+    code = _code(
+        "Run `python -m benchmarks.nowhere x` or `make no-such`; see `mechanisms/nothing.py`.\n"
+        "```sh\n.venv/bin/python -m mechanisms frobnicate --x\npython manage.py no_command\n```\n"
+    )
     found = [m.groups() for pattern in (PY_M, MAKE, MANAGE, PATH) for c in code for m in pattern.finditer(c)]
     assert ("benchmarks.nowhere", "x") in found and ("mechanisms", "frobnicate") in found
     assert ("no-such",) in found and ("no_command",) in found and ("mechanisms/nothing.py",) in found

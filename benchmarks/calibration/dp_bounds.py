@@ -31,16 +31,26 @@ def main(epsilon: float) -> None:
         raw = read_raw_csv(path)
         cols = [c.name for c in draft_schema(raw).columns if c.kind in ("integer", "continuous")]
         t0 = time.perf_counter()
-        res = estimate_bounds(read_raw_csv(path, chunksize=100_000), cols, epsilon=epsilon,
-                              noise=Noise.secure_backend(), markers=MARKERS, n=len(raw))
-        print(f"{name}: {len(raw)} rows, {len(cols)} numeric columns, epsilon {epsilon} "
-              f"({res['epsilon_per_column']:.4g} each), threshold {res['threshold']}, "
-              f"{time.perf_counter() - t0:.1f} s")
+        res = estimate_bounds(
+            read_raw_csv(path, chunksize=100_000),
+            cols,
+            epsilon=epsilon,
+            noise=Noise.secure_backend(),
+            markers=MARKERS,
+            n=len(raw),
+        )
+        print(
+            f"{name}: {len(raw)} rows, {len(cols)} numeric columns, epsilon {epsilon} "
+            f"({res['epsilon_per_column']:.4g} each), threshold {res['threshold']}, "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
         for c in cols:
             b = res["columns"][c]
             v = pd.to_numeric(raw[c].str.strip(), errors="coerce").dropna()
-            print(f"  {c:15s} data [{v.min():g}, {v.max():g}]  DP [{b['lower']}, {b['upper']}]  "
-                  f"coverage {b['coverage']}  {'used' if b['reliable'] else 'not used'}")
+            print(
+                f"  {c:15s} data [{v.min():g}, {v.max():g}]  DP [{b['lower']}, {b['upper']}]  "
+                f"coverage {b['coverage']}  {'used' if b['reliable'] else 'not used'}"
+            )
 
 
 if __name__ == "__main__":

@@ -27,16 +27,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "benchmarks" / "estimates.md"
 EPSILON, DELTA, ROWS = "1", "1e-6", 1000
-CONFIGS = [("baseline", {}), ("mst", {}), ("aim", {"workload": "all-2way"}), ("aim", {"workload": "all-3way"}),
-           ("aim", {"workload": "target"})]
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "DPMERF_TORCH_THREADS": "1", "DPPORTAL_THREADS_PER_JOB": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+CONFIGS = [
+    ("baseline", {}),
+    ("mst", {}),
+    ("aim", {"workload": "all-2way"}),
+    ("aim", {"workload": "all-3way"}),
+    ("aim", {"workload": "target"}),
+]
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "DPMERF_TORCH_THREADS": "1",
+    "DPPORTAL_THREADS_PER_JOB": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
+}
 
 
 def setup_django(folder: Path):
-    os.environ.update(ONE_THREAD, DPPORTAL_DATA_DIR=str(folder), DJANGO_ALLOWED_HOSTS="testserver",
-                      DJANGO_SETTINGS_MODULE="dpportal.settings")
+    os.environ.update(
+        ONE_THREAD,
+        DPPORTAL_DATA_DIR=str(folder),
+        DJANGO_ALLOWED_HOSTS="testserver",
+        DJANGO_SETTINGS_MODULE="dpportal.settings",
+    )
     import django
 
     django.setup()
@@ -68,10 +82,16 @@ def generated_table() -> tuple[str, dict]:
     cols.update({f"c{j}": rng.choice(["a", "b", "c", "d", "e"], n) for j in range(3)})
     cols["label"] = np.where((cols["n0"] > 50) ^ (cols["c0"] == "a"), "yes", "no")
     text = ",".join(cols) + "\n" + "\n".join(",".join(str(cols[k][i]) for k in cols) for i in range(n)) + "\n"
-    schema = {"version": 1, "draft": False, "missing_markers": [""], "columns": (
-        [{"name": f"n{j}", "kind": "integer", "lower": 0, "upper": 100, "bins": 10} for j in range(4)]
-        + [{"name": f"c{j}", "kind": "categorical", "categories": list("abcde")} for j in range(3)]
-        + [{"name": "label", "kind": "categorical", "categories": ["no", "yes"]}])}
+    schema = {
+        "version": 1,
+        "draft": False,
+        "missing_markers": [""],
+        "columns": (
+            [{"name": f"n{j}", "kind": "integer", "lower": 0, "upper": 100, "bins": 10} for j in range(4)]
+            + [{"name": f"c{j}", "kind": "categorical", "categories": list("abcde")} for j in range(3)]
+            + [{"name": "label", "kind": "categorical", "categories": ["no", "yes"]}]
+        ),
+    }
     return text, schema
 
 
@@ -91,8 +111,10 @@ def upload(client, name: str, text: str, schema: dict) -> int:
     resp = client.post("/api/datasets/", {"file": f, "name": name})
     assert resp.status_code == 201, resp.content
     pk = resp.json()["id"]
-    for url, body, method in ((f"/api/datasets/{pk}/schema/", schema, client.put),
-                              (f"/api/datasets/{pk}/budget/", {"epsilon": "100", "delta": "1e-3"}, client.put)):
+    for url, body, method in (
+        (f"/api/datasets/{pk}/schema/", schema, client.put),
+        (f"/api/datasets/{pk}/budget/", {"epsilon": "100", "delta": "1e-3"}, client.put),
+    ):
         resp = method(url, json.dumps(body), content_type="application/json")
         assert resp.status_code == 200, resp.content
     return pk
@@ -137,25 +159,33 @@ def shown(est: dict) -> str:
 
 
 def report(rows: list[dict], seconds: float, command: str) -> str:
-    lines = ["# Run-time estimates against measured run times (through the API)", "",
-             f"`{command}` ({seconds:.0f} s; a throw-away dpportal in a temporary folder, jobs run as the worker "
-             f"runs them, one thread per job; ε {EPSILON}, δ {DELTA} for the mechanisms that need one, {ROWS:,} synthetic rows). The estimate is "
-             "what `POST /api/datasets/{id}/releases/estimate/` answers for the request that is then submitted; "
-             "the measured time is the release's `finished_at - started_at` (the whole job: load, fit, sample, "
-             "write). A row passes when the ratio is within 2x, when the time falls inside the range shown "
-             "(AIM's, whose path depends on the data, and MST's: a worker that ran it before reuses its compiled "
-             "programs; docs/operations.md), or when the page shows \"a few seconds\" (estimates "
-             "under 5 s) and the job took under 5 s.", "",
-             "| table | rows x columns | mechanism | parameters | estimate s (range) | measured s | measured / estimate | |",
-             "|---|---|---|---|---:|---:|---:|---|"]
+    lines = [
+        "# Run-time estimates against measured run times (through the API)",
+        "",
+        f"`{command}` ({seconds:.0f} s; a throw-away dpportal in a temporary folder, jobs run as the worker "
+        f"runs them, one thread per job; ε {EPSILON}, δ {DELTA} for the mechanisms that need one, {ROWS:,} synthetic rows). The estimate is "
+        "what `POST /api/datasets/{id}/releases/estimate/` answers for the request that is then submitted; "
+        "the measured time is the release's `finished_at - started_at` (the whole job: load, fit, sample, "
+        "write). A row passes when the ratio is within 2x, when the time falls inside the range shown "
+        "(AIM's, whose path depends on the data, and MST's: a worker that ran it before reuses its compiled "
+        'programs; docs/operations.md), or when the page shows "a few seconds" (estimates '
+        "under 5 s) and the job took under 5 s.",
+        "",
+        "| table | rows x columns | mechanism | parameters | estimate s (range) | measured s | measured / estimate | |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
     for r in rows:
         ratio, what = verdict(r)
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "defaults"
-        lines.append(f"| {r['table']} | {r['shape']} | {r['mechanism']} | {params} | {shown(r['estimate'])} | "
-                     f"{r['measured']:.1f} | {ratio:.2f} | {what} |")
+        lines.append(
+            f"| {r['table']} | {r['shape']} | {r['mechanism']} | {params} | {shown(r['estimate'])} | "
+            f"{r['measured']:.1f} | {ratio:.2f} | {what} |"
+        )
     missed = sum(verdict(r)[1] == "MISSED" for r in rows)
-    lines += ["", f"{len(rows) - missed} of {len(rows)} pass: within 2x, inside the shown range, or \"a few "
-              "seconds\" as shown."]
+    lines += [
+        "",
+        f'{len(rows) - missed} of {len(rows)} pass: within 2x, inside the shown range, or "a few seconds" as shown.',
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -175,12 +205,22 @@ def main(argv=None) -> int:
                 if args.only and mechanism not in args.only:
                     continue
                 params = {**params, "target": target} if params.get("workload") == "target" else params
-                row = {"table": name, "shape": shape, "mechanism": mechanism, "params": params,
-                       **measure(client, pk, mechanism, params)}
-                print(f"{name} {mechanism} {params}: estimate {shown(row['estimate'])} s, measured "
-                      f"{row['measured']:.1f} s", flush=True)
+                row = {
+                    "table": name,
+                    "shape": shape,
+                    "mechanism": mechanism,
+                    "params": params,
+                    **measure(client, pk, mechanism, params),
+                }
+                print(
+                    f"{name} {mechanism} {params}: estimate {shown(row['estimate'])} s, measured "
+                    f"{row['measured']:.1f} s",
+                    flush=True,
+                )
                 rows.append(row)
-    command = "python -m benchmarks.calibration.estimate_accuracy" + (f" --only {' '.join(args.only)}" if args.only else "")
+    command = "python -m benchmarks.calibration.estimate_accuracy" + (
+        f" --only {' '.join(args.only)}" if args.only else ""
+    )
     Path(args.out).write_text(report(rows, time.perf_counter() - started, command))
     return 1 if any(verdict(r)[1] == "MISSED" for r in rows) else 0
 

@@ -38,16 +38,29 @@ LOG = ROOT / "benchmarks" / "out" / "runtime-calibration.jsonl"
 DELTA = 1e-5
 # (mechanism, dataset, rows used (None = all), params): small enough that the whole plan is ~10 min
 PLAN = [
-    *[(m, ds, n, {}) for m in ("baseline", "kdtree-grid", "kdtree-adaptive", "privhp")
-      for ds, n in (("german_credit", None), ("bank_marketing", None), ("california_housing", None),
-                    ("adult", None))],
-    *[("density-lp", ds, n, {}) for ds, n in (("german_credit", None), ("bank_marketing", None),
-                                              ("adult", 10000), ("adult", None))],
-    *[("pmse", "california_housing_numeric", n, {"iterations": str(it), "burn_in": str(burn)})
-      for n, it, burn in ((2000, 100, 100), (5000, 100, 100), (5000, 200, 100))],  # the chain's floors: 100
-    *[("dpmerf", ds, n, {"epochs": str(e)}) for ds, n, e in (("german_credit", None, 300), ("bank_marketing", None, 300),
-                                                             ("adult", None, 200), ("adult", None, 500),
-                                                             ("california_housing", None, 300))],
+    *[
+        (m, ds, n, {})
+        for m in ("baseline", "kdtree-grid", "kdtree-adaptive", "privhp")
+        for ds, n in (("german_credit", None), ("bank_marketing", None), ("california_housing", None), ("adult", None))
+    ],
+    *[
+        ("density-lp", ds, n, {})
+        for ds, n in (("german_credit", None), ("bank_marketing", None), ("adult", 10000), ("adult", None))
+    ],
+    *[
+        ("pmse", "california_housing_numeric", n, {"iterations": str(it), "burn_in": str(burn)})
+        for n, it, burn in ((2000, 100, 100), (5000, 100, 100), (5000, 200, 100))
+    ],  # the chain's floors: 100
+    *[
+        ("dpmerf", ds, n, {"epochs": str(e)})
+        for ds, n, e in (
+            ("german_credit", None, 300),
+            ("bank_marketing", None, 300),
+            ("adult", None, 200),
+            ("adult", None, 500),
+            ("california_housing", None, 300),
+        )
+    ],
     *[("mst", ds, None, {}) for ds in ("german_credit", "bank_marketing", "california_housing", "adult")],
 ]
 
@@ -73,14 +86,34 @@ def run_plan(plan) -> list[dict]:
                 continue
             schema_path = work / f"{ds}.json"
             schema_path.write_text(schema.to_json() if hasattr(schema, "to_json") else json.dumps(schema.to_dict()))
-            cmd = [sys.executable, "-m", "benchmarks.harness.run_one", mech, "--data", str(data), "--schema",
-                   str(schema_path), "--epsilon", "1", "--rows", str(n_rows), "--out", str(work / "o.csv")]
+            cmd = [
+                sys.executable,
+                "-m",
+                "benchmarks.harness.run_one",
+                mech,
+                "--data",
+                str(data),
+                "--schema",
+                str(schema_path),
+                "--epsilon",
+                "1",
+                "--rows",
+                str(n_rows),
+                "--out",
+                str(work / "o.csv"),
+            ]
             if registry.get(mech).needs_delta:
                 cmd += ["--delta", str(DELTA)]
             for k, v in params.items():
                 cmd += ["--param", f"{k}={v}"]
-            r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800,
-                               env={**_env(), **ONE_THREAD, "DPPORTAL_THREADS_PER_JOB": "1"})
+            r = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=1800,
+                env={**_env(), **ONE_THREAD, "DPPORTAL_THREADS_PER_JOB": "1"},
+            )
             if r.returncode != 0:
                 print(f"{mech} {ds}: failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}", file=sys.stderr)
                 continue
@@ -102,8 +135,14 @@ def _env() -> dict:
 def _work(row: dict) -> float:
     """The work measure of a logged run, computed with the CURRENT run-time models."""
     schema = Schema.from_json((ROOT / "benchmarks" / "schemas" / f"{row['dataset']}.json").read_text())
-    return runtime.work(row["mechanism"], n=row["n"], schema=schema, params=row["params"],
-                        epsilon=row.get("epsilon"), delta=row.get("delta"))
+    return runtime.work(
+        row["mechanism"],
+        n=row["n"],
+        schema=schema,
+        params=row["params"],
+        epsilon=row.get("epsilon"),
+        delta=row.get("delta"),
+    )
 
 
 GRID = ROOT / "docs" / "data" / "benchmarks-grid.jsonl"
@@ -113,14 +152,25 @@ def grid_rows(mechanisms=("aim",), log: Path | None = None) -> list[dict]:
     """dpportal's releases in a `benchmarks.harness.pgm_compare --plan grid` log (default: the side-by-side grid
     run): one thread each, epsilon 0.1 / 1 / 10, so AIM's budget dependence is in the data. Wall seconds
     of the release (its process), as the calibration's own runs."""
-    from benchmarks.calibration.recommend_calibration import ROWS as TRAIN_ROWS  # training rows of each table in the grid run
+    from benchmarks.calibration.recommend_calibration import (
+        ROWS as TRAIN_ROWS,
+    )  # training rows of each table in the grid run
 
     from benchmarks.harness.pgm_compare import latest_rows  # a run redone replaces the earlier row
 
-    return [{"mechanism": r["label"], "dataset": r["dataset"], "n": TRAIN_ROWS[r["dataset"]], "params": {},
-             "epsilon": float(r["epsilon"]), "delta": DELTA, "seconds": r["seconds"]}
-            for r in latest_rows(log or GRID)
-            if r.get("family") == "dpportal" and r.get("label") in mechanisms and r.get("status") == "ok"]
+    return [
+        {
+            "mechanism": r["label"],
+            "dataset": r["dataset"],
+            "n": TRAIN_ROWS[r["dataset"]],
+            "params": {},
+            "epsilon": float(r["epsilon"]),
+            "delta": DELTA,
+            "seconds": r["seconds"],
+        }
+        for r in latest_rows(log or GRID)
+        if r.get("family") == "dpportal" and r.get("label") in mechanisms and r.get("status") == "ok"
+    ]
 
 
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
@@ -155,17 +205,26 @@ def fit_worst(rows: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def report(rows: list[dict], coeffs: dict[str, tuple[float, float]]) -> str:
-    lines = ["| mechanism | dataset | n | parameters | measured s | predicted s | ratio |", "|---|---|---:|---|---:|---:|---:|"]
+    lines = [
+        "| mechanism | dataset | n | parameters | measured s | predicted s | ratio |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
     worst = 1.0
     for r in rows:
         a, b = coeffs.get(r["mechanism"], runtime.FALLBACK)
         pred = a + b * _work(r)
         ratio = pred / r["seconds"]
         worst = max(worst, ratio, 1 / ratio)
-        params = ", ".join(f"{k}={v}" for k, v in {**r["params"], **({"epsilon": r["epsilon"]} if "epsilon" in r
-                                                                     else {})}.items()) or "defaults"
-        lines.append(f"| {r['mechanism']} | {r['dataset']} | {r['n']:,} | {params} | {r['seconds']:.1f} | "
-                     f"{pred:.1f} | {ratio:.2f} |")
+        params = (
+            ", ".join(
+                f"{k}={v}" for k, v in {**r["params"], **({"epsilon": r["epsilon"]} if "epsilon" in r else {})}.items()
+            )
+            or "defaults"
+        )
+        lines.append(
+            f"| {r['mechanism']} | {r['dataset']} | {r['n']:,} | {params} | {r['seconds']:.1f} | "
+            f"{pred:.1f} | {ratio:.2f} |"
+        )
     lines.append(f"\nworst factor between predicted and measured: {worst:.2f}")
     return "\n".join(lines)
 
@@ -175,9 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true", help="no runs: report the last log with the module's coefficients")
     p.add_argument("--refit", action="store_true", help="no runs: fit the last log again")
     p.add_argument("--only", nargs="+", help="run only these mechanisms, appending to the log")
-    p.add_argument("--from-grid", action="store_true",
-                   help="no runs: fit AIM on its releases in the grid run (docs/data/benchmarks-grid.jsonl), "
-                        "minimising the worst factor")
+    p.add_argument(
+        "--from-grid",
+        action="store_true",
+        help="no runs: fit AIM on its releases in the grid run (docs/data/benchmarks-grid.jsonl), "
+        "minimising the worst factor",
+    )
     p.add_argument("--log", type=Path, help="with --from-grid: another pgm_compare log (e.g. AIM run alone)")
     a = p.parse_args(argv)
     if a.from_grid:

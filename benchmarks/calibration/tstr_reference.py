@@ -33,8 +33,14 @@ def recorded_rows() -> list[dict]:
     rows = json.loads((DATA / "benchmarks-full.json").read_text())["results"]
     for path in sorted(DATA.glob("*.jsonl")):
         rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in rows if r.get("family") == "dpportal" and r.get("dataset") in BINARY_TABLES
-            and r.get("tstr") is not None and r.get("trtr") is not None]
+    return [
+        r
+        for r in rows
+        if r.get("family") == "dpportal"
+        and r.get("dataset") in BINARY_TABLES
+        and r.get("tstr") is not None
+        and r.get("trtr") is not None
+    ]
 
 
 def measured() -> dict:
@@ -44,8 +50,10 @@ def measured() -> dict:
         runs[(variant(r), float(r["epsilon"]), r["dataset"])].append((r["tstr"], r["trtr"]))
     out: dict = defaultdict(dict)
     for (name, eps, table), pairs in sorted(runs.items()):
-        out[(name, eps)][table] = (round(statistics.median(p[0] for p in pairs), 3),
-                                   round(statistics.median(p[1] for p in pairs), 3))
+        out[(name, eps)][table] = (
+            round(statistics.median(p[0] for p in pairs), 3),
+            round(statistics.median(p[1] for p in pairs), 3),
+        )
     return dict(out)
 
 

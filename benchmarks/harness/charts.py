@@ -32,8 +32,9 @@ def series(results: list[dict], dataset: str, metric: str) -> dict[str, list[tup
             vals[label][float(r["epsilon"])].append(float(r[metric]))
     out = {}
     for label, by_eps in vals.items():
-        out[label] = [(e, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0)
-                      for e, v in sorted(by_eps.items())]
+        out[label] = [
+            (e, statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0) for e, v in sorted(by_eps.items())
+        ]
     return out
 
 
@@ -46,10 +47,23 @@ def chart(results: list[dict], dataset: str, path: Path) -> bool:
     if not data["tvd_2way"]:
         return False
     has_tstr = bool(data["tstr"])
-    fig = make_subplots(rows=1, cols=2 if has_tstr else 1,
-                        subplot_titles=[t for m, t in panels if m == "tvd_2way" or has_tstr])
-    palette = ["#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#8c564b", "#e377c2", "#d62728",
-               "#ff7f0e", "#7f7f7f", "#bcbd22", "#000000", "#aec7e8"]
+    fig = make_subplots(
+        rows=1, cols=2 if has_tstr else 1, subplot_titles=[t for m, t in panels if m == "tvd_2way" or has_tstr]
+    )
+    palette = [
+        "#1f77b4",
+        "#2ca02c",
+        "#17becf",
+        "#9467bd",
+        "#8c564b",
+        "#e377c2",
+        "#d62728",
+        "#ff7f0e",
+        "#7f7f7f",
+        "#bcbd22",
+        "#000000",
+        "#aec7e8",
+    ]
     labels = sorted({lb for d in data.values() for lb in d}, key=lambda s: (s.startswith("SmartNoise"), s))
     colour = {lb: palette[i % len(palette)] for i, lb in enumerate(labels)}
     for col, (metric, _) in enumerate(panels[: 2 if has_tstr else 1], start=1):
@@ -58,18 +72,29 @@ def chart(results: list[dict], dataset: str, path: Path) -> bool:
             if not pts:
                 continue
             peer = label.startswith("SmartNoise")
-            fig.add_trace(go.Scatter(
-                x=[p[0] for p in pts], y=[p[1] for p in pts],
-                error_y=dict(type="data", array=[p[2] for p in pts], visible=True, thickness=1),
-                mode="lines+markers" if len(pts) > 1 else "markers", name=label, legendgroup=label,
-                showlegend=col == 1 or label not in data["tvd_2way"],
-                line=dict(color=colour[label], dash="dash" if peer else "solid", width=2),
-                marker=dict(symbol="diamond" if peer else "circle", size=9 if len(pts) == 1 else 7)),
-                row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=[p[0] for p in pts],
+                    y=[p[1] for p in pts],
+                    error_y=dict(type="data", array=[p[2] for p in pts], visible=True, thickness=1),
+                    mode="lines+markers" if len(pts) > 1 else "markers",
+                    name=label,
+                    legendgroup=label,
+                    showlegend=col == 1 or label not in data["tvd_2way"],
+                    line=dict(color=colour[label], dash="dash" if peer else "solid", width=2),
+                    marker=dict(symbol="diamond" if peer else "circle", size=9 if len(pts) == 1 else 7),
+                ),
+                row=1,
+                col=col,
+            )
         fig.update_xaxes(type="log", title_text="epsilon", tickvals=[0.1, 1, 10], row=1, col=col)
-    fig.update_layout(title=f"{dataset}: utility against epsilon (mean ± sd over repetitions)",
-                      width=1200 if has_tstr else 750, height=480, template="plotly_white",
-                      margin=dict(l=50, r=20, t=70, b=50))
+    fig.update_layout(
+        title=f"{dataset}: utility against epsilon (mean ± sd over repetitions)",
+        width=1200 if has_tstr else 750,
+        height=480,
+        template="plotly_white",
+        margin=dict(l=50, r=20, t=70, b=50),
+    )
     fig.write_image(str(path), scale=1)
     return True
 
@@ -80,7 +105,7 @@ def main(argv=None) -> int:
     if "--prefix" in args:
         i = args.index("--prefix")
         prefix = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
     results = []
     for a in args:

@@ -76,9 +76,14 @@ PEER_TIMEOUT = {"quick": 300, "full": 600}
 SLOW_DATASETS = [d for d in DATASETS if d != "adult"]
 # DPPORTAL_THREADS_PER_JOB as well: without it a release's own
 # resources.limit_threads sized its pools to cores // 1 = 2, BLAS and (from then on) XLA's intra-op pool.
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "DPMERF_TORCH_THREADS": "1", "DPPORTAL_THREADS_PER_JOB": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "DPMERF_TORCH_THREADS": "1",
+    "DPPORTAL_THREADS_PER_JOB": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
+}
 
 
 def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
@@ -99,15 +104,38 @@ def prepare_split(name: str, work: Path) -> tuple[Path, Path, Schema, str]:
     return tr, te, schema, target
 
 
-def run_dpportal(mech: str, data: Path, schema_path: Path, eps: float, rows: int, out: Path, params: dict,
-                 target: str | None = None, timeout: int = 1800) -> dict:
+def run_dpportal(
+    mech: str,
+    data: Path,
+    schema_path: Path,
+    eps: float,
+    rows: int,
+    out: Path,
+    params: dict,
+    target: str | None = None,
+    timeout: int = 1800,
+) -> dict:
     cls = registry.get(mech)
     params = dict(params)
     if target is not None:
         params.setdefault("target", target)  # labelled mode where the mechanism has one (DP-MERF)
     params = {k: v for k, v in params.items() if any(p.name == k for p in cls.params)}
-    cmd = [sys.executable, "-m", "benchmarks.harness.run_one", mech, "--data", str(data), "--schema", str(schema_path),
-           "--epsilon", str(eps), "--rows", str(rows), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.harness.run_one",
+        mech,
+        "--data",
+        str(data),
+        "--schema",
+        str(schema_path),
+        "--epsilon",
+        str(eps),
+        "--rows",
+        str(rows),
+        "--out",
+        str(out),
+    ]
     if cls.requires_delta(params):
         cmd += ["--delta", str(DELTA)]
     for k, v in params.items():
@@ -124,9 +152,25 @@ def run_peer(peer: str, schema: Schema, data: Path, eps: float, rows: int, out: 
     cin = out.with_suffix(".cells-in.csv")
     cout = out.with_suffix(".cells-out.csv")
     cells.to_csv(cin, index=False)
-    cmd = [BENCH_PY, "-m", "benchmarks.harness.peers_runner", "--synth", peer, "--cells", str(cin),
-           "--epsilon", str(eps), "--delta", str(DELTA), "--rows", str(rows), "--out", str(cout),
-           "--cardinalities", ",".join(str(k) for k in schema.cell_sizes)]  # the public bins, as dpportal's
+    cmd = [
+        BENCH_PY,
+        "-m",
+        "benchmarks.harness.peers_runner",
+        "--synth",
+        peer,
+        "--cells",
+        str(cin),
+        "--epsilon",
+        str(eps),
+        "--delta",
+        str(DELTA),
+        "--rows",
+        str(rows),
+        "--out",
+        str(cout),
+        "--cardinalities",
+        ",".join(str(k) for k in schema.cell_sizes),
+    ]  # the public bins, as dpportal's
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError((r.stderr.strip().splitlines() or ["failed"])[-1][:300])
@@ -154,8 +198,17 @@ def run_task(task: dict) -> dict:
             if missing:
                 row["status"] = "n/a: " + ", ".join(sorted(missing)) + " columns unsupported"
                 return row
-            info = run_dpportal(name, tr, Path(task["schema"]), eps, task["rows"], out, task["params"], target,
-                                timeout=task.get("dpportal_timeout", 1800))
+            info = run_dpportal(
+                name,
+                tr,
+                Path(task["schema"]),
+                eps,
+                task["rows"],
+                out,
+                task["params"],
+                target,
+                timeout=task.get("dpportal_timeout", 1800),
+            )
         else:
             info = run_peer(name, schema, tr, eps, task["rows"], out, task["timeout"])
         if ds not in _TABLES:
@@ -164,12 +217,20 @@ def run_task(task: dict) -> dict:
         syn = load_prepared(schema, str(out), synthetic=True)
         ev = evaluate(schema, real, syn, target=target, test=test, seed=rep, fast=True)
         s = ev["summary"]
-        row.update(status="ok", seconds=round(info["seconds"], 2), peak_rss_mib=round(info["peak_rss_mib"], 1),
-                   cpu_seconds=round(info["cpu_seconds"], 1) if "cpu_seconds" in info else None,
-                   rss=info.get("rss", "maxrss"),
-                   peak_anon_mib=round(info["peak_anon_mib"], 1) if info.get("peak_anon_mib") else None,
-                   tvd_1way=s["tvd_1way_mean"], tvd_2way=s["tvd_2way_mean"], assoc_diff=s["association_diff_mean"],
-                   pmse_cart=s["pmse_cart"], tstr=s["tstr"], trtr=s["trtr"])
+        row.update(
+            status="ok",
+            seconds=round(info["seconds"], 2),
+            peak_rss_mib=round(info["peak_rss_mib"], 1),
+            cpu_seconds=round(info["cpu_seconds"], 1) if "cpu_seconds" in info else None,
+            rss=info.get("rss", "maxrss"),
+            peak_anon_mib=round(info["peak_anon_mib"], 1) if info.get("peak_anon_mib") else None,
+            tvd_1way=s["tvd_1way_mean"],
+            tvd_2way=s["tvd_2way_mean"],
+            assoc_diff=s["association_diff_mean"],
+            pmse_cart=s["pmse_cart"],
+            tstr=s["tstr"],
+            trtr=s["trtr"],
+        )
     except subprocess.TimeoutExpired as exc:
         row["status"] = f"timeout after {exc.timeout:.0f} s"
     except Exception as exc:  # record and go on: one failure must not end the run
@@ -181,15 +242,24 @@ def _key(r: dict) -> tuple:
     return (r["dataset"], r["family"], r["mechanism"], float(r["epsilon"]), int(r["rep"]))
 
 
-def plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps, slow_datasets=None,
-         slow_reps: int = 1) -> list[tuple]:
+def plan(
+    datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps, slow_datasets=None, slow_reps: int = 1
+) -> list[tuple]:
     """Order of the runs: grid repetitions 0 and 1, then the slow peers, then the remaining
     repetitions; an interrupted run therefore still has whole repetitions to report."""
-    grid = [[("dpportal", m, ds, eps, rep) for ds in datasets for eps in epsilons for m in mechs]
-            + [("smartnoise", p, ds, eps, rep) for ds in datasets for eps in epsilons for p in peers]
-            for rep in range(reps)]
-    slow = [("smartnoise-slow", p, ds, eps, rep) for rep in range(slow_reps) for ds in datasets
-            if slow_datasets is None or ds in slow_datasets for eps in slow_epsilons for p in slow_peers]
+    grid = [
+        [("dpportal", m, ds, eps, rep) for ds in datasets for eps in epsilons for m in mechs]
+        + [("smartnoise", p, ds, eps, rep) for ds in datasets for eps in epsilons for p in peers]
+        for rep in range(reps)
+    ]
+    slow = [
+        ("smartnoise-slow", p, ds, eps, rep)
+        for rep in range(slow_reps)
+        for ds in datasets
+        if slow_datasets is None or ds in slow_datasets
+        for eps in slow_epsilons
+        for p in slow_peers
+    ]
     order = [t for g in grid[:2] for t in g] + slow + [t for g in grid[2:] for t in g]
     return order
 
@@ -200,8 +270,11 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", nargs="*")
     ap.add_argument("--mechanisms", nargs="*")
     ap.add_argument("--peers", nargs="*", help="grid peers: every epsilon and repetition (default mst)")
-    ap.add_argument("--slow-peers", nargs="*", help="once per dataset at --slow-epsilons "
-                                                    f"(default {' '.join(SLOW_PEERS)}; none in --quick)")
+    ap.add_argument(
+        "--slow-peers",
+        nargs="*",
+        help=f"once per dataset at --slow-epsilons (default {' '.join(SLOW_PEERS)}; none in --quick)",
+    )
     ap.add_argument("--epsilons", nargs="*", type=float)
     ap.add_argument("--slow-epsilons", nargs="*", type=float)
     ap.add_argument("--slow-datasets", nargs="*", help="datasets for the slow peers (default: all but adult)")
@@ -210,8 +283,13 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="releases at a time (each on one thread)")
     ap.add_argument("--name", help="output name (default: quick or full)")
     ap.add_argument("--peer-timeout", type=int)
-    ap.add_argument("--param", action="append", default=[], metavar="MECH:KEY=VALUE",
-                    help="override a mechanism parameter, e.g. pmse:iterations=2000 (repeatable)")
+    ap.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="MECH:KEY=VALUE",
+        help="override a mechanism parameter, e.g. pmse:iterations=2000 (repeatable)",
+    )
     ap.add_argument("--resume", action="store_true", help="skip runs already in compare-NAME.jsonl")
     ap.add_argument("--report-only", action="store_true", help="write the report from compare-NAME.jsonl")
     a = ap.parse_args(argv)
@@ -260,17 +338,35 @@ def main(argv=None) -> int:
         splits = {ds: prepare_split(ds, work) for ds in datasets}
         n_rows = {ds: len(pd.read_csv(splits[ds][0], usecols=[0])) for ds in datasets}  # public n of each table
         tasks = []
-        for family, name, ds, eps, rep in plan(datasets, mechs, peers, slow_peers, epsilons, slow_epsilons, reps,
-                                             a.slow_datasets if a.slow_datasets is not None else SLOW_DATASETS,
-                                             a.slow_reps):
+        for family, name, ds, eps, rep in plan(
+            datasets,
+            mechs,
+            peers,
+            slow_peers,
+            epsilons,
+            slow_epsilons,
+            reps,
+            a.slow_datasets if a.slow_datasets is not None else SLOW_DATASETS,
+            a.slow_reps,
+        ):
             tr, te, schema, target = splits[ds]
             fam = "dpportal" if family == "dpportal" else "smartnoise"
-            task = {"dataset": ds, "family": fam, "mechanism": name, "epsilon": eps, "rep": rep,
-                    "phase": "slow" if family == "smartnoise-slow" else "grid",
-                    "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"), "train": str(tr),
-                    "test": str(te), "target": target, "rows": n_rows[ds],
-                    "out": str(work / f"{ds}-{name}-{eps}-{rep}.csv"), "params": params.get(name, {}),
-                    "timeout": peer_timeout}
+            task = {
+                "dataset": ds,
+                "family": fam,
+                "mechanism": name,
+                "epsilon": eps,
+                "rep": rep,
+                "phase": "slow" if family == "smartnoise-slow" else "grid",
+                "schema": str(ROOT / "benchmarks" / "schemas" / f"{ds}.json"),
+                "train": str(tr),
+                "test": str(te),
+                "target": target,
+                "rows": n_rows[ds],
+                "out": str(work / f"{ds}-{name}-{eps}-{rep}.csv"),
+                "params": params.get(name, {}),
+                "timeout": peer_timeout,
+            }
             if _key(task) not in done:
                 tasks.append(task)
         if a.jobs > 1:
@@ -284,21 +380,40 @@ def main(argv=None) -> int:
                 fh.flush()
                 print(json.dumps(row), flush=True)
     order = {m: i for i, m in enumerate(MECHANISMS + PEERS + SLOW_PEERS)}
-    results = sorted(done.values(), key=lambda r: (list(DATASETS).index(r["dataset"]) if r["dataset"] in DATASETS
-                                                   else 99, r["epsilon"], r["family"] != "dpportal",
-                                                   order.get(r["mechanism"], 99), r["mechanism"], r["rep"]))
+    results = sorted(
+        done.values(),
+        key=lambda r: (
+            list(DATASETS).index(r["dataset"]) if r["dataset"] in DATASETS else 99,
+            r["epsilon"],
+            r["family"] != "dpportal",
+            order.get(r["mechanism"], 99),
+            r["mechanism"],
+            r["rep"],
+        ),
+    )
     end = log.stat().st_mtime if a.report_only else time.time()  # report-only: the last finished run
-    meta = {"mode": mode, "command": "`, then `".join(started.get("commands", [command])),
-            "seconds": round(end - started["t"], 1) if "t" in started else None, "delta": DELTA,
-            "jobs": started.get("jobs", a.jobs), "params": params,
-            "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(end))}
+    meta = {
+        "mode": mode,
+        "command": "`, then `".join(started.get("commands", [command])),
+        "seconds": round(end - started["t"], 1) if "t" in started else None,
+        "delta": DELTA,
+        "jobs": started.get("jobs", a.jobs),
+        "params": params,
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(end)),
+    }
     path = OUT / f"compare-{mode}.json"
     path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     if Path(BENCH_PY).exists():  # PNG charts need plotly + kaleido, which live in the benchmark venv
-        r = subprocess.run([BENCH_PY, "-m", "benchmarks.harness.charts", str(path), "--prefix", f"bench-{mode}"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [BENCH_PY, "-m", "benchmarks.harness.charts", str(path), "--prefix", f"bench-{mode}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         print(r.stdout.strip() or r.stderr.strip()[-500:], flush=True)
     from benchmarks.harness.report import write_report
+
     write_report(path, doc=OUT / f"compare-{mode}.md")
     return 0
 

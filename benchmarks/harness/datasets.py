@@ -27,5 +27,6 @@ def dataset_path(file_name: str, folder: Path | None = None) -> Path:
     if not path.is_file():
         raise DatasetsMissing(
             f"benchmark dataset {file_name!r} not found at {path}: set {ENV} to the folder holding the "
-            f"shared datasets (see docs/operations.md, 'Benchmark datasets'); tests need only samples/")
+            f"shared datasets (see docs/operations.md, 'Benchmark datasets'); tests need only samples/"
+        )
     return path

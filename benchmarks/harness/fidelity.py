@@ -44,14 +44,22 @@ ROOT = Path(__file__).resolve().parents[2]
 TABLES = ("adult", "credit_default_taiwan", "bank_marketing", "german_credit")
 OUT = ROOT / "docs" / "data" / "benchmarks-fidelity.jsonl"
 DOC = ROOT / "docs" / "benchmarks" / "fidelity.md"
-MEASURES = (("foreign_labels", "foreign labels"), ("special_share_error", "special-value share error"),
-            ("mean_error_worst", "worst mean error"), ("tvd_1way", "1-way TVD"), ("tvd_2way", "2-way TVD"),
-            ("tvd_2way_equal_width", "2-way TVD, 10 equal-width bins"), ("unseen_pair_rows", "never-seen pair rows"))
+MEASURES = (
+    ("foreign_labels", "foreign labels"),
+    ("special_share_error", "special-value share error"),
+    ("mean_error_worst", "worst mean error"),
+    ("tvd_1way", "1-way TVD"),
+    ("tvd_2way", "2-way TVD"),
+    ("tvd_2way_equal_width", "2-way TVD, 10 equal-width bins"),
+    ("unseen_pair_rows", "never-seen pair rows"),
+)
 
 
 def coarse(schema: Schema) -> Schema:
-    cols = tuple(dataclasses.replace(c, bins=DEFAULT_BINS, special=(), scale="linear", decimals=None)
-                 if c.is_numeric else c for c in schema.columns)
+    cols = tuple(
+        dataclasses.replace(c, bins=DEFAULT_BINS, special=(), scale="linear", decimals=None) if c.is_numeric else c
+        for c in schema.columns
+    )
     return Schema(columns=cols, missing_markers=schema.missing_markers, draft=False, missing_output="")
 
 
@@ -70,9 +78,25 @@ def smartnoise(mechanism: str, schema: Schema, train, args) -> tuple:
         data, spec, out = Path(tmp, "train.csv"), Path(tmp, "schema.json"), Path(tmp, "out.csv")
         train[schema.names].to_csv(data, index=False)
         spec.write_text(schema.to_json())
-        cmd = [str(ROOT / ".venv-bench" / "bin" / "python"), "-m", "benchmarks.harness.peers_runner",
-               "--synth", mechanism, "--raw", str(data), "--schema", str(spec), "--epsilon", str(args.epsilon),
-               "--delta", str(args.delta), "--rows", str(len(train)), "--out", str(out)]
+        cmd = [
+            str(ROOT / ".venv-bench" / "bin" / "python"),
+            "-m",
+            "benchmarks.harness.peers_runner",
+            "--synth",
+            mechanism,
+            "--raw",
+            str(data),
+            "--schema",
+            str(spec),
+            "--epsilon",
+            str(args.epsilon),
+            "--delta",
+            str(args.delta),
+            "--rows",
+            str(len(train)),
+            "--out",
+            str(out),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
         if done.returncode:
             raise RuntimeError(f"SmartNoise failed: {done.stderr[-800:]}")
@@ -94,8 +118,15 @@ def tstr_auc(schema: Schema, synthetic, reference) -> float | None:
     cats = [c.kind == "categorical" for c in schema.kept if c.name != target]
 
     def xy(frame):
-        X = np.column_stack([schema.category_codes(c, frame[c.name]) if c.kind == "categorical"
-                             else frame[c.name].to_numpy(dtype=float) for c in schema.kept if c.name != target])
+        X = np.column_stack(
+            [
+                schema.category_codes(c, frame[c.name])
+                if c.kind == "categorical"
+                else frame[c.name].to_numpy(dtype=float)
+                for c in schema.kept
+                if c.name != target
+            ]
+        )
         return X, (frame[target] == col.categories[1]).to_numpy()
 
     (Xs, ys), (Xr, yr) = xy(syn), xy(ref)
@@ -118,18 +149,35 @@ def run_one(table: str, model: str, mechanism: str, args) -> dict:
         params = dict(kv.split("=", 1) for kv in args.param)
         if params.get("target") == "label":
             params["target"] = schema.names[-1]
-        mech = build(mechanism, schema, epsilon=args.epsilon, delta=args.delta, noise=Noise.secure_backend(),
-                     n=len(train), params=params)
+        mech = build(
+            mechanism,
+            schema,
+            epsilon=args.epsilon,
+            delta=args.delta,
+            noise=Noise.secure_backend(),
+            n=len(train),
+            params=params,
+        )
         t0 = time.perf_counter()
         release = run(mech, TableSource.from_frame(schema, train), len(train))
         seconds = time.perf_counter() - t0
         synthetic = exported(schema, release.synthetic, guard=model == "coarse")
-    rep = fidelity.report(suggested, reference.reset_index(drop=True), synthetic, train, real_labels=raw,
-                          seed=args.seed)
-    row = {"table": table, "model": model, "mechanism": mechanism, "params": args.param, "epsilon": args.epsilon,
-           "delta": args.delta, "seconds": round(seconds, 1), "cells": sum(schema.cell_sizes), "seed": args.seed,
-           "tstr_auc": _scalar(tstr_auc(suggested, synthetic, reference)),
-           "tstr_auc_floor": _scalar(tstr_auc(suggested, train, reference))}
+    rep = fidelity.report(
+        suggested, reference.reset_index(drop=True), synthetic, train, real_labels=raw, seed=args.seed
+    )
+    row = {
+        "table": table,
+        "model": model,
+        "mechanism": mechanism,
+        "params": args.param,
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "seconds": round(seconds, 1),
+        "cells": sum(schema.cell_sizes),
+        "seed": args.seed,
+        "tstr_auc": _scalar(tstr_auc(suggested, synthetic, reference)),
+        "tstr_auc_floor": _scalar(tstr_auc(suggested, train, reference)),
+    }
     for side in ("synthetic", "floor"):
         row[side] = {k: _scalar(rep[side][k]) for k, _ in MEASURES}
     row["worst_column"] = rep["worst_column"]
@@ -164,35 +212,47 @@ def _mean(values):
 
 
 def write_doc(rows: list[dict], command: str, doc: Path = DOC) -> None:
-    lines = ["# Benchmarks: the downloaded file at full resolution", "",
-             "What an analyst downloads, scored as a statistician checks it (`mechanisms/evaluation/fidelity.py`): labels, the",
-             "share of zeros and other special values, the worst column mean, 1-way TVD per value or in 50 quantile",
-             "bins, 2-way TVD with numeric columns in 20 quantile bins and in 10 equal-width bins, and the share of",
-             "rows holding a pair of categorical values never seen together in the real data. Each table is split",
-             "in random halves: the mechanism is fitted on one, the other is the reference, and the **floor** is",
-             "the fitted half itself (real rows, same size, sampling error only). `suggested` is the schema the",
-             "upload page suggests; `coarse` is the simple column model (10 equal-width bins, no special values,",
-             "formula guard applied to the file). Epsilon 1, delta 1e-5, default parameters.", "",
-             f"Command: `{command}`", "",
-             "Each row is the mean over its runs (the `runs` column); single runs on the small tables (german_credit:",
-             "500 training rows) move by several hundredths between draws. The seconds column mixes compilation-",
-             "cache states (a release that compiles Private-PGM's programs takes 2-4x one that reuses them): compare",
-             "times in the table at the end, where both models ran in the same state.", "",
-             "| table | mechanism | model | runs | seconds | " + " | ".join(label for _, label in MEASURES)
-             + " | TSTR AUC | worst column |",
-             "|---" * (7 + len(MEASURES)) + "|"]
+    lines = [
+        "# Benchmarks: the downloaded file at full resolution",
+        "",
+        "What an analyst downloads, scored as a statistician checks it (`mechanisms/evaluation/fidelity.py`): labels, the",
+        "share of zeros and other special values, the worst column mean, 1-way TVD per value or in 50 quantile",
+        "bins, 2-way TVD with numeric columns in 20 quantile bins and in 10 equal-width bins, and the share of",
+        "rows holding a pair of categorical values never seen together in the real data. Each table is split",
+        "in random halves: the mechanism is fitted on one, the other is the reference, and the **floor** is",
+        "the fitted half itself (real rows, same size, sampling error only). `suggested` is the schema the",
+        "upload page suggests; `coarse` is the simple column model (10 equal-width bins, no special values,",
+        "formula guard applied to the file). Epsilon 1, delta 1e-5, default parameters.",
+        "",
+        f"Command: `{command}`",
+        "",
+        "Each row is the mean over its runs (the `runs` column); single runs on the small tables (german_credit:",
+        "500 training rows) move by several hundredths between draws. The seconds column mixes compilation-",
+        "cache states (a release that compiles Private-PGM's programs takes 2-4x one that reuses them): compare",
+        "times in the table at the end, where both models ran in the same state.",
+        "",
+        "| table | mechanism | model | runs | seconds | "
+        + " | ".join(label for _, label in MEASURES)
+        + " | TSTR AUC | worst column |",
+        "|---" * (7 + len(MEASURES)) + "|",
+    ]
     floors = {}
     for r in sorted(rows, key=lambda r: (r["table"], r["mechanism"], " ".join(r.get("params", [])), r["model"])):
         cells = " | ".join(_fmt(r["synthetic"][k]) for k, _ in MEASURES)
         w = r["worst_column"] or {}
         mech = " ".join([r["mechanism"], *r.get("params", [])])
-        lines.append(f"| {r['table']} | {mech} | {r['model']} | {r['runs']} | {r['seconds']} | {cells} | "
-                     f"{_fmt(r.get('tstr_auc'))} | "
-                     f"{w.get('column', '')} ({_fmt(w.get('tvd'))} vs {_fmt(w.get('floor'))}) |")
+        lines.append(
+            f"| {r['table']} | {mech} | {r['model']} | {r['runs']} | {r['seconds']} | {cells} | "
+            f"{_fmt(r.get('tstr_auc'))} | "
+            f"{w.get('column', '')} ({_fmt(w.get('tvd'))} vs {_fmt(w.get('floor'))}) |"
+        )
         floors[r["table"]] = r
     for table, r in sorted(floors.items()):
-        lines.append(f"| {table} | floor | real rows | | - | " + " | ".join(_fmt(r["floor"][k]) for k, _ in MEASURES)
-                     + f" | {_fmt(r.get('tstr_auc_floor'))} | |")
+        lines.append(
+            f"| {table} | floor | real rows | | - | "
+            + " | ".join(_fmt(r["floor"][k]) for k, _ in MEASURES)
+            + f" | {_fmt(r.get('tstr_auc_floor'))} | |"
+        )
     lines += timing_lines()
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text("\n".join(lines) + "\n")
@@ -210,23 +270,45 @@ def timing_lines() -> list[str]:
     pairs: dict[tuple, dict] = {}
     for r in rows:
         pairs.setdefault((r["table"], r["mechanism"], r.get("repeat", 0)), {})[r["model"]] = r["seconds"]
-    out = ["", "## Time: the suggested column model against the coarse one", "",
-           "`python -m benchmarks.harness.fidelity --tables credit_default_taiwan adult --mechanisms mst aim --models suggested "
-           "coarse --repeat 2 --out docs/data/benchmarks-fidelity-timing.jsonl`: each run in a fresh process, the two "
-           "models alternating; run 0 may compile, run 1 reuses the compilation cache for both. Shared 2-core machine.",
-           "", "| table | mechanism | run | suggested s | coarse s | ratio |", "|---|---|---|---|---|---|"]
+    out = [
+        "",
+        "## Time: the suggested column model against the coarse one",
+        "",
+        "`python -m benchmarks.harness.fidelity --tables credit_default_taiwan adult --mechanisms mst aim --models suggested "
+        "coarse --repeat 2 --out docs/data/benchmarks-fidelity-timing.jsonl`: each run in a fresh process, the two "
+        "models alternating; run 0 may compile, run 1 reuses the compilation cache for both. Shared 2-core machine.",
+        "",
+        "| table | mechanism | run | suggested s | coarse s | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
     for (table, mech, rep), t in sorted(pairs.items()):
         if "suggested" in t and "coarse" in t:
-            out.append(f"| {table} | {mech} | {rep} | {t['suggested']} | {t['coarse']} | "
-                       f"{t['suggested'] / t['coarse']:.2f} |")
+            out.append(
+                f"| {table} | {mech} | {rep} | {t['suggested']} | {t['coarse']} | {t['suggested'] / t['coarse']:.2f} |"
+            )
     return out
 
 
 def _in_fresh_process(table: str, model: str, mechanism: str, args) -> dict:
     """Each release in a new process, so that none inherits another's imports or compiled programs
     (JAX compiles per shape: a second release in one process was up to 2x faster)."""
-    cmd = [sys.executable, "-m", "benchmarks.harness.fidelity", "--one", table, model, mechanism, "--epsilon", str(args.epsilon),
-           "--delta", str(args.delta), "--seed", str(args.seed), "--timeout", str(args.timeout)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.harness.fidelity",
+        "--one",
+        table,
+        model,
+        mechanism,
+        "--epsilon",
+        str(args.epsilon),
+        "--delta",
+        str(args.delta),
+        "--seed",
+        str(args.seed),
+        "--timeout",
+        str(args.timeout),
+    ]
     cmd += [f"--param={kv}" for kv in args.param]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if done.returncode:
@@ -247,8 +329,13 @@ def main() -> None:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=1, help="runs of each release (fresh noise each time)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="mechanism parameter (target=label: the table's last column), e.g. workload=target")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="mechanism parameter (target=label: the table's last column), e.g. workload=target",
+    )
     p.add_argument("--timeout", type=int, default=3600, help="seconds for one SmartNoise run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write-doc", action="store_true", help="regenerate docs/benchmarks/fidelity.md from --out")
@@ -271,8 +358,11 @@ def main() -> None:
         r = json.loads(line)
         latest[(r["table"], r["model"], r["mechanism"], tuple(r.get("params") or ()), r.get("repeat", 0))] = r
     rows = mean_over_repeats(list(latest.values()))
-    write_doc(rows, "python -m benchmarks.harness.fidelity --tables ... (appends to docs/data/benchmarks-fidelity.jsonl); "
-                    "python -m benchmarks.harness.fidelity --write-doc")
+    write_doc(
+        rows,
+        "python -m benchmarks.harness.fidelity --tables ... (appends to docs/data/benchmarks-fidelity.jsonl); "
+        "python -m benchmarks.harness.fidelity --write-doc",
+    )
 
 
 if __name__ == "__main__":

@@ -102,8 +102,11 @@ def main() -> None:
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--cardinalities", help="comma-separated public domain size of each column (cells 0..k-1); "
-                   "without it SmartNoise learns each column's category set from the data")
+    p.add_argument(
+        "--cardinalities",
+        help="comma-separated public domain size of each column (cells 0..k-1); "
+        "without it SmartNoise learns each column's category set from the data",
+    )
     a = p.parse_args()
     anon = AnonPeak()
     from snsynth import Synthesizer
@@ -126,13 +129,21 @@ def main() -> None:
     if name in ("mst", "aim", "dpctgan", "patectgan"):
         kw["delta"] = a.delta
     synth = Synthesizer.create(name, **kw)
-    synth.fit(df, preprocessor_eps=0.0, categorical_columns=list(df.columns),
-              transformer=transformer)
+    synth.fit(df, preprocessor_eps=0.0, categorical_columns=list(df.columns), transformer=transformer)
     out = synth.sample(a.rows)
     out.to_csv(a.out, index=False)
-    print(json.dumps({"cpu_seconds": time.process_time(), "seconds": time.perf_counter() - t0, "epsilon_passed": epsilon,
-                      "peak_rss_mib": peak_rss_mib(), "rss": "hwm",
-                      "peak_anon_mib": anon.mib()}))
+    print(
+        json.dumps(
+            {
+                "cpu_seconds": time.process_time(),
+                "seconds": time.perf_counter() - t0,
+                "epsilon_passed": epsilon,
+                "peak_rss_mib": peak_rss_mib(),
+                "rss": "hwm",
+                "peak_anon_mib": anon.mib(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

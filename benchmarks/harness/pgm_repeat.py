@@ -68,10 +68,21 @@ def main(argv=None) -> int:
                 tr, te, _schema, target = prepare_split(ds, work)
                 n = len(pd.read_csv(tr, usecols=[0]))
                 for rep in range(a.reps):
-                    tasks = [pgm_task(ds, fam, mech, eps, {}, split=(tr, te, target, n), rep=rep,
-                                      out=work / f"{ds}-{mech}-{fam}-{eps}-{rep}.csv", timeout=a.timeout,
-                                      dpportal_timeout=a.timeout)
-                             for fam, mech in PAIR]
+                    tasks = [
+                        pgm_task(
+                            ds,
+                            fam,
+                            mech,
+                            eps,
+                            {},
+                            split=(tr, te, target, n),
+                            rep=rep,
+                            out=work / f"{ds}-{mech}-{fam}-{eps}-{rep}.csv",
+                            timeout=a.timeout,
+                            dpportal_timeout=a.timeout,
+                        )
+                        for fam, mech in PAIR
+                    ]
                     tasks = [t for t in tasks if _key(t) not in done]
                     started = time.strftime("%H:%M:%S")
                     for fut in [pool.submit(run_task, t) for t in tasks]:
@@ -82,9 +93,15 @@ def main(argv=None) -> int:
                         fh.flush()
                         print(json.dumps(row), flush=True)
         RAW.write_text(log.read_text())
-    write_report([r for r in done.values() if (r["dataset"], float(r["epsilon"])) in set(cells)],
-                 " ".join(["python -m benchmarks.harness.pgm_repeat",
-                           *(x for x in (argv if argv is not None else sys.argv[1:]) if x != "--report-only")]))
+    write_report(
+        [r for r in done.values() if (r["dataset"], float(r["epsilon"])) in set(cells)],
+        " ".join(
+            [
+                "python -m benchmarks.harness.pgm_repeat",
+                *(x for x in (argv if argv is not None else sys.argv[1:]) if x != "--report-only"),
+            ]
+        ),
+    )
     return 0
 
 
@@ -96,11 +113,16 @@ def summarise(rows: list[dict]) -> list[dict]:
     for ds, eps in cells:
         fam = {}
         for f in ("dpportal", "smartnoise"):
-            ok = [r for r in rows if (r["dataset"], float(r["epsilon"]), r["family"]) == (ds, eps, f)
-                  and r.get("status") == "ok"]
+            ok = [
+                r
+                for r in rows
+                if (r["dataset"], float(r["epsilon"]), r["family"]) == (ds, eps, f) and r.get("status") == "ok"
+            ]
             if ok:
-                fam[f] = {k: (statistics.fmean(r[k] for r in ok), statistics.stdev(r[k] for r in ok) if len(ok) > 1 else 0.0)
-                          for k in ("tvd_2way", "seconds", "peak_rss_mib")}
+                fam[f] = {
+                    k: (statistics.fmean(r[k] for r in ok), statistics.stdev(r[k] for r in ok) if len(ok) > 1 else 0.0)
+                    for k in ("tvd_2way", "seconds", "peak_rss_mib")
+                }
                 fam[f]["draws"] = [r["tvd_2way"] for r in sorted(ok, key=lambda r: r["rep"])]
                 anon = [r.get("peak_anon_mib") for r in ok]
                 fam[f]["peak_anon_mib"] = statistics.fmean(anon) if all(anon) else None  # older rows lack it
@@ -121,17 +143,20 @@ def private(o: dict, p: dict) -> str:
 
 
 def summary_table(rows: list[dict]) -> list[str]:
-    lines = ["Each repetition is one release of each, "
-             "started together, one thread each on the 2-core machine. 2-way TVD: mean total variation distance "
-             "over all pairs of columns on the public bins (lower is better). Goals (judged on the "
-             "means): TVD at most SmartNoise's, at most 1/5 of its wall time, at most 1/2 of its peak memory. "
-             "Peak memory is the process's resident high-water mark (VmHWM); \"private\" is the sampled peak of its "
-             "anonymous memory (RssAnon: heap, arrays, compiled code, without the shared libraries' code pages), "
-             "shown where the runs recorded it.", "",
-             "| dataset | epsilon | dpportal aim 2-way TVD | SmartNoise aim | TVD goal | dpportal s | SmartNoise s | "
-             "time ratio | dpportal MiB | SmartNoise MiB | memory ratio | private MiB (dpportal / SmartNoise) | "
-             "draws (dpportal / SmartNoise) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "Each repetition is one release of each, "
+        "started together, one thread each on the 2-core machine. 2-way TVD: mean total variation distance "
+        "over all pairs of columns on the public bins (lower is better). Goals (judged on the "
+        "means): TVD at most SmartNoise's, at most 1/5 of its wall time, at most 1/2 of its peak memory. "
+        'Peak memory is the process\'s resident high-water mark (VmHWM); "private" is the sampled peak of its '
+        "anonymous memory (RssAnon: heap, arrays, compiled code, without the shared libraries' code pages), "
+        "shown where the runs recorded it.",
+        "",
+        "| dataset | epsilon | dpportal aim 2-way TVD | SmartNoise aim | TVD goal | dpportal s | SmartNoise s | "
+        "time ratio | dpportal MiB | SmartNoise MiB | memory ratio | private MiB (dpportal / SmartNoise) | "
+        "draws (dpportal / SmartNoise) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for s in summarise(rows):
         if "dpportal" not in s or "smartnoise" not in s:
             continue
@@ -143,7 +168,8 @@ def summary_table(rows: list[dict]) -> list[str]:
             f"{'yes' if s['time_ratio'] >= 5 else '**no**'} | {o['peak_rss_mib'][0]:.0f} | {p['peak_rss_mib'][0]:.0f} | "
             f"1/{s['memory_ratio']:.1f} {'yes' if s['memory_ratio'] >= 2 else '**no**'} | "
             f"{private(o, p)} | "
-            f"{' '.join(f'{x:.3f}' for x in o['draws'])} / {' '.join(f'{x:.3f}' for x in p['draws'])} |")
+            f"{' '.join(f'{x:.3f}' for x in o['draws'])} / {' '.join(f'{x:.3f}' for x in p['draws'])} |"
+        )
     return lines
 
 

@@ -10,9 +10,15 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-METRICS = [("tvd_1way", "1-way TVD ↓"), ("tvd_2way", "2-way TVD ↓"), ("assoc_diff", "assoc. diff ↓"),
-           ("pmse_cart", "pMSE (CART) ↓"), ("tstr", "TSTR AUC ↑"), ("seconds", "time s"),
-           ("peak_rss_mib", "peak MiB")]
+METRICS = [
+    ("tvd_1way", "1-way TVD ↓"),
+    ("tvd_2way", "2-way TVD ↓"),
+    ("assoc_diff", "assoc. diff ↓"),
+    ("pmse_cart", "pMSE (CART) ↓"),
+    ("tstr", "TSTR AUC ↑"),
+    ("seconds", "time s"),
+    ("peak_rss_mib", "peak MiB"),
+]
 
 
 def _fmt(vals: list[float]) -> str:
@@ -44,16 +50,21 @@ def tables(results: list[dict], chart_prefix: str | None = None) -> tuple[str, d
             lines.append(f"\n**epsilon = {eps}**\n")
             lines.append("| mechanism | " + " | ".join(h for _, h in METRICS) + " |")
             lines.append("|---|" + "---|" * len(METRICS))
-            keys = [k for k in dict.fromkeys((r["dataset"], r["epsilon"], r["family"], r["mechanism"])
-                                             for r in results) if k[0] == ds and k[1] == eps]
+            keys = [
+                k
+                for k in dict.fromkeys((r["dataset"], r["epsilon"], r["family"], r["mechanism"]) for r in results)
+                if k[0] == ds and k[1] == eps
+            ]
             for k in keys:
                 label = ("" if k[2] == "dpportal" else "SmartNoise ") + k[3]
                 if k in groups:
                     rows = groups[k]
                     # peak memory only from runs that measured their own peak (VmHWM, benchmarks/harness/memory.py);
                     # older runs' ru_maxrss included the parent evaluation process's memory
-                    cells = [_fmt([r.get(m) for r in rows if m != "peak_rss_mib" or r.get("rss") == "hwm"])
-                             for m, _ in METRICS]
+                    cells = [
+                        _fmt([r.get(m) for r in rows if m != "peak_rss_mib" or r.get("rss") == "hwm"])
+                        for m, _ in METRICS
+                    ]
                     # "dpportal-paper": the five papers' mechanisms, without the simple baseline
                     for fam in [k[2]] + (["dpportal-paper"] if k[2] == "dpportal" and k[3] != "baseline" else []):
                         b = best.setdefault((ds, eps, fam), {})
@@ -72,10 +83,12 @@ def tables(results: list[dict], chart_prefix: str | None = None) -> tuple[str, d
 def summary(best: dict, ours: str = "dpportal") -> str:
     """Per dataset and epsilon: dpportal's best mechanism against the best peer (any SmartNoise synthesizer
     that ran at that epsilon), on 2-way TVD and on TSTR, each with its release time."""
-    out = ["| dataset | ε | 2-way TVD: best dpportal | best peer | dpportal − peer | "
-           "TSTR: best dpportal | best peer | dpportal − peer |",
-           "|---|---|---|---|---|---|---|---|"]
-    for (ds, eps) in dict.fromkeys((k[0], k[1]) for k in best if k[2] != "dpportal-paper"):
+    out = [
+        "| dataset | ε | 2-way TVD: best dpportal | best peer | dpportal − peer | "
+        "TSTR: best dpportal | best peer | dpportal − peer |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for ds, eps in dict.fromkeys((k[0], k[1]) for k in best if k[2] != "dpportal-paper"):
         d, p = best.get((ds, eps, ours), {}), best.get((ds, eps, "smartnoise"), {})
 
         def cell(b, m):
@@ -87,8 +100,11 @@ def summary(best: dict, ours: str = "dpportal") -> str:
             delta = d[m][0] - p[m][0]
             ahead = delta < 0 if better_low else delta > 0
             return f"{delta:+.3f} ({'ahead' if ahead else 'behind' if delta else 'level'})"
-        out.append(f"| {ds} | {eps} | {cell(d, 'tvd_2way')} | {cell(p, 'tvd_2way')} | {diff('tvd_2way', True)} | "
-                   f"{cell(d, 'tstr')} | {cell(p, 'tstr')} | {diff('tstr', False)} |")
+
+        out.append(
+            f"| {ds} | {eps} | {cell(d, 'tvd_2way')} | {cell(p, 'tvd_2way')} | {diff('tvd_2way', True)} | "
+            f"{cell(d, 'tstr')} | {cell(p, 'tstr')} | {diff('tstr', False)} |"
+        )
     return "\n".join(out)
 
 
@@ -114,9 +130,14 @@ def write_report(path: Path, *more: Path, name: str | None = None, doc: Path | N
         f"Finished {meta['finished']}, {meta['seconds'] if meta['seconds'] is not None else 'unrecorded'} s in all, on the 2-core development machine"
         f"{', ' + str(meta['jobs']) + ' releases at a time, one thread each' if meta.get('jobs', 1) > 1 else ''}.\n"
         f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"
-        "## Best per dataset\n\n" + summary(best) +
-        "\n\nThe same without the `baseline` (best of the five papers' mechanisms against the best peer):\n\n" +
-        summary(best, "dpportal-paper") + "\n\n## All runs (mean ± sd over repetitions)\n" + body + "\n")
+        "## Best per dataset\n\n"
+        + summary(best)
+        + "\n\nThe same without the `baseline` (best of the five papers' mechanisms against the best peer):\n\n"
+        + summary(best, "dpportal-paper")
+        + "\n\n## All runs (mean ± sd over repetitions)\n"
+        + body
+        + "\n"
+    )
     print(f"wrote {doc}")
     return doc
 
@@ -128,5 +149,5 @@ if __name__ == "__main__":
     if "--name" in args:
         i = args.index("--name")
         name = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     write_report(*[Path(a) for a in args], name=name)

@@ -29,13 +29,17 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         if r.get("status") == "ok":
             groups.setdefault((r["dataset"], r["epsilon"], r["max_model_size"]), []).append(r)
-    lines = ["| table | epsilon | max_model_size | releases | 2-way TVD (each) | mean | seconds (each) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| table | epsilon | max_model_size | releases | 2-way TVD (each) | mean | seconds (each) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for (ds, eps, size), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
         tv = [r["tvd_2way"] for r in rs]
         secs = ", ".join(f"{r['seconds']:.0f}" for r in rs)
-        lines.append(f"| {ds} | {eps:g} | {size:g} | {len(rs)} | {', '.join(f'{x:.4f}' for x in tv)} | "
-                     f"{statistics.mean(tv):.4f} | {secs} |")
+        lines.append(
+            f"| {ds} | {eps:g} | {size:g} | {len(rs)} | {', '.join(f'{x:.4f}' for x in tv)} | "
+            f"{statistics.mean(tv):.4f} | {secs} |"
+        )
     return "\n".join(lines)
 
 
@@ -56,9 +60,18 @@ def main(argv=None) -> int:
             n = len(pd.read_csv(tr, usecols=[0]))
             for rep in range(a.repeats):
                 for size in a.sizes:  # interleaved: each size sees the same load
-                    t = pgm_task(ds, "dpportal", "aim", eps, {"max_model_size": size}, split=(tr, te, target, n),
-                                 out=work / f"{ds}-{eps}-{size:g}-{rep}.csv", timeout=0, dpportal_timeout=3600,
-                                 rep=rep)
+                    t = pgm_task(
+                        ds,
+                        "dpportal",
+                        "aim",
+                        eps,
+                        {"max_model_size": size},
+                        split=(tr, te, target, n),
+                        out=work / f"{ds}-{eps}-{size:g}-{rep}.csv",
+                        timeout=0,
+                        dpportal_timeout=3600,
+                        rep=rep,
+                    )
                     t["max_model_size"] = size
                     tasks.append(t)
         os.environ.update(ONE_THREAD)  # children inherit: one thread per release

@@ -37,7 +37,9 @@ def main() -> None:
     ap.add_argument("--dataset", default="adult")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--param", action="append", default=[])
-    ap.add_argument("--level0", action="store_true", help="every estimate at XLA level 0 (the former setting, for comparison)")
+    ap.add_argument(
+        "--level0", action="store_true", help="every estimate at XLA level 0 (the former setting, for comparison)"
+    )
     ap.add_argument("--seed", type=int, help="seeded noise (the same path run to run): for comparing settings")
     ap.add_argument("--tvd", action="store_true", help="print the final model's mean 2-way TVD against the table")
     a = ap.parse_args()
@@ -65,22 +67,33 @@ def main() -> None:
     def progress(fraction: float, stage: str) -> None:
         chosen = [tuple(c) for c, _ in getattr(mech, "selected", [])]
         size = tree.size_mb([(a,) for a in schema.names] + chosen)
-        print(f"{time.time() - t0:7.1f} s wall {time.process_time():7.1f} s cpu  compiles {stats['n']:4d} "
-              f"({stats['s']:.1f} s)  model {size:5.1f} MiB  {stage}", flush=True)
+        print(
+            f"{time.time() - t0:7.1f} s wall {time.process_time():7.1f} s cpu  compiles {stats['n']:4d} "
+            f"({stats['s']:.1f} s)  model {size:5.1f} MiB  {stage}",
+            flush=True,
+        )
         if stage.startswith(f"round {a.rounds}:"):
             raise _Stop
 
-    mech = build("aim", schema, epsilon=a.epsilon, delta=1e-5, params=dict(p.split("=", 1) for p in a.param),
-                 noise=Noise.secure_backend() if a.seed is None else Noise.seeded(a.seed),
-                 progress=progress)
+    mech = build(
+        "aim",
+        schema,
+        epsilon=a.epsilon,
+        delta=1e-5,
+        params=dict(p.split("=", 1) for p in a.param),
+        noise=Noise.secure_backend() if a.seed is None else Noise.seeded(a.seed),
+        progress=progress,
+    )
     source = TableSource(schema, path=DATA / f"{FILES.get(a.dataset, a.dataset)}.csv")
     try:
         run(mech, source, 100)
     except _Stop:
         return
     if a.tvd:
-        print(f"model 2-way TVD mean {model_tvd_2way(schema, source, mech.model):.5f} ({len(mech.selected)} rounds, "
-              f"{time.time() - t0:.1f} s)")
+        print(
+            f"model 2-way TVD mean {model_tvd_2way(schema, source, mech.model):.5f} ({len(mech.selected)} rounds, "
+            f"{time.time() - t0:.1f} s)"
+        )
 
 
 def model_tvd_2way(schema: Schema, source: TableSource, model) -> float:
@@ -92,8 +105,12 @@ def model_tvd_2way(schema: Schema, source: TableSource, model) -> float:
     tvds = []
     for i, j in itertools.combinations(range(len(sizes)), 2):
         k = sizes[i] * sizes[j]
-        tvds.append(tvd(np.bincount(real[:, i] * sizes[j] + real[:, j], minlength=k),
-                        np.bincount(syn[:, i] * sizes[j] + syn[:, j], minlength=k)))
+        tvds.append(
+            tvd(
+                np.bincount(real[:, i] * sizes[j] + real[:, j], minlength=k),
+                np.bincount(syn[:, i] * sizes[j] + syn[:, j], minlength=k),
+            )
+        )
     return float(np.mean(tvds))
 
 

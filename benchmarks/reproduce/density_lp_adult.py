@@ -49,11 +49,15 @@ def pair_errors(real: np.ndarray, syn: np.ndarray, sizes: list[int], names: list
         ps = np.bincount(np.ravel_multi_index((syn[:, a], syn[:, b]), shape), minlength=shape[0] * shape[1])
         tvds.append(0.5 * np.abs(pr / len(real) - ps / len(syn)).sum())
     tables = dlp.marginal_tables(len(sizes), 2)
-    cell_err = np.abs(dlp.marginal_counts(real, sizes, tables) / len(real)
-                      - dlp.marginal_counts(syn, sizes, tables) / len(syn)).max()
-    return {"tvd2_mean": round(float(np.mean(tvds)), 4), "tvd2_max": round(float(np.max(tvds)), 4),
-            "worst_pair": pairs[int(np.argmax(tvds))],
-            "cell_err_max": round(float(cell_err), 4)}
+    cell_err = np.abs(
+        dlp.marginal_counts(real, sizes, tables) / len(real) - dlp.marginal_counts(syn, sizes, tables) / len(syn)
+    ).max()
+    return {
+        "tvd2_mean": round(float(np.mean(tvds)), 4),
+        "tvd2_max": round(float(np.max(tvds)), 4),
+        "worst_pair": pairs[int(np.argmax(tvds))],
+        "cell_err_max": round(float(cell_err), 4),
+    }
 
 
 def run_one(schema: Schema, reference: str, epsilon: float, seed: int, m: int) -> dict:
@@ -67,11 +71,21 @@ def run_one(schema: Schema, reference: str, epsilon: float, seed: int, m: int) -
     rng = np.random.default_rng(seed)  # h* itself: cells drawn from the LP weights, before decoding
     cells_h = mech.points[rng.choice(len(mech.weights), size=source.n, p=mech.weights / mech.weights.sum())]
     rep = mech.report()
-    return {"reference": reference, "epsilon": epsilon, "seed": seed, "m": m, "fit_s": round(fit_s, 1),
-            "lp_s": rep["solve_seconds"], "lp_rows": rep["lp_rows"], "lp_columns": rep["lp_columns"],
-            "lp_nonzeros": rep["lp_nonzeros"], "rows_folded": rep["lp_rows_folded"], "t_star": round(rep["t_star"], 4),
-            **pair_errors(real, syn, schema.cell_sizes, schema.names),
-            **{k + "_h": v for k, v in pair_errors(real, cells_h, schema.cell_sizes, schema.names).items()}}
+    return {
+        "reference": reference,
+        "epsilon": epsilon,
+        "seed": seed,
+        "m": m,
+        "fit_s": round(fit_s, 1),
+        "lp_s": rep["solve_seconds"],
+        "lp_rows": rep["lp_rows"],
+        "lp_columns": rep["lp_columns"],
+        "lp_nonzeros": rep["lp_nonzeros"],
+        "rows_folded": rep["lp_rows_folded"],
+        "t_star": round(rep["t_star"], 4),
+        **pair_errors(real, syn, schema.cell_sizes, schema.names),
+        **{k + "_h": v for k, v in pair_errors(real, cells_h, schema.cell_sizes, schema.names).items()},
+    }
 
 
 def main() -> None:

@@ -41,20 +41,25 @@ OUT = Path("benchmarks/out")
 
 def sizes_for(p: int, mu: str) -> dict:
     f = sum(math.comb(p, j) for j in range(DEGREE + 1))  # |F| = C(p, <= d), as in the paper
-    omega = 2 ** p
+    omega = 2**p
     log_f = math.log(f / GAMMA)
     n_dp = 2 * f / (EPS * DELTA) * log_f
-    k = math.ceil(log_f / DELTA ** 2)
+    k = math.ceil(log_f / DELTA**2)
     if mu == "uniform":  # Theorem B.1
         n = max(n_dp, k)
-        m = omega * f / (DELTA ** 2 * GAMMA)
+        m = omega * f / (DELTA**2 * GAMMA)
     else:  # Corollary III.1.1
         lfd = math.log(f / DELTA)
-        n = max(n_dp, (8 * omega ** 3 + 16 * omega ** 2 * math.log(1 / GAMMA)) / (GAMMA * lfd),
-                16 * DELTA * omega ** 2 * math.log(omega) / (GAMMA * lfd), k)
-        K = math.sqrt(1 + math.sqrt(2 * math.log(1 / GAMMA) / n) + math.sqrt(omega / n)) * \
-            math.sqrt(1 + 2 * DELTA * omega * math.log(omega) / (GAMMA * n * lfd))
-        m = 2 * K * f / (DELTA ** 2 * GAMMA)
+        n = max(
+            n_dp,
+            (8 * omega**3 + 16 * omega**2 * math.log(1 / GAMMA)) / (GAMMA * lfd),
+            16 * DELTA * omega**2 * math.log(omega) / (GAMMA * lfd),
+            k,
+        )
+        K = math.sqrt(1 + math.sqrt(2 * math.log(1 / GAMMA) / n) + math.sqrt(omega / n)) * math.sqrt(
+            1 + 2 * DELTA * omega * math.log(omega) / (GAMMA * n * lfd)
+        )
+        m = 2 * K * f / (DELTA**2 * GAMMA)
     return {"F_paper": f, "n": math.ceil(n), "k": k, "m": math.ceil(m)}
 
 
@@ -68,7 +73,7 @@ def run_one(p: int, mu: str, seed: int, paper_lp: bool) -> dict:
     sz = sizes_for(p, mu)
     schema = Schema(columns=tuple(Column(name=f"b{j}", kind="categorical", categories=("0", "1")) for j in range(p)))
     rng = np.random.default_rng(seed)
-    omega = 2 ** p
+    omega = 2**p
     counts_all = rng.multinomial(sz["n"], np.full(omega, 1.0 / omega))
     keep = counts_all > 0
     cells = np.column_stack(np.unravel_index(np.flatnonzero(keep), [2] * p)).astype(np.int64)
@@ -78,8 +83,9 @@ def run_one(p: int, mu: str, seed: int, paper_lp: bool) -> dict:
     for label, grouped in (("ours", True), ("paper_lp", False)):
         if label == "paper_lp" and (not paper_lp or sz["m"] > PAPER_LP_MAX_M):
             continue
-        mech = dlp.DensityLP(schema, epsilon=eps_total, noise=Noise.seeded(seed), reference=mu, m=sz["m"],
-                             degree=DEGREE, split=0.5)
+        mech = dlp.DensityLP(
+            schema, epsilon=eps_total, noise=Noise.seeded(seed), reference=mu, m=sz["m"], degree=DEGREE, split=0.5
+        )
         mech.group_reference = grouped
         t0 = time.perf_counter()
         mech.fit_counts(cells, counts)

@@ -63,12 +63,19 @@ def run_one(reference: str, epsilon: float, seed: int, x: np.ndarray) -> dict:
     h10 = np.histogram2d(x[:, 0], x[:, 1], bins=10, range=[[0, 1], [0, 1]])[0] / len(x)
     s10 = np.histogram2d(y[:, 0], y[:, 1], bins=10, range=[[0, 1], [0, 1]])[0] / len(y)
     rep = mech.report()
-    return {"reference": reference, "epsilon": epsilon, "seed": seed, "t_star": round(rep["t_star"], 4),
-            "max_cell_err_10x10": round(float(np.abs(h10 - s10).max()), 4),
-            "tvd_20x20": round(grid_tvd(x, y, 20), 4), "tvd_40x40": round(grid_tvd(x, y, 40), 4),
-            "w1_mean": round(float(np.mean([wasserstein_distance(x[:, j], y[:, j]) for j in range(2)])), 4),
-            "fit_s": round(fit_s, 2), "lattice": rep.get("bernstein_lattice"),
-            "bandwidth": rep.get("bernstein_bandwidth")}
+    return {
+        "reference": reference,
+        "epsilon": epsilon,
+        "seed": seed,
+        "t_star": round(rep["t_star"], 4),
+        "max_cell_err_10x10": round(float(np.abs(h10 - s10).max()), 4),
+        "tvd_20x20": round(grid_tvd(x, y, 20), 4),
+        "tvd_40x40": round(grid_tvd(x, y, 40), 4),
+        "w1_mean": round(float(np.mean([wasserstein_distance(x[:, j], y[:, j]) for j in range(2)])), 4),
+        "fit_s": round(fit_s, 2),
+        "lattice": rep.get("bernstein_lattice"),
+        "bandwidth": rep.get("bernstein_bandwidth"),
+    }
 
 
 def main() -> None:
@@ -86,7 +93,9 @@ def main() -> None:
                 results.append(res)
                 print(json.dumps(res), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / ("density_lp_continuous" + ("_quick" if args.quick else "") + ".json")).write_text(json.dumps(results, indent=1))
+    (OUT / ("density_lp_continuous" + ("_quick" if args.quick else "") + ".json")).write_text(
+        json.dumps(results, indent=1)
+    )
 
 
 if __name__ == "__main__":

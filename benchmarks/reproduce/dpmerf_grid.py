@@ -38,9 +38,13 @@ STD = 0.2
 GRID = np.array([(x, y) for y in (-4, -2, 0, 2, 4) for x in (-4, -2, 0, 2, 4)], dtype=float)
 CLASS_OF = np.array([(i + 2 * j) % 5 for j in range(5) for i in range(5)])
 COLOURS = np.array([(228, 26, 28), (55, 126, 184), (77, 175, 74), (152, 78, 163), (255, 127, 0)], dtype=np.uint8)
-SCHEMA = Schema(columns=(Column("x", "continuous", lower=-5.0, upper=5.0),
-                         Column("y", "continuous", lower=-5.0, upper=5.0),
-                         Column("label", "categorical", categories=tuple("01234"))))
+SCHEMA = Schema(
+    columns=(
+        Column("x", "continuous", lower=-5.0, upper=5.0),
+        Column("y", "continuous", lower=-5.0, upper=5.0),
+        Column("label", "categorical", categories=tuple("01234")),
+    )
+)
 
 
 def make_data(per_gaussian: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -75,13 +79,21 @@ def write_png(path: str, panels: list[pd.DataFrame], size: int = 400) -> None:
             for dy in (0, 1):
                 img[py + dy, px + dx] = col
         if k:
-            img[:, k * (size + 10) - 10:k * (size + 10)] = 200
+            img[:, k * (size + 10) - 10 : k * (size + 10)] = 200
     raw = b"".join(b"\x00" + row.tobytes() for row in img)
-    chunk = lambda tag, data: (struct.pack(">I", len(data)) + tag + data  # noqa: E731
-                               + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+    chunk = lambda tag, data: (
+        struct.pack(">I", len(data))
+        + tag
+        + data  # noqa: E731
+        + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    )
     with open(path, "wb") as fh:
-        fh.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", img.shape[1], img.shape[0], 8, 2, 0, 0, 0))
-                 + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+        fh.write(
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", img.shape[1], img.shape[0], 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw, 9))
+            + chunk(b"IEND", b"")
+        )
 
 
 def main(argv=None) -> None:
@@ -110,10 +122,19 @@ def main(argv=None) -> None:
         tag += f"_e{args.epochs}"
     if args.hidden:
         tag += f"_h{args.hidden.replace(',', '-')}"
-    res = {"n_train": len(train), "params": params, "epsilon": 1.0, "delta": 1e-5,
-           "nll_synthetic": nll(synth), "nll_real_test": nll(test),
-           "class_shares_synthetic": synth["label"].value_counts(normalize=True).sort_index().round(4).to_dict(),
-           "fit_seconds": fit_s, "fit_cpu_seconds": cpu_s, "load_average": os.getloadavg(), "report": mech.report()}
+    res = {
+        "n_train": len(train),
+        "params": params,
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "nll_synthetic": nll(synth),
+        "nll_real_test": nll(test),
+        "class_shares_synthetic": synth["label"].value_counts(normalize=True).sort_index().round(4).to_dict(),
+        "fit_seconds": fit_s,
+        "fit_cpu_seconds": cpu_s,
+        "load_average": os.getloadavg(),
+        "report": mech.report(),
+    }
     os.makedirs(OUT, exist_ok=True)
     os.makedirs(IMG, exist_ok=True)
     suffix = f"{tag}{'_quick' if args.quick else ''}"

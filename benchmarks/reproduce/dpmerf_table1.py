@@ -32,8 +32,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
-from sklearn.ensemble import (AdaBoostClassifier, BaggingClassifier, GradientBoostingClassifier,  # noqa: E402
-                              HistGradientBoostingClassifier, RandomForestClassifier)
+from sklearn.ensemble import (
+    AdaBoostClassifier,
+    BaggingClassifier,
+    GradientBoostingClassifier,  # noqa: E402
+    HistGradientBoostingClassifier,
+    RandomForestClassifier,
+)
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import average_precision_score, roc_auc_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
@@ -54,8 +59,13 @@ PAPER = {"adult": (0.650, 0.564), "credit": (0.772, 0.637)}  # DP-MERF (1, 1e-5)
 PAPER_REAL = {"adult": (0.730, 0.639), "credit": (0.923, 0.874)}
 SETS = {
     "adult": dict(train="adult.csv", test="adult_test.csv", schema="adult.json", target="income", positive=">50K"),
-    "credit": dict(train="credit_default_taiwan.csv", test=None, schema="credit_default_taiwan.json",
-                   target="default.payment.next.month", positive="1"),
+    "credit": dict(
+        train="credit_default_taiwan.csv",
+        test=None,
+        schema="credit_default_taiwan.json",
+        target="default.payment.next.month",
+        positive="1",
+    ),
 }
 
 
@@ -107,8 +117,11 @@ def evaluate(schema, train: pd.DataFrame, test: pd.DataFrame, target: str, posit
             model.fit(X, y)
         pred = model.predict(Xt)
         score = model.predict_proba(Xt)[:, 1] if hasattr(model, "predict_proba") else model.decision_function(Xt)
-        rows[name] = {"roc": roc_auc_score(yt, pred), "prc": average_precision_score(yt, pred),
-                      "roc_score": roc_auc_score(yt, score)}
+        rows[name] = {
+            "roc": roc_auc_score(yt, pred),
+            "prc": average_precision_score(yt, pred),
+            "roc_score": roc_auc_score(yt, score),
+        }
     mean = {k: float(np.mean([r[k] for r in rows.values()])) for k in ("roc", "prc", "roc_score")}
     return {"mean": mean, "per_classifier": rows}
 
@@ -128,8 +141,15 @@ def run(name: str, args) -> dict:
     spec = SETS[name]
     schema, raw, raw_test = load(name)
     test = schema.prepare(raw_test)
-    out = {"dataset": name, "n_train": len(raw), "n_test": len(raw_test), "epsilon": 1.0, "delta": 1e-5,
-           "params": {}, "runs": []}
+    out = {
+        "dataset": name,
+        "n_train": len(raw),
+        "n_test": len(raw_test),
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "params": {},
+        "runs": [],
+    }
     params = dict(target=spec["target"], epochs=args.epochs, features=args.features, undersample=args.undersample)
     if args.bandwidth:
         params["bandwidth"] = args.bandwidth
@@ -143,22 +163,33 @@ def run(name: str, args) -> dict:
         res = evaluate(schema, synth, test, spec["target"], spec["positive"], args.quick)
         res.update(fit_seconds=fit_s, fit_cpu_seconds=cpu_s, load_average=os.getloadavg(), report=mech.report())
         out["runs"].append(res)
-        print(f"{name} rep {rep}: fit {fit_s:.1f}s wall ({cpu_s:.1f}s CPU)  ROC {res['mean']['roc']:.3f}  PRC {res['mean']['prc']:.3f}"
-              f"  ROC(scores) {res['mean']['roc_score']:.3f}", flush=True)
+        print(
+            f"{name} rep {rep}: fit {fit_s:.1f}s wall ({cpu_s:.1f}s CPU)  ROC {res['mean']['roc']:.3f}  PRC {res['mean']['prc']:.3f}"
+            f"  ROC(scores) {res['mean']['roc_score']:.3f}",
+            flush=True,
+        )
         for r in args.also_undersample:  # post-processing of the same release: no new fit, no new cost
             mech.params["undersample"] = r
             extra = evaluate(schema, mech.sample(len(raw)), test, spec["target"], spec["positive"], args.quick)
             res.setdefault("undersample_variants", {})[str(r)] = extra
-            print(f"{name} rep {rep} undersample {r}: ROC {extra['mean']['roc']:.3f}  PRC {extra['mean']['prc']:.3f}"
-                  f"  ROC(scores) {extra['mean']['roc_score']:.3f}", flush=True)
+            print(
+                f"{name} rep {rep} undersample {r}: ROC {extra['mean']['roc']:.3f}  PRC {extra['mean']['prc']:.3f}"
+                f"  ROC(scores) {extra['mean']['roc_score']:.3f}",
+                flush=True,
+            )
     if args.real:
         out["real"] = evaluate(schema, schema.prepare(raw), test, spec["target"], spec["positive"], args.quick)
         print(f"{name} real: ROC {out['real']['mean']['roc']:.3f}  PRC {out['real']['mean']['prc']:.3f}", flush=True)
     means = {k: float(np.mean([r["mean"][k] for r in out["runs"]])) for k in ("roc", "prc", "roc_score")}
-    out.update(mean=means, fit_seconds=float(np.mean([r["fit_seconds"] for r in out["runs"]])),
-               fit_cpu_seconds=float(np.mean([r["fit_cpu_seconds"] for r in out["runs"]])),
-               paper=PAPER[name], paper_real=PAPER_REAL[name], quick=args.quick,
-               torch_threads=os.environ.get("DPMERF_TORCH_THREADS", "cores"))
+    out.update(
+        mean=means,
+        fit_seconds=float(np.mean([r["fit_seconds"] for r in out["runs"]])),
+        fit_cpu_seconds=float(np.mean([r["fit_cpu_seconds"] for r in out["runs"]])),
+        paper=PAPER[name],
+        paper_real=PAPER_REAL[name],
+        quick=args.quick,
+        torch_threads=os.environ.get("DPMERF_TORCH_THREADS", "cores"),
+    )
     return out
 
 
@@ -168,8 +199,13 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int, default=None, help="default: the mechanism's default")
     ap.add_argument("--features", type=int, default=1000)
     ap.add_argument("--undersample", type=float, default=1.0)
-    ap.add_argument("--also-undersample", type=float, nargs="*", default=[],
-                    help="also evaluate these undersampling rates on the same fitted release")
+    ap.add_argument(
+        "--also-undersample",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also evaluate these undersampling rates on the same fitted release",
+    )
     ap.add_argument("--bandwidth", type=float, default=None)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--real", action="store_true", help="also train on the real table (ceiling)")
@@ -179,13 +215,22 @@ def main(argv=None) -> None:
     if args.epochs is None:
         args.epochs = 200 if args.quick else next(p.default for p in DPMERF.params if p.name == "epochs")
     os.makedirs(OUT, exist_ok=True)
-    for name in (("adult", "credit") if args.dataset == "both" else (args.dataset,)):
+    for name in ("adult", "credit") if args.dataset == "both" else (args.dataset,):
         res = run(name, args)
         path = os.path.join(OUT, f"dpmerf_table1_{name}{'_quick' if args.quick else ''}{args.tag}.json")
         with open(path, "w") as fh:
             json.dump(res, fh, indent=1, default=float)
-        print(json.dumps({"dataset": name, **res["mean"], "fit_seconds": res["fit_seconds"],
-                          "fit_cpu_seconds": res["fit_cpu_seconds"], "out": path}))
+        print(
+            json.dumps(
+                {
+                    "dataset": name,
+                    **res["mean"],
+                    "fit_seconds": res["fit_seconds"],
+                    "fit_cpu_seconds": res["fit_cpu_seconds"],
+                    "out": path,
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,15 @@ def main(argv=None) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         mech._train()  # training only (post-processing), timed alone
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        rows.append({"threads": threads, "steps": epochs, "wall_s_per_step": wall / epochs,
-                     "cpu_s_per_step": cpu / epochs, "load_average": os.getloadavg()})
+        rows.append(
+            {
+                "threads": threads,
+                "steps": epochs,
+                "wall_s_per_step": wall / epochs,
+                "cpu_s_per_step": cpu / epochs,
+                "load_average": os.getloadavg(),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
 
 

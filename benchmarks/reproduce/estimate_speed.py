@@ -55,8 +55,14 @@ def one(mib: float, iters: int, level: int) -> dict:
         m0 = pgm.estimate(mbi, sizes, names, log, total=30000, iters=iters, warm_start=m0)
         jax.block_until_ready(m0.marginals)
         times.append(time.perf_counter() - t)
-    return {"mib": round(size, 2), "pairs": len(chosen), "iters": iters, "level": level,
-            "compile_s": round(times[0] - times[1], 2), "iterations_s": round(times[1], 2)}
+    return {
+        "mib": round(size, 2),
+        "pairs": len(chosen),
+        "iters": iters,
+        "level": level,
+        "compile_s": round(times[0] - times[1], 2),
+        "iterations_s": round(times[1], 2),
+    }
 
 
 def main(argv=None) -> int:
@@ -72,11 +78,27 @@ def main(argv=None) -> int:
     print("| model MiB | pairs | iterations | level | compile s | iterations s |\n|---|---|---|---|---|---|")
     for mib in a.mib:
         for level in (0, 2):
-            out = subprocess.run([sys.executable, "-m", "benchmarks.reproduce.estimate_speed", "--one", str(mib), str(a.iters),
-                                  str(level)], env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.reproduce.estimate_speed",
+                    "--one",
+                    str(mib),
+                    str(a.iters),
+                    str(level),
+                ],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"| {r['mib']} | {r['pairs']} | {r['iters']} | {r['level']} | {r['compile_s']} | "
-                  f"{r['iterations_s']} |", flush=True)
+            print(
+                f"| {r['mib']} | {r['pairs']} | {r['iters']} | {r['level']} | {r['compile_s']} | {r['iterations_s']} |",
+                flush=True,
+            )
     return 0
 
 

@@ -25,8 +25,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
-from sklearn.ensemble import (AdaBoostClassifier, BaggingClassifier, GradientBoostingClassifier,  # noqa: E402
-                              HistGradientBoostingClassifier, RandomForestClassifier)
+from sklearn.ensemble import (
+    AdaBoostClassifier,
+    BaggingClassifier,
+    GradientBoostingClassifier,  # noqa: E402
+    HistGradientBoostingClassifier,
+    RandomForestClassifier,
+)
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
@@ -97,8 +102,12 @@ def main(argv=None) -> None:
         schema = Schema.from_json(fh.read())
     raw = read_raw_csv(DATA)
     train_raw, test_raw = train_test_split(raw, test_size=0.2, random_state=0, stratify=raw[TARGET])
-    cols = list(pd.get_dummies(schema.prepare(train_raw).drop(columns=[TARGET]),
-                               columns=[c.name for c in schema.kept if c.kind == "categorical" and c.name != TARGET]).columns)
+    cols = list(
+        pd.get_dummies(
+            schema.prepare(train_raw).drop(columns=[TARGET]),
+            columns=[c.name for c in schema.kept if c.kind == "categorical" and c.name != TARGET],
+        ).columns
+    )
     Xte, yte = features(schema, schema.prepare(test_raw))
     eps_list = (0.1, 10.0) if args.quick else (0.01, 0.1, 1.0, 10.0)
     reps = 1 if args.quick else 2
@@ -108,7 +117,9 @@ def main(argv=None) -> None:
     # ceiling: train on the real 80%
     Xtr, ytr = features(schema, schema.prepare(train_raw))
     real = {name: score(c, Xtr, ytr, Xte, yte) for name, c in clfs.items()}
-    rows.append({"setting": "real data (ceiling)", "epsilon": None, "auc": real, "avg": float(np.mean(list(real.values())))})
+    rows.append(
+        {"setting": "real data (ceiling)", "epsilon": None, "auc": real, "avg": float(np.mean(list(real.values())))}
+    )
     print(json.dumps(rows[-1]), flush=True)
     for label, params in settings.items():
         for eps in eps_list:
@@ -120,15 +131,27 @@ def main(argv=None) -> None:
                 mech.fit(TableSource.from_frame(schema, train_raw))
                 syn = mech.sample(SYNTHETIC_ROWS)
                 secs.append(t())
-                Xs = pd.get_dummies(syn.drop(columns=[TARGET]), columns=[c.name for c in schema.kept
-                                    if c.kind == "categorical" and c.name != TARGET]).reindex(columns=cols, fill_value=0)
+                Xs = pd.get_dummies(
+                    syn.drop(columns=[TARGET]),
+                    columns=[c.name for c in schema.kept if c.kind == "categorical" and c.name != TARGET],
+                ).reindex(columns=cols, fill_value=0)
                 ys = (syn[TARGET].astype(str) == "1").to_numpy(int)
                 for name, c in clfs.items():
                     aucs[name].append(score(c, Xs.to_numpy(float), ys, Xte, yte))
             avg = {k: float(np.mean(v)) for k, v in aucs.items()}
-            rows.append({"setting": label, "epsilon": eps, "auc": avg, "avg": float(np.mean(list(avg.values()))),
-                         "paper_table1_avg": PAPER_TABLE1_AVG[eps], "fit_sample_s": float(np.mean(secs)),
-                         "released_cells": len(mech.released.weights), "reps": reps, "config": mech.config})
+            rows.append(
+                {
+                    "setting": label,
+                    "epsilon": eps,
+                    "auc": avg,
+                    "avg": float(np.mean(list(avg.values()))),
+                    "paper_table1_avg": PAPER_TABLE1_AVG[eps],
+                    "fit_sample_s": float(np.mean(secs)),
+                    "released_cells": len(mech.released.weights),
+                    "reps": reps,
+                    "config": mech.config,
+                }
+            )
             print(json.dumps({k: v for k, v in rows[-1].items() if k != "config"}), flush=True)
     os.makedirs(OUT_DIR, exist_ok=True)
     with open(os.path.join(OUT_DIR, "kdtree_classification.json"), "w") as fh:

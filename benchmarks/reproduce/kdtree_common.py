@@ -54,11 +54,11 @@ def numeric_source(schema: Schema, X: np.ndarray) -> TableSource:
 def rbf_cross_mean(Z: np.ndarray, X: np.ndarray, gamma: float, chunk: int = 2_000_000) -> np.ndarray:
     """Row means over X of exp(-γ‖z - x‖²) for every z (chunked)."""
     out = np.zeros(len(Z))
-    zz = (Z ** 2).sum(1)
+    zz = (Z**2).sum(1)
     step = max(1, chunk // max(len(Z), 1))
     for s in range(0, len(X), step):
-        Xc = X[s:s + step]
-        d2 = zz[:, None] + (Xc ** 2).sum(1)[None, :] - 2.0 * Z @ Xc.T
+        Xc = X[s : s + step]
+        d2 = zz[:, None] + (Xc**2).sum(1)[None, :] - 2.0 * Z @ Xc.T
         out += np.exp(-gamma * np.maximum(d2, 0.0)).sum(1)
     return out / len(X)
 
@@ -74,7 +74,7 @@ def mean_kxx(X: np.ndarray, gamma: float, *, d: int, subsample: int = 10_000) ->
 def rkhs_distance(Z: np.ndarray, w: np.ndarray, X: np.ndarray, kxx: float, gamma: float) -> float:
     w = np.asarray(w, float)
     w = w / w.sum()
-    zz = (Z ** 2).sum(1)
+    zz = (Z**2).sum(1)
     Kzz = np.exp(-gamma * np.maximum(zz[:, None] + zz[None, :] - 2 * Z @ Z.T, 0.0))
     val = w @ Kzz @ w - 2.0 * w @ rbf_cross_mean(Z, X, gamma) + kxx
     return float(np.sqrt(max(val, 0.0)))

@@ -25,8 +25,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from scipy.special import erf  # noqa: E402
 
-from benchmarks.reproduce.kdtree_common import (G1_BOUNDS, OUT_DIR, g1_mixture, mean_kxx, numeric_schema,  # noqa: E402
-                                      numeric_source, rkhs_distance, timer)
+from benchmarks.reproduce.kdtree_common import (
+    G1_BOUNDS,
+    OUT_DIR,
+    g1_mixture,
+    mean_kxx,
+    numeric_schema,  # noqa: E402
+    numeric_source,
+    rkhs_distance,
+    timer,
+)
 from mechanisms.synthesizers.kdtree import KDTreeAdaptive, KDTreeGrid  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 
@@ -38,6 +46,7 @@ BALOG = {  # Balog et al.'s results stored with their code (min over M), ε = 0.
 
 # -- exact RKHS distances for the two placements ------------------------------------------------------
 
+
 def _boxes(mech):
     """Cells of a fitted mechanism in data coordinates: lower corners, widths, weights.
 
@@ -47,8 +56,11 @@ def _boxes(mech):
     cols = mech.schema.kept
     if len(rel.weights) == 0:
         D = len(cols)
-        return (np.array([[c.lower for c in cols]]), np.array([[c.upper - c.lower for c in cols]]),
-                np.ones(1) if D else np.ones(0))
+        return (
+            np.array([[c.lower for c in cols]]),
+            np.array([[c.upper - c.lower for c in cols]]),
+            np.ones(1) if D else np.ones(0),
+        )
     lo, width = mech._cell_bounds(rel.coords, rel.depth)
     span = np.array([c.upper - c.lower for c in cols])
     low = np.array([c.lower for c in cols])
@@ -61,12 +73,15 @@ def _box_point_mean(lo, wd, X, gamma, chunk=400_000):
     out = np.zeros(len(lo))
     step = max(1, chunk // max(len(lo), 1))
     for a in range(0, len(X), step):
-        Xc = X[a:a + step]
+        Xc = X[a : a + step]
         prod = np.ones((len(lo), len(Xc)))
         for j in range(X.shape[1]):
             hi = (lo[:, j] + wd[:, j])[:, None]
-            prod *= math.sqrt(math.pi) / (2 * s * wd[:, j][:, None]) * (
-                erf(s * (hi - Xc[None, :, j])) - erf(s * (lo[:, j][:, None] - Xc[None, :, j])))
+            prod *= (
+                math.sqrt(math.pi)
+                / (2 * s * wd[:, j][:, None])
+                * (erf(s * (hi - Xc[None, :, j])) - erf(s * (lo[:, j][:, None] - Xc[None, :, j])))
+            )
         out += prod.sum(1)
     return out / len(X)
 
@@ -82,7 +97,8 @@ def _box_box(lo, wd, gamma):
         a1, b1 = lo[:, j][:, None], (lo[:, j] + wd[:, j])[:, None]
         a2, b2 = lo[:, j][None, :], (lo[:, j] + wd[:, j])[None, :]
         K *= (_F(b1 - a2, gamma) - _F(b1 - b2, gamma) - _F(a1 - a2, gamma) + _F(a1 - b2, gamma)) / (
-            wd[:, j][:, None] * wd[:, j][None, :])
+            wd[:, j][:, None] * wd[:, j][None, :]
+        )
     return K
 
 
@@ -109,6 +125,7 @@ def _save(name, rows):
 
 # -- Figure 3a / 3b -----------------------------------------------------------------------------------
 
+
 def fig3ab(quick: bool) -> list[dict]:
     eps_list = (0.01, 0.1, 1.0) if quick else (0.01, 0.1, 1.0, 10.0)
     reps = 1 if quick else 2
@@ -123,13 +140,18 @@ def fig3ab(quick: bool) -> list[dict]:
         # the paper does not give its w, t, τ either): finer grids with t = (2/ε) ln(J/β), which keeps
         # the expected number of surviving empty cells below β/2 (Lemma 10's rule applied to t)
         variants = [("grid (defaults)", KDTreeGrid, {}), ("adaptive (defaults)", KDTreeAdaptive, {})]
-        for k in ((20, 40, 80) if D == 2 else (8,)):
-            variants.append((f"grid k={k}, t=(2/ε)ln(J/β)", KDTreeGrid, {"width": 1 / k, "_t": k ** D}))
+        for k in (20, 40, 80) if D == 2 else (8,):
+            variants.append((f"grid k={k}, t=(2/ε)ln(J/β)", KDTreeGrid, {"width": 1 / k, "_t": k**D}))
         if D == 5:
             tuned = {"levels_independent": 20, "levels_adaptive": 5, "split": 0.3}
             variants.append(("adaptive h=20, h'-h=5, split 0.3", KDTreeAdaptive, tuned))
-            variants.append(("adaptive h=20, h'-h=5, split 0.3, t=(2/ε'')ln(J/β)", KDTreeAdaptive,
-                             {**tuned, "_t": 2 ** 20 + 100_000 * 5}))
+            variants.append(
+                (
+                    "adaptive h=20, h'-h=5, split 0.3, t=(2/ε'')ln(J/β)",
+                    KDTreeAdaptive,
+                    {**tuned, "_t": 2**20 + 100_000 * 5},
+                )
+            )
         for label, cls, params in variants:
             for eps in eps_list:
                 vals = {"center": [], "uniform": []}
@@ -148,11 +170,18 @@ def fig3ab(quick: bool) -> list[dict]:
                         if pl == "uniform" and len(m.released.weights) > 3000:
                             continue
                         vals[pl].append(distance(m, X, kxx, gamma, pl))
-                row = {"D": D, "mechanism": label, "epsilon": eps,
-                       "rkhs_center": float(np.mean(vals["center"])),
-                       "rkhs_uniform": float(np.mean(vals["uniform"])) if vals["uniform"] else None,
-                       "cells": float(np.mean(cells)), "fit_s": float(np.mean(secs)), "reps": reps,
-                       "kxx": how, "config": m.config}
+                row = {
+                    "D": D,
+                    "mechanism": label,
+                    "epsilon": eps,
+                    "rkhs_center": float(np.mean(vals["center"])),
+                    "rkhs_uniform": float(np.mean(vals["uniform"])) if vals["uniform"] else None,
+                    "cells": float(np.mean(cells)),
+                    "fit_s": float(np.mean(secs)),
+                    "reps": reps,
+                    "kxx": how,
+                    "config": m.config,
+                }
                 rows.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "config"}), flush=True)
     _save("fig3ab", rows)
@@ -181,16 +210,24 @@ def fig3c(quick: bool) -> list[dict]:
             for eps in (0.1, 1.0, 10.0):
                 p = dict(params)
                 if p:
-                    p["threshold"] = 2.0 / (0.7 * eps) * math.log((2 ** h + 100_000 * 5) / 0.05)
+                    p["threshold"] = 2.0 / (0.7 * eps) * math.log((2**h + 100_000 * 5) / 0.05)
                 t = timer()
                 m = fit(KDTreeAdaptive, schema, src, eps, seed=0, **p)
                 secs = t()
                 syn_t = timer()
                 m.sample(100_000)
-                row = {"D": D, "setting": label, "epsilon": eps, "rkhs_center": distance(m, X, kxx, gamma, "center"),
-                       "fit_s": round(secs, 2), "sample_100k_s": round(syn_t(), 2),
-                       "cells": len(m.released.weights), "kxx": how,
-                       "h": m.config["levels_independent"], "h'-h": m.config["levels_adaptive"]}
+                row = {
+                    "D": D,
+                    "setting": label,
+                    "epsilon": eps,
+                    "rkhs_center": distance(m, X, kxx, gamma, "center"),
+                    "fit_s": round(secs, 2),
+                    "sample_100k_s": round(syn_t(), 2),
+                    "cells": len(m.released.weights),
+                    "kxx": how,
+                    "h": m.config["levels_independent"],
+                    "h'-h": m.config["levels_adaptive"],
+                }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     _save("fig3c", rows)
@@ -199,13 +236,14 @@ def fig3c(quick: bool) -> list[dict]:
 
 # -- Figure 4 -----------------------------------------------------------------------------------------
 
+
 def population_mmd(mech, d, placement):
     """MMD to N(0, I_d), kernel exp(-‖x-y‖²/2): closed forms for both placements."""
     lo, wd, w = _boxes(mech)
     w = w / w.sum()
     if placement == "center":
         Z = lo + wd / 2
-        zz = (Z ** 2).sum(1)
+        zz = (Z**2).sum(1)
         Kzz = np.exp(-0.5 * np.maximum(zz[:, None] + zz[None, :] - 2 * Z @ Z.T, 0))
         ek = 0.5 ** (d / 2) * np.exp(-zz / 4)
     else:
@@ -235,11 +273,17 @@ def fig4(quick: bool) -> list[dict]:
                 for pl in vals:
                     vals[pl].append(population_mmd(m, d, pl))
             k = m.config["bins_per_axis"]
-            row = {"d": d, "epsilon": eps, "mmd_center": float(np.mean(vals["center"])),
-                   "mmd_uniform": float(np.mean(vals["uniform"])), "(eps n)^-1/3": (eps * n) ** (-1 / 3),
-                   "bins_per_axis": k, "threshold": round(m.config["threshold"], 1),
-                   "rounding_term w*sqrt(d)/(2 sqrt(e))": 10 / k * math.sqrt(d) / (2 * math.sqrt(math.e)),
-                   "reps": reps}
+            row = {
+                "d": d,
+                "epsilon": eps,
+                "mmd_center": float(np.mean(vals["center"])),
+                "mmd_uniform": float(np.mean(vals["uniform"])),
+                "(eps n)^-1/3": (eps * n) ** (-1 / 3),
+                "bins_per_axis": k,
+                "threshold": round(m.config["threshold"], 1),
+                "rounding_term w*sqrt(d)/(2 sqrt(e))": 10 / k * math.sqrt(d) / (2 * math.sqrt(math.e)),
+                "reps": reps,
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
     _save("fig4", rows)

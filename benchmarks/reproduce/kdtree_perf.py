@@ -40,15 +40,27 @@ def bench_adaptive(n: int, d: int = 10, epsilon: float = 1.0, params: dict | Non
     syn = mech.sample(n)
     t_all = t()
     rep = mech.report()
-    return {"bench": "adaptive", "params": params or "defaults", "n": n, "d": d, "epsilon": epsilon,
-            "noise": "secure (OpenDP)",
-            "fit_s": round(t_fit, 2), "sample_s": round(t_all - t_fit, 2), "fit_plus_sample_s": round(t_all, 2),
-            "peak_rss_mib": round(peak_rss_mib(), 1), "rss_before_fit_mib": round(rss0, 1),
-            "rows": len(syn), "noised_values": mech.noise.draws,
-            "decision_counts_noised": mech.diagnostics["decision_counts_noised"],
-            "nonempty_leaves": mech.diagnostics["nonempty_leaves"],
-            "released_cells": rep["released_cells"], "h": rep["config"]["levels_independent"],
-            "h_adaptive": rep["config"]["levels_adaptive"], "tau": round(rep["config"]["tau"], 1)}
+    return {
+        "bench": "adaptive",
+        "params": params or "defaults",
+        "n": n,
+        "d": d,
+        "epsilon": epsilon,
+        "noise": "secure (OpenDP)",
+        "fit_s": round(t_fit, 2),
+        "sample_s": round(t_all - t_fit, 2),
+        "fit_plus_sample_s": round(t_all, 2),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+        "rss_before_fit_mib": round(rss0, 1),
+        "rows": len(syn),
+        "noised_values": mech.noise.draws,
+        "decision_counts_noised": mech.diagnostics["decision_counts_noised"],
+        "nonempty_leaves": mech.diagnostics["nonempty_leaves"],
+        "released_cells": rep["released_cells"],
+        "h": rep["config"]["levels_independent"],
+        "h_adaptive": rep["config"]["levels_adaptive"],
+        "tau": round(rep["config"]["tau"], 1),
+    }
 
 
 def atoms_data(n: int, d: int, atoms: int = 50) -> np.ndarray:
@@ -62,17 +74,23 @@ def bench_grid40(n: int, expected_empty: float | None, d: int = 10, epsilon: flo
     src = numeric_source(schema, atoms_data(n, d))
     params = {"width": 1e-4}
     if expected_empty is not None:  # choose t so that J * P[DLap(2/ε) >= t] ≈ expected_empty
-        J = 10 ** 40
+        J = 10**40
         params["threshold"] = 2.0 / epsilon * math.log(J / (2 * expected_empty))
     mech = KDTreeGrid(schema, epsilon=epsilon, noise=Noise.secure_backend(), **params)
     t = timer()
     mech.fit(src)
     t_fit = t()
     rep = mech.report()
-    return {"bench": "grid40", "n": n, "cells": rep["config"]["cells"], "threshold": round(rep["config"]["threshold"], 1),
-            "expected_empty": float(10 ** 40 * dlap_tail(rep["config"]["count_scale"], rep["config"]["T"])),
-            "fit_s": round(t_fit, 3), "released_cells": rep["released_cells"],
-            "released_empty_cells": mech.diagnostics["released_empty_cells"]}
+    return {
+        "bench": "grid40",
+        "n": n,
+        "cells": rep["config"]["cells"],
+        "threshold": round(rep["config"]["threshold"], 1),
+        "expected_empty": float(10**40 * dlap_tail(rep["config"]["count_scale"], rep["config"]["T"])),
+        "fit_s": round(t_fit, 3),
+        "released_cells": rep["released_cells"],
+        "released_empty_cells": mech.diagnostics["released_empty_cells"],
+    }
 
 
 def main(argv=None) -> None:
@@ -87,7 +105,7 @@ def main(argv=None) -> None:
         for n in ns:
             results.append(bench_grid40(n, None))
             print(json.dumps(results[-1]), flush=True)
-        for m in ((100, 10_000) if args.quick else (100, 10_000, 100_000)):
+        for m in (100, 10_000) if args.quick else (100, 10_000, 100_000):
             results.append(bench_grid40(100_000, m))
             print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "adaptive"):

@@ -24,8 +24,9 @@ from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.synthesizers.pmse import UNLIMITED_DEPTH, PMSEMechanism, tree_pmse  # noqa: E402
 from mechanisms.schema import Column, Schema, TableSource  # noqa: E402
 
-PAPER_SCHEMA = Schema(columns=(Column("x1", "continuous", lower=-20.0, upper=24.0),
-                               Column("x2", "continuous", lower=-20.0, upper=15.0)))
+PAPER_SCHEMA = Schema(
+    columns=(Column("x1", "continuous", lower=-20.0, upper=24.0), Column("x2", "continuous", lower=-20.0, upper=15.0))
+)
 OUT_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "out")
 
 
@@ -40,8 +41,9 @@ def as_raw(df: pd.DataFrame) -> pd.DataFrame:
     return df.apply(lambda c: c.map(repr))
 
 
-def eval_pmse(real: np.ndarray, syn: np.ndarray, *, depth: int = UNLIMITED_DEPTH, cp: float = 0.001,
-              min_leaf: int = 5) -> float:
+def eval_pmse(
+    real: np.ndarray, syn: np.ndarray, *, depth: int = UNLIMITED_DEPTH, cp: float = 0.001, min_leaf: int = 5
+) -> float:
     """pMSE of an rpart-like CART (Gini, cp on the misclassification risk), real vs synthetic, same n.
     Defaults = synthpop's ``utility.gen`` CART (cp 1e-3, minbucket 5), which reproduces the paper's
     non-DP Table 2 level (0.0066)."""

@@ -37,7 +37,7 @@ def utility_seconds(n: int, d: int, tree: str, m: int = 5, evals: int = 3) -> tu
     u = PMSEUtility(X, model, Z, depth=depth, alpha=alpha, pairwise=(tree == "strict"))
     theta = model.initial()
     theta[:d] = 0.5
-    theta[-d:] = np.log(0.12 ** 2)
+    theta[-d:] = np.log(0.12**2)
     times, gen = [], []
     for _ in range(evals):  # CPU time of this (single-threaded) process
         t0 = time.process_time()
@@ -54,27 +54,42 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shorter chains, scaling at n = 5000 only")
     args = ap.parse_args(argv)
-    lines = ["pMSE mechanism performance (shared 2-core machine, one thread; CPU seconds of the process, "
-             "and wall-clock for the fits)", ""]
+    lines = [
+        "pMSE mechanism performance (shared 2-core machine, one thread; CPU seconds of the process, "
+        "and wall-clock for the fits)",
+        "",
+    ]
     df = paper_data(5000, np.random.default_rng(0))
-    runs = [("paper depth 5, cp 0.01, burn-in 1000 + 1500", dict(tree="paper", depth=5, features="columns",
-                                                               burn_in=1000, iterations=1500)),
-            ("strict + pairwise (defaults), burn-in 1000 + 2000", dict())]
+    runs = [
+        (
+            "paper depth 5, cp 0.01, burn-in 1000 + 1500",
+            dict(tree="paper", depth=5, features="columns", burn_in=1000, iterations=1500),
+        ),
+        ("strict + pairwise (defaults), burn-in 1000 + 2000", dict()),
+    ]
     if args.quick:
         runs = [(lab + " [quick: 200+100]", dict(p, burn_in=200, iterations=100)) for lab, p in runs]
-    lines += ["Target release: ε = 1, n = 5000, d = 2, m = 5", "",
-              "| configuration | fit CPU s | fit wall s | split-half gap | slope (true 0.5) |", "|---|---|---|---|---|"]
+    lines += [
+        "Target release: ε = 1, n = 5000, d = 2, m = 5",
+        "",
+        "| configuration | fit CPU s | fit wall s | split-half gap | slope (true 0.5) |",
+        "|---|---|---|---|---|",
+    ]
     for label, params in runs:
         mech, secs = release(df, 1.0, seed=1, **params)
         slope = ols(mech.sample(50_000))[1]
         gap = split_half_gap(mech.diagnostics["trace"])
         lines.append(f"| {label} | {mech.cpu_seconds:.1f} | {secs:.1f} | {gap:.2f} | {slope:.3f} |")
         print(lines[-1], flush=True)
-    lines += ["", "CPU seconds per utility evaluation (m = 5; median of 3), share generating synthetic data; "
-              "a default strict chain is 3000 evaluations", "",
-              "| n | d | strict+pairwise s/eval | gen share | paper depth 5 s/eval | gen share |",
-              "|---|---|---|---|---|---|"]
-    for n in ((5000,) if args.quick else (5000, 50_000)):
+    lines += [
+        "",
+        "CPU seconds per utility evaluation (m = 5; median of 3), share generating synthetic data; "
+        "a default strict chain is 3000 evaluations",
+        "",
+        "| n | d | strict+pairwise s/eval | gen share | paper depth 5 s/eval | gen share |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n in (5000,) if args.quick else (5000, 50_000):
         for d in (2, 5, 10):
             s_t, s_g = utility_seconds(n, d, "strict")
             p_t, p_g = utility_seconds(n, d, "paper")

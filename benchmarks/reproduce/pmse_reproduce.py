@@ -19,7 +19,15 @@ import time
 
 import numpy as np
 
-from benchmarks.reproduce.pmse_common import eval_pmse, non_dp_synthetic, ols, paper_data, release, split_half_gap, write_markdown
+from benchmarks.reproduce.pmse_common import (
+    eval_pmse,
+    non_dp_synthetic,
+    ols,
+    paper_data,
+    release,
+    split_half_gap,
+    write_markdown,
+)
 
 EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
 PAPER_TABLE2 = {0.25: 0.09281, 0.5: 0.03610, 1.0: 0.02107, 2.0: 0.01459, 4.0: 0.01161}
@@ -28,8 +36,7 @@ CONFIGS = [
     ("strict+pairwise, l=1", dict(releases=1, iterations=1000), EPSILONS),
     ("strict+pairwise, l=10", dict(releases=10, iterations=1000), (0.25, 1.0, 4.0)),
     ("strict columns (depth 1), l=1", dict(features="columns", iterations=1000), (1.0,)),
-    ("paper depth 5 cp 0.01, l=1, 500 it", dict(tree="paper", depth=5, features="columns", iterations=500),
-     (1.0,)),
+    ("paper depth 5 cp 0.01, l=1, 500 it", dict(tree="paper", depth=5, features="columns", iterations=500), (1.0,)),
 ]
 
 
@@ -50,8 +57,11 @@ def run_config(label, params, epsilons, reps, n, quick):
             err = np.abs(beta_priv - beta_real)
             gap = split_half_gap(mech.diagnostics["trace"])
             rows.append(dict(label=label, eps=eps, rep=r, pmse=pm, err0=err[0], err1=err[1], secs=secs, gap=gap))
-            print(f"{label:38s} eps={eps:<5} rep={r} pMSE={pm:.5f} |db0|={err[0]:.3f} |db1|={err[1]:.3f} "
-                  f"fit={secs:.1f}s gap={gap:.2f}", flush=True)
+            print(
+                f"{label:38s} eps={eps:<5} rep={r} pMSE={pm:.5f} |db0|={err[0]:.3f} |db1|={err[1]:.3f} "
+                f"fit={secs:.1f}s gap={gap:.2f}",
+                flush=True,
+            )
     return rows
 
 
@@ -79,11 +89,15 @@ def main(argv=None) -> None:
     nondp = np.array(nondp)
     secs = time.perf_counter() - t0
 
-    lines = [f"pMSE mechanism reproduction (n = {n}; {reps} replicate(s) for the first two configurations, 1 for "
-             f"the others; non-DP {len(nondp)}), total {secs:.0f} s", "",
-             "Table 2: pMSE of released data (mean [variance] over replicates)", "",
-             "| configuration | " + " | ".join(f"ε={e}" for e in EPSILONS) + " |",
-             "|---|" + "---|" * len(EPSILONS)]
+    lines = [
+        f"pMSE mechanism reproduction (n = {n}; {reps} replicate(s) for the first two configurations, 1 for "
+        f"the others; non-DP {len(nondp)}), total {secs:.0f} s",
+        "",
+        "Table 2: pMSE of released data (mean [variance] over replicates)",
+        "",
+        "| configuration | " + " | ".join(f"ε={e}" for e in EPSILONS) + " |",
+        "|---|" + "---|" * len(EPSILONS),
+    ]
     labels = list(dict.fromkeys(r["label"] for r in rows))
     for lab in labels:
         cells = []
@@ -94,19 +108,33 @@ def main(argv=None) -> None:
     lines.append("| non-DP (ML plug-in) | " + " | ".join(f"{nondp[:, 0].mean():.4f}" for _ in EPSILONS) + " |")
     lines.append("| paper: pMSE mech. | " + " | ".join(f"{PAPER_TABLE2[e]:.4f}" for e in EPSILONS) + " |")
     lines.append("| paper: non-DP | " + " | ".join("0.0066" for _ in EPSILONS) + " |")
-    lines += ["", "Section 6: mean |β̂ − β̂_priv| (intercept / slope of x2 on x1)", "",
-              "| configuration | " + " | ".join(f"ε={e}" for e in EPSILONS) + " |", "|---|" + "---|" * len(EPSILONS)]
+    lines += [
+        "",
+        "Section 6: mean |β̂ − β̂_priv| (intercept / slope of x2 on x1)",
+        "",
+        "| configuration | " + " | ".join(f"ε={e}" for e in EPSILONS) + " |",
+        "|---|" + "---|" * len(EPSILONS),
+    ]
     for lab in labels:
         cells = []
         for e in EPSILONS:
             sel = [r for r in rows if r["label"] == lab and r["eps"] == e]
-            cells.append(f"{np.mean([r['err0'] for r in sel]):.3f} / {np.mean([r['err1'] for r in sel]):.3f}"
-                         if sel else "-")
+            cells.append(
+                f"{np.mean([r['err0'] for r in sel]):.3f} / {np.mean([r['err1'] for r in sel]):.3f}" if sel else "-"
+            )
         lines.append(f"| {lab} | " + " | ".join(cells) + " |")
-    lines.append("| non-DP (ML plug-in) | " + " | ".join(
-        f"{nondp[:, 1].mean():.3f} / {nondp[:, 2].mean():.3f}" for _ in EPSILONS) + " |")
-    lines += ["", "Fit seconds (mean) and worst split-half mixing statistic per configuration", "",
-              "| configuration | mean fit s | max split-half gap |", "|---|---|---|"]
+    lines.append(
+        "| non-DP (ML plug-in) | "
+        + " | ".join(f"{nondp[:, 1].mean():.3f} / {nondp[:, 2].mean():.3f}" for _ in EPSILONS)
+        + " |"
+    )
+    lines += [
+        "",
+        "Fit seconds (mean) and worst split-half mixing statistic per configuration",
+        "",
+        "| configuration | mean fit s | max split-half gap |",
+        "|---|---|---|",
+    ]
     for lab in labels:
         sel = [r for r in rows if r["label"] == lab]
         lines.append(f"| {lab} | {np.mean([r['secs'] for r in sel]):.1f} | {max(r['gap'] for r in sel):.2f} |")

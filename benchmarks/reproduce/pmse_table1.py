@@ -27,9 +27,13 @@ BATCH = 20  # replicates per vectorized tree_pmse call
 SETTINGS = [  # (label, depth, cp or None, pairwise features)
     ("strict (depth 1, no cp)", 1, None, False),
     ("strict + pairwise products", 1, None, True),
-    ("depth 1", 1, 0.01, False), ("depth 2", 2, 0.01, False), ("depth 5", 5, 0.01, False),
+    ("depth 1", 1, 0.01, False),
+    ("depth 2", 2, 0.01, False),
+    ("depth 5", 5, 0.01, False),
     ("unlimited", UNLIMITED_DEPTH, 0.01, False),
-    ("depth 1", 1, 0.001, False), ("depth 2", 2, 0.001, False), ("depth 5", 5, 0.001, False),
+    ("depth 1", 1, 0.001, False),
+    ("depth 2", 2, 0.001, False),
+    ("depth 5", 5, 0.001, False),
     ("unlimited", UNLIMITED_DEPTH, 0.001, False),
 ]
 
@@ -78,17 +82,28 @@ def main(argv=None) -> None:
             worst[k] = max(worst[k], float(diff.max()) * n)
         done += g
     secs = time.perf_counter() - t0
-    lines = [f"pMSE Table 1 reproduction: {reps} replicates (paper: 10^6), n = {n}, seed {args.seed}, "
-             f"{secs:.0f} s", "",
-             "| tree | cp | violations | rate | 95% upper bound | max n·abs(Δu) | paper |",
-             "|---|---|---|---|---|---|---|"]
-    paper = {("depth 1", 0.01): "0.0%", ("depth 2", 0.01): "0.3%", ("depth 5", 0.01): "0.6%",
-             ("unlimited", 0.01): "0.7%", ("depth 1", 0.001): "0.0%", ("depth 2", 0.001): "0.5%",
-             ("depth 5", 0.001): "2.0%", ("unlimited", 0.001): "2.5%"}
+    lines = [
+        f"pMSE Table 1 reproduction: {reps} replicates (paper: 10^6), n = {n}, seed {args.seed}, {secs:.0f} s",
+        "",
+        "| tree | cp | violations | rate | 95% upper bound | max n·abs(Δu) | paper |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    paper = {
+        ("depth 1", 0.01): "0.0%",
+        ("depth 2", 0.01): "0.3%",
+        ("depth 5", 0.01): "0.6%",
+        ("unlimited", 0.01): "0.7%",
+        ("depth 1", 0.001): "0.0%",
+        ("depth 2", 0.001): "0.5%",
+        ("depth 5", 0.001): "2.0%",
+        ("unlimited", 0.001): "2.5%",
+    }
     for k, (label, _, cp, _) in enumerate(SETTINGS):
         hi = float(beta.ppf(0.95, hits[k] + 1, reps - hits[k])) if hits[k] < reps else 1.0
-        lines.append(f"| {label} | {cp if cp is not None else '-'} | {hits[k]} | {100 * hits[k] / reps:.2f}% | "
-                     f"{100 * hi:.2f}% | {worst[k]:.3f} | {paper.get((label, cp), '-')} |")
+        lines.append(
+            f"| {label} | {cp if cp is not None else '-'} | {hits[k]} | {100 * hits[k] / reps:.2f}% | "
+            f"{100 * hi:.2f}% | {worst[k]:.3f} | {paper.get((label, cp), '-')} |"
+        )
     print("\n".join(lines))
     print("written", write_markdown("pmse_table1.md", lines))
 

@@ -69,8 +69,13 @@ print(json.dumps({"d": d, "n": n, "chunk_rows": chunk, "secure_noise": secure, "
 
 
 def run(d: int, n: int, chunk: int, secure: bool) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(d), str(n), str(chunk), "1" if secure else "0"],
-                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(d), str(n), str(chunk), "1" if secure else "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -109,17 +114,26 @@ def main() -> None:
     rows.append(run(2, n, args.chunk, secure=True))
     csv_line = None
     if args.csv:
-        out = subprocess.run([sys.executable, "-c", CSV_CHILD, str(n // 5)], capture_output=True, text=True,
-                             check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        out = subprocess.run(
+            [sys.executable, "-c", CSV_CHILD, str(n // 5)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
         csv_line = out.stdout.strip()
-    print("| d | rows | noise | stream rows/s | fit rows/s | fit s | peak RSS MB (before fit) | estimate MB | r, L*, k, w, j |")
+    print(
+        "| d | rows | noise | stream rows/s | fit rows/s | fit s | peak RSS MB (before fit) | estimate MB | r, L*, k, w, j |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         p = r["plan"]
-        print(f"| {r['d']} | {r['n']:,} | {'secure' if r['secure_noise'] else 'seeded'} | {r['stream_rows_per_s']:,} | "
-              f"{r['fit_rows_per_s']:,} | {r['fit_s']} | {r['peak_rss_mb']} ({r['rss_before_fit_mb']}) | "
-              f"{r['memory_estimate_mb']} | {p['depth']}, {p['pruning_level']}, {p['k']}, {p['width']}, "
-              f"{p['sketch_depth']} |")
+        print(
+            f"| {r['d']} | {r['n']:,} | {'secure' if r['secure_noise'] else 'seeded'} | {r['stream_rows_per_s']:,} | "
+            f"{r['fit_rows_per_s']:,} | {r['fit_s']} | {r['peak_rss_mb']} ({r['rss_before_fit_mb']}) | "
+            f"{r['memory_estimate_mb']} | {p['depth']}, {p['pruning_level']}, {p['k']}, {p['width']}, "
+            f"{p['sketch_depth']} |"
+        )
     if csv_line:
         print()
         print(csv_line)

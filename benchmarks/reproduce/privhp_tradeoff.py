@@ -69,7 +69,7 @@ class Prepared:
         lo = np.array([c.lower for c in self.schema.kept])
         hi = np.array([c.upper for c in self.schema.kept])
         for s in range(0, self.n, size):
-            yield pd.DataFrame(lo + self.X[s:s + size] * (hi - lo), columns=self.schema.names)
+            yield pd.DataFrame(lo + self.X[s : s + size] * (hi - lo), columns=self.schema.names)
 
 
 def unit_schema(d: int) -> Schema:
@@ -90,8 +90,13 @@ def _grid_ids(X: np.ndarray, levels: int) -> np.ndarray:
     """Sorted depth-``levels`` dyadic cell ids (axes cut in turn, bits interleaved: prefix = ancestor)."""
     d = X.shape[1]
     ids = np.zeros(len(X), dtype=np.int64)
-    cells = [np.minimum((X[:, i] * 2.0 ** (levels // d + (i < levels % d))).astype(np.int64),
-                        2 ** (levels // d + (i < levels % d)) - 1) for i in range(d)]
+    cells = [
+        np.minimum(
+            (X[:, i] * 2.0 ** (levels // d + (i < levels % d))).astype(np.int64),
+            2 ** (levels // d + (i < levels % d)) - 1,
+        )
+        for i in range(d)
+    ]
     used = [0] * d
     for level in range(1, levels + 1):
         a = (level - 1) % d
@@ -169,24 +174,33 @@ def run_one(schema: Schema, X: np.ndarray, params: dict, seed: int) -> dict:
     else:
         dist = distance(X, schema.to_unit(mech.sample(SYNTH_FACTOR * len(X))))
     mem = mech.plan.memory_bytes(len(schema.kept))
-    return {"dist": dist, "memory_kb": (mem["structure"] + mem["tree"]) / 1024, "fit_s": fit_s,
-            "plan": mech.plan}
+    return {"dist": dist, "memory_kb": (mem["structure"] + mem["tree"]) / 1024, "fit_s": fit_s, "plan": mech.plan}
 
 
 def sweep(label: str, schema: Schema, inputs: list[np.ndarray], budgets_mb: list[float]) -> list[dict]:
     rows = []
-    configs = ([("no noise, full depth-r tree (floor)", {"pruning_level": 62, "noise_off": True}),
-                ("PMM (unpruned)", {"pruning_level": 62})]
-               + [(f"PrivHP {mb} MiB", {"memory_mb": mb}) for mb in budgets_mb])
+    configs = [
+        ("no noise, full depth-r tree (floor)", {"pruning_level": 62, "noise_off": True}),
+        ("PMM (unpruned)", {"pruning_level": 62}),
+    ] + [(f"PrivHP {mb} MiB", {"memory_mb": mb}) for mb in budgets_mb]
     for name, params in configs:
         res = [run_one(schema, X, dict(params), seed=7 + i) for i, X in enumerate(inputs)]
         p = res[0]["plan"]
-        rows.append({"input": label, "method": name, "r": p.depth, "L*": p.pruning_level,
-                     "k": p.k if p.sketch_levels else "-", "w": p.width if p.sketch_levels else "-",
-                     "j": p.sketch_depth if p.sketch_levels else "-",
-                     "memory_kb": round(res[0]["memory_kb"], 1),
-                     "distance": float(np.mean([r["dist"] for r in res])),
-                     "sd": float(np.std([r["dist"] for r in res])), "fit_s": round(np.mean([r["fit_s"] for r in res]), 2)})
+        rows.append(
+            {
+                "input": label,
+                "method": name,
+                "r": p.depth,
+                "L*": p.pruning_level,
+                "k": p.k if p.sketch_levels else "-",
+                "w": p.width if p.sketch_levels else "-",
+                "j": p.sketch_depth if p.sketch_levels else "-",
+                "memory_kb": round(res[0]["memory_kb"], 1),
+                "distance": float(np.mean([r["dist"] for r in res])),
+                "sd": float(np.std([r["dist"] for r in res])),
+                "fit_s": round(np.mean([r["fit_s"] for r in res]), 2),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -219,8 +233,10 @@ def main() -> None:
     print("| input | method | r | L* | k | w | j | memory KiB | W1 (d=1) / TD (d=2) | sd | fit s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['input']} | {r['method']} | {r['r']} | {r['L*']} | {r['k']} | {r['w']} | {r['j']} | "
-              f"{r['memory_kb']:,} | {r['distance']:.3g} | {r['sd']:.2g} | {r['fit_s']} |")
+        print(
+            f"| {r['input']} | {r['method']} | {r['r']} | {r['L*']} | {r['k']} | {r['w']} | {r['j']} | "
+            f"{r['memory_kb']:,} | {r['distance']:.3g} | {r['sd']:.2g} | {r['fit_s']} |"
+        )
 
 
 if __name__ == "__main__":

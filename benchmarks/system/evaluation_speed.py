@@ -26,10 +26,14 @@ LEVELS = 8
 
 
 def make_schema() -> Schema:
-    cols = [Column(name=f"x{i}", kind="continuous" if i % 2 else "integer", lower=0.0, upper=100.0, bins=20)
-            for i in range(N_NUMERIC)]
-    cols += [Column(name=f"c{i}", kind="categorical", categories=tuple(f"v{k}" for k in range(LEVELS)))
-             for i in range(N_CATEGORICAL - 1)]
+    cols = [
+        Column(name=f"x{i}", kind="continuous" if i % 2 else "integer", lower=0.0, upper=100.0, bins=20)
+        for i in range(N_NUMERIC)
+    ]
+    cols += [
+        Column(name=f"c{i}", kind="categorical", categories=tuple(f"v{k}" for k in range(LEVELS)))
+        for i in range(N_CATEGORICAL - 1)
+    ]
     cols.append(Column(name="label", kind="categorical", categories=("no", "yes")))
     return Schema(columns=tuple(cols))
 
@@ -61,11 +65,24 @@ def main() -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     res = evaluate(schema, real, syn, target=None if args.no_target else "label", fast=args.fast)
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(json.dumps({"rows": args.rows, "columns": len(schema.names), "fast": args.fast,
-                      "target": not args.no_target, "seconds": round(total, 2), "cpu_seconds": round(cpu, 2), "stages": res["timings"],
-                      "tstr_model_seconds": {f"{m['model']} ({m['train']})": m.get("seconds")
-                                             for m in (res["ml"] or {}).get("models", [])},
-                      "summary": res["summary"]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "rows": args.rows,
+                "columns": len(schema.names),
+                "fast": args.fast,
+                "target": not args.no_target,
+                "seconds": round(total, 2),
+                "cpu_seconds": round(cpu, 2),
+                "stages": res["timings"],
+                "tstr_model_seconds": {
+                    f"{m['model']} ({m['train']})": m.get("seconds") for m in (res["ml"] or {}).get("models", [])
+                },
+                "summary": res["summary"],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

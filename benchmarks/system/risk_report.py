@@ -72,11 +72,25 @@ def load(table: str, rows: int, seed: int):
 def release_seconds(schema: Schema, raw, mechanism: str, epsilon: float, params: dict, seed: int) -> float:
     """fit + sample of the release itself, on the same records the report uses, after a warm-up fit on a
     few rows (imports and compilation are paid once per worker process, not per release)."""
-    warm = build(mechanism, schema, epsilon=epsilon, delta=DELTA if _needs_delta(mechanism, schema, params) else 0.0,
-                 params=params, noise=Noise.seeded(seed), n=min(len(raw), 200))
+    warm = build(
+        mechanism,
+        schema,
+        epsilon=epsilon,
+        delta=DELTA if _needs_delta(mechanism, schema, params) else 0.0,
+        params=params,
+        noise=Noise.seeded(seed),
+        n=min(len(raw), 200),
+    )
     warm.fit(TableSource(schema, frame=raw.iloc[:200].reset_index(drop=True)))
-    mech = build(mechanism, schema, epsilon=epsilon, delta=DELTA if _needs_delta(mechanism, schema, params) else 0.0,
-                 params=params, noise=Noise.seeded(seed), n=len(raw))
+    mech = build(
+        mechanism,
+        schema,
+        epsilon=epsilon,
+        delta=DELTA if _needs_delta(mechanism, schema, params) else 0.0,
+        params=params,
+        noise=Noise.seeded(seed),
+        n=len(raw),
+    )
     t0 = time.perf_counter()
     mech.fit(TableSource(schema, frame=raw))
     mech.sample(len(raw))
@@ -90,67 +104,137 @@ def _needs_delta(mechanism: str, schema: Schema, params: dict) -> bool:
     return cls.requires_delta(cls.validate_params(dict(params), schema))
 
 
-def one(table: str, mechanism: str, *, epsilon: float, rows: int, runs: int, seed: int, broken: bool,
-        time_factor: float | None = None, min_seconds: float = 0.0, default_params: bool = False,
-        canary_pairs: int = risk.DEFAULT_CANARY_PAIRS, broken_runs: int | None = None,
-        broken_only: bool = False) -> dict:
+def one(
+    table: str,
+    mechanism: str,
+    *,
+    epsilon: float,
+    rows: int,
+    runs: int,
+    seed: int,
+    broken: bool,
+    time_factor: float | None = None,
+    min_seconds: float = 0.0,
+    default_params: bool = False,
+    canary_pairs: int = risk.DEFAULT_CANARY_PAIRS,
+    broken_runs: int | None = None,
+    broken_only: bool = False,
+) -> dict:
     schema, raw = load(table, rows, seed)
     params = {} if default_params else dict(PARAMS.get(mechanism, {}))
     if params.get("max_rounds") and params["max_rounds"] < len(schema.kept):
         params["max_rounds"] = len(schema.kept) + 8  # AIM's first rounds measure every column, one each
     delta = DELTA if _needs_delta(mechanism, schema, params) else 0.0
     if broken_only:
-        return {"table": table, "mechanism": mechanism, "epsilon": epsilon, "rows": len(raw),
-                "columns": len(schema.kept), "params": params, "canary_pairs": canary_pairs, "seed": seed,
-                **_broken(schema, schema.prepare(raw), mechanism, epsilon, delta, params, broken_runs or runs,
-                          seed, canary_pairs)}
+        return {
+            "table": table,
+            "mechanism": mechanism,
+            "epsilon": epsilon,
+            "rows": len(raw),
+            "columns": len(schema.kept),
+            "params": params,
+            "canary_pairs": canary_pairs,
+            "seed": seed,
+            **_broken(
+                schema, schema.prepare(raw), mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs
+            ),
+        }
     rel_s = release_seconds(schema, raw, mechanism, epsilon, params, seed)
     prepared = schema.prepare(raw)
     budget = None if time_factor is None else max(time_factor * rel_s, min_seconds)
-    rep = risk.risk_report(schema, prepared, mechanism, epsilon=epsilon, delta=delta, params=params, runs=runs,
-                           noise=Noise.seeded(seed), release_seconds=rel_s, time_budget=budget,
-                           canary_pairs=canary_pairs)
-    out = {"table": table, "mechanism": mechanism, "epsilon": epsilon, "delta": delta, "rows": len(raw),
-           "columns": len(schema.kept), "runs": runs, "params": params, "release_seconds": round(rel_s, 2),
-           "time_budget": None if budget is None else round(budget, 2), "canary_pairs": canary_pairs,
-           "status": rep["status"], "reason": rep.get("reason")}
+    rep = risk.risk_report(
+        schema,
+        prepared,
+        mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        params=params,
+        runs=runs,
+        noise=Noise.seeded(seed),
+        release_seconds=rel_s,
+        time_budget=budget,
+        canary_pairs=canary_pairs,
+    )
+    out = {
+        "table": table,
+        "mechanism": mechanism,
+        "epsilon": epsilon,
+        "delta": delta,
+        "rows": len(raw),
+        "columns": len(schema.kept),
+        "runs": runs,
+        "params": params,
+        "release_seconds": round(rel_s, 2),
+        "time_budget": None if budget is None else round(budget, 2),
+        "canary_pairs": canary_pairs,
+        "status": rep["status"],
+        "reason": rep.get("reason"),
+    }
     if rep["status"] == "done":
-        out.update(report_seconds=rep["seconds"], time_ratio=rep["time_ratio"], runs_done=rep["runs"],
-                   skipped_for_time=rep["skipped_for_time"], fit_seconds=rep["fit_seconds"],
-                   lower_bounds={a["name"]: a["epsilon_lower_bound"] for a in rep["attacks"]},
-                   aucs={a["name"]: a["auc"] for a in rep["attacks"]},
-                   control_auc=rep["control_auc"], control_detected=rep["control_detected"],
-                   control_aucs={a["name"]: a["auc"] for a in rep["control"] if a["release"] == "members themselves"},
-                   noise_off_aucs={a["name"]: a["auc"] for a in rep["control"] if a["release"] == "noise switched off"},
-                   guarantee_failed=rep["guarantee_failed"], lower_bound=rep["epsilon_lower_bound"],
-                   advantage=rep["empirical_advantage"],
-                   attribute_risk=max((x["risk"] for x in rep["attribute_inference"]), default=None),
-                   linkability_risk=(rep["linkability"] or {}).get("risk"),
-                   singling_out_risk=(rep["singling_out"] or {}).get("risk"))
+        out.update(
+            report_seconds=rep["seconds"],
+            time_ratio=rep["time_ratio"],
+            runs_done=rep["runs"],
+            skipped_for_time=rep["skipped_for_time"],
+            fit_seconds=rep["fit_seconds"],
+            lower_bounds={a["name"]: a["epsilon_lower_bound"] for a in rep["attacks"]},
+            aucs={a["name"]: a["auc"] for a in rep["attacks"]},
+            control_auc=rep["control_auc"],
+            control_detected=rep["control_detected"],
+            control_aucs={a["name"]: a["auc"] for a in rep["control"] if a["release"] == "members themselves"},
+            noise_off_aucs={a["name"]: a["auc"] for a in rep["control"] if a["release"] == "noise switched off"},
+            guarantee_failed=rep["guarantee_failed"],
+            lower_bound=rep["epsilon_lower_bound"],
+            advantage=rep["empirical_advantage"],
+            attribute_risk=max((x["risk"] for x in rep["attribute_inference"]), default=None),
+            linkability_risk=(rep["linkability"] or {}).get("risk"),
+            singling_out_risk=(rep["singling_out"] or {}).get("risk"),
+        )
     if broken:
-        out.update(_broken(schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed,
-                           canary_pairs))
+        out.update(
+            _broken(schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs)
+        )
     return out
 
 
 def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs) -> dict:
     """The report on the variant with every noise scale divided by 10, claiming ``epsilon``."""
-    b = risk.risk_report(schema, prepared, mechanism, epsilon=epsilon, delta=delta, params=params, runs=runs,
-                         noise=Noise.seeded(seed), attack_noise=ScaledNoise(0.1, seed=seed),
-                         noise_off_control=False, canary_pairs=canary_pairs)
-    return {"broken_runs": b.get("runs"), "broken_seconds": b.get("seconds"),
-            "broken_lower_bound": b.get("epsilon_lower_bound"),
-            "broken_lower_bounds": {a["name"]: a["epsilon_lower_bound"] for a in b.get("attacks", [])},
-            "broken_caught": b.get("guarantee_failed")}
+    b = risk.risk_report(
+        schema,
+        prepared,
+        mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        params=params,
+        runs=runs,
+        noise=Noise.seeded(seed),
+        attack_noise=ScaledNoise(0.1, seed=seed),
+        noise_off_control=False,
+        canary_pairs=canary_pairs,
+    )
+    return {
+        "broken_runs": b.get("runs"),
+        "broken_seconds": b.get("seconds"),
+        "broken_lower_bound": b.get("epsilon_lower_bound"),
+        "broken_lower_bounds": {a["name"]: a["epsilon_lower_bound"] for a in b.get("attacks", [])},
+        "broken_caught": b.get("guarantee_failed"),
+    }
 
 
 def broken_markdown(lines: list[dict]) -> str:
-    head = ("| table | cols | rows | mechanism | seed | refits | broken LB (best attack) | caught | seconds |\n"
-            "|---|---|---|---|---|---|---|---|---|")
-    return head + "\n" + "\n".join(
-        f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r.get('seed', 0)} | {r['broken_runs']} | "
-        f"{_best(r['broken_lower_bounds'])} | {'yes' if r['broken_caught'] else 'no'} | {r['broken_seconds']:.0f} |"
-        for r in lines)
+    head = (
+        "| table | cols | rows | mechanism | seed | refits | broken LB (best attack) | caught | seconds |\n"
+        "|---|---|---|---|---|---|---|---|---|"
+    )
+    return (
+        head
+        + "\n"
+        + "\n".join(
+            f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r.get('seed', 0)} | {r['broken_runs']} | "
+            f"{_best(r['broken_lower_bounds'])} | {'yes' if r['broken_caught'] else 'no'} | {r['broken_seconds']:.0f} |"
+            for r in lines
+        )
+    )
 
 
 def _best(d: dict) -> str:
@@ -160,41 +244,55 @@ def _best(d: dict) -> str:
 
 
 def markdown(lines: list[dict]) -> str:
-    head = ("| table | cols | rows | mechanism | LB (best attack) | LB ≤ ε | control AUC | refits | release s | "
-            "report s | ratio | broken LB (best attack, refits) | broken caught |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    head = (
+        "| table | cols | rows | mechanism | LB (best attack) | LB ≤ ε | control AUC | refits | release s | "
+        "report s | ratio | broken LB (best attack, refits) | broken caught |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
     rows = []
     for r in lines:
         if r["status"] != "done":
-            rows.append(f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | "
-                        f"not computable: {r['reason']} |||||||||")
+            rows.append(
+                f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | "
+                f"not computable: {r['reason']} |||||||||"
+            )
             continue
         off = max(r["noise_off_aucs"].values(), default=None)
         refits = f"{r.get('runs_done', r['runs'])}" + (" + noise off" if off is not None else "")
         if "shadow" not in r.get("skipped_for_time", []) and "shadow_model" in r["lower_bounds"]:
             refits += " + shadow"
-        broken = (f"{_best(r['broken_lower_bounds'])}, {r['broken_runs']}" if r.get("broken_lower_bounds") else "")
+        broken = f"{_best(r['broken_lower_bounds'])}, {r['broken_runs']}" if r.get("broken_lower_bounds") else ""
         rows.append(
             f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {_best(r['lower_bounds'])} | "
             f"{'yes' if not r['guarantee_failed'] else 'NO'} | {r['control_auc']} | {refits} | "
             f"{r['release_seconds']} | {r['report_seconds']:.1f} | {r['time_ratio']} | {broken} | "
-            f"{'' if 'broken_caught' not in r else ('yes' if r['broken_caught'] else 'no')} |")
+            f"{'' if 'broken_caught' not in r else ('yes' if r['broken_caught'] else 'no')} |"
+        )
     return head + "\n" + "\n".join(rows)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tables", nargs="+", default=["adult", "bank_marketing", "credit_default_taiwan",
-                                                   "bank_credit_wide"])
+    p.add_argument(
+        "--tables", nargs="+", default=["adult", "bank_marketing", "credit_default_taiwan", "bank_credit_wide"]
+    )
     p.add_argument("--mechanisms", nargs="+", default=["baseline", "mst", "aim", "dpmerf"])
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--rows", type=int, default=5000, help="records sampled from each table (0: all)")
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--time-factor", type=float, default=None,
-                   help="skip refits after the first past this many times the release's time (the web app: 3)")
-    p.add_argument("--min-seconds", type=float, default=10.0,
-                   help="with --time-factor: the budget's floor in seconds (the web app: 10)")
+    p.add_argument(
+        "--time-factor",
+        type=float,
+        default=None,
+        help="skip refits after the first past this many times the release's time (the web app: 3)",
+    )
+    p.add_argument(
+        "--min-seconds",
+        type=float,
+        default=10.0,
+        help="with --time-factor: the budget's floor in seconds (the web app: 10)",
+    )
     p.add_argument("--canary-pairs", type=int, default=risk.DEFAULT_CANARY_PAIRS, help="target pairs per refit")
     p.add_argument("--broken-runs", type=int, default=None, help="refits of the broken variant (default: --runs)")
     p.add_argument("--default-params", action="store_true", help="the mechanisms' defaults, not the shorter PARAMS")
@@ -209,10 +307,21 @@ def main(argv=None) -> int:
         return 0
     for table in args.tables:
         for mech in args.mechanisms:
-            res = one(table, mech, epsilon=args.epsilon, rows=args.rows, runs=args.runs, seed=args.seed,
-                      broken=args.broken, time_factor=args.time_factor, min_seconds=args.min_seconds,
-                      default_params=args.default_params, canary_pairs=args.canary_pairs,
-                      broken_runs=args.broken_runs, broken_only=args.broken_only)
+            res = one(
+                table,
+                mech,
+                epsilon=args.epsilon,
+                rows=args.rows,
+                runs=args.runs,
+                seed=args.seed,
+                broken=args.broken,
+                time_factor=args.time_factor,
+                min_seconds=args.min_seconds,
+                default_params=args.default_params,
+                canary_pairs=args.canary_pairs,
+                broken_runs=args.broken_runs,
+                broken_only=args.broken_only,
+            )
             line = json.dumps(res)
             print(line, flush=True)
             if args.out:

@@ -42,8 +42,13 @@ PASSWORD = secrets.token_urlsafe(16)  # the throwaway steward of this run
 BURST = (
     [("baseline", {"mechanism": "baseline", "epsilon": "0.1", "rows": 3000})] * 6
     + [("density-lp", {"mechanism": "density-lp", "epsilon": "0.1", "rows": 3000, "params": {"m": 2000}})] * 2
-    + [("dpmerf-small", {"mechanism": "dpmerf", "epsilon": "0.1", "delta": "1e-7", "rows": 3000,
-                         "params": {"epochs": 300}})] * 2
+    + [
+        (
+            "dpmerf-small",
+            {"mechanism": "dpmerf", "epsilon": "0.1", "delta": "1e-7", "rows": 3000, "params": {"epochs": 300}},
+        )
+    ]
+    * 2
     + [("draw", "draw")] * 6
 )
 
@@ -80,9 +85,14 @@ class Services:
         if exe is None:
             raise SystemExit("redis-server not found: run scripts/ensure-system-packages.sh")
         port = free_port()
-        self.procs.append(subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                            "--appendonly", "no"], stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True))
+        self.procs.append(
+            subprocess.Popen(
+                [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         wait_port(port)
         return f"redis://127.0.0.1:{port}/0"
 
@@ -181,8 +191,10 @@ def wait_done(api: Api, ds: int, ids: list[int], timeout: float = 1800) -> dict[
 
 def drain_evaluations(env: dict, timeout: float = 1800) -> None:
     """Wait until no utility evaluation is pending or running (they share the workers)."""
-    code = ("import django; django.setup(); from dpportal.dashboards.models import Evaluation as E; "
-            "print(E.objects.filter(status__in=[E.PENDING, E.RUNNING]).count())")
+    code = (
+        "import django; django.setup(); from dpportal.dashboards.models import Evaluation as E; "
+        "print(E.objects.filter(status__in=[E.PENDING, E.RUNNING]).count())"
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -221,8 +233,9 @@ def cpu_seconds(pids: list[int]) -> float:
 
 def burst_round(api: Api, env: dict, workers: int, pids: list[int], repeat: int = 1) -> dict:
     ds = setup_dataset(api)
-    status, seed = api("POST", f"/api/datasets/{ds}/releases/", {"mechanism": "baseline", "epsilon": "0.1",
-                                                                 "rows": 100})
+    status, seed = api(
+        "POST", f"/api/datasets/{ds}/releases/", {"mechanism": "baseline", "epsilon": "0.1", "rows": 100}
+    )
     assert status == 201, seed
     wait_done(api, ds, [seed["id"]])  # the release the draws come from (not timed)
     drain_evaluations(env)
@@ -250,45 +263,85 @@ def burst_round(api: Api, env: dict, workers: int, pids: list[int], repeat: int 
         by_label.setdefault(labels[rid], []).append(t)
     _, ledger = api("GET", f"/api/datasets/{ds}/ledger/")
     eps = ledger["budget"]["epsilon"]
-    exact = (Fraction(eps["spent"]) == sum(charged) and eps["reserved"] == "0" and ledger["chain"].get("ok", False))
-    return {"workers": workers, "jobs": len(ids), "failed": failed,
-            "releases_done_s": round(releases_done, 1), "drained_s": round(drained, 1),
-            "throughput_per_min": round(60 * len(ids) / releases_done, 2),
-            "p50_s": round(percentile(list(times.values()), 50), 1),
-            "p95_s": round(percentile(list(times.values()), 95), 1),
-            "p50_by_kind_s": {k: round(percentile(v, 50), 1) for k, v in sorted(by_label.items())},
-            "worker_cpu_s": round(cpu, 1), "load_before": round(load0, 1), "load_after": round(os.getloadavg()[0], 1),
-            "ledger_exact": exact, "epsilon_spent": eps["spent"], "epsilon_expected": str(sum(charged)),
-            "chain": ledger["chain"]}
+    exact = Fraction(eps["spent"]) == sum(charged) and eps["reserved"] == "0" and ledger["chain"].get("ok", False)
+    return {
+        "workers": workers,
+        "jobs": len(ids),
+        "failed": failed,
+        "releases_done_s": round(releases_done, 1),
+        "drained_s": round(drained, 1),
+        "throughput_per_min": round(60 * len(ids) / releases_done, 2),
+        "p50_s": round(percentile(list(times.values()), 50), 1),
+        "p95_s": round(percentile(list(times.values()), 95), 1),
+        "p50_by_kind_s": {k: round(percentile(v, 50), 1) for k, v in sorted(by_label.items())},
+        "worker_cpu_s": round(cpu, 1),
+        "load_before": round(load0, 1),
+        "load_after": round(os.getloadavg()[0], 1),
+        "ledger_exact": exact,
+        "epsilon_spent": eps["spent"],
+        "epsilon_expected": str(sum(charged)),
+        "chain": ledger["chain"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--threads", type=int, default=None, help="threads per job (default: max(1, cores // workers))")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="submit the burst this many times back to back (a longer burst: less weight on the "
-                        "last job's tail and on the once-a-second polling)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="submit the burst this many times back to back (a longer burst: less weight on the "
+        "last job's tail and on the once-a-second polling)",
+    )
     a = p.parse_args(argv)
     from mechanisms.resources import available_cores
 
     cores = available_cores()
     svc = Services()
     data = svc.root / "data"
-    env = {**os.environ, "DATABASE_URL": svc.database_url, "CELERY_BROKER_URL": svc.redis_url,
-           "DPPORTAL_DATA_DIR": str(data), "DJANGO_SECRET_KEY": "bench-scale-" + os.urandom(8).hex(),
-           "DJANGO_SETTINGS_MODULE": "dpportal.settings", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": svc.database_url,
+        "CELERY_BROKER_URL": svc.redis_url,
+        "DPPORTAL_DATA_DIR": str(data),
+        "DJANGO_SECRET_KEY": "bench-scale-" + os.urandom(8).hex(),
+        "DJANGO_SETTINGS_MODULE": "dpportal.settings",
+        "PYTHONPATH": str(ROOT),
+    }
     procs: list[subprocess.Popen] = []
     results = []
     try:
         manage = [sys.executable, "manage.py"]
         subprocess.run(manage + ["migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-        subprocess.run(manage + ["create_steward", "bench", "--password", PASSWORD], cwd=ROOT, env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            manage + ["create_steward", "bench", "--password", PASSWORD],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         port = free_port()
-        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "dpportal.wsgi:application", "--bind",
-                                f"127.0.0.1:{port}", "--workers", "2", "--timeout", "120"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=(data / "web.log").open("w"), start_new_session=True)
+        web = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "dpportal.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+                "--timeout",
+                "120",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=(data / "web.log").open("w"),
+            start_new_session=True,
+        )
         procs.append(web)
         wait_port(port)
         api = Api(f"http://127.0.0.1:{port}")
@@ -298,11 +351,32 @@ def main(argv: list[str] | None = None) -> int:
         for n in a.workers:
             threads = a.threads or max(1, cores // n)
             wenv = {**env, "DPPORTAL_WORKER_CONCURRENCY": "1", "DPPORTAL_THREADS_PER_JOB": str(threads)}
-            workers = [subprocess.Popen([sys.executable, "-m", "celery", "-A", "dpportal", "worker", "-n",
-                                         f"w{i}@%h", "--concurrency=1", "--prefetch-multiplier=1", "--loglevel=WARNING",
-                                         "--without-gossip", "--without-mingle", "--without-heartbeat"], cwd=ROOT,
-                                        env=wenv, stdout=subprocess.DEVNULL, stderr=(data / f"worker-{n}-{i}.log").open("w"),
-                                        start_new_session=True) for i in range(n)]
+            workers = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "dpportal",
+                        "worker",
+                        "-n",
+                        f"w{i}@%h",
+                        "--concurrency=1",
+                        "--prefetch-multiplier=1",
+                        "--loglevel=WARNING",
+                        "--without-gossip",
+                        "--without-mingle",
+                        "--without-heartbeat",
+                    ],
+                    cwd=ROOT,
+                    env=wenv,
+                    stdout=subprocess.DEVNULL,
+                    stderr=(data / f"worker-{n}-{i}.log").open("w"),
+                    start_new_session=True,
+                )
+                for i in range(n)
+            ]
             time.sleep(3)
             try:
                 r = burst_round(api, env, n, [w.pid for w in workers], a.repeat)
@@ -322,13 +396,17 @@ def main(argv: list[str] | None = None) -> int:
             r["speedup_vs_1"] = round(r["throughput_per_min"] / base["throughput_per_min"], 2)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"cores": cores, "burst": [b[0] for b in BURST], "rounds": results}, indent=2))
-    print("| workers | threads/job | jobs | releases done (s) | drained (s) | throughput /min | speedup | p50 s | p95 s "
-          "| worker CPU s | load avg before/after | ledger exact |")
+    print(
+        "| workers | threads/job | jobs | releases done (s) | drained (s) | throughput /min | speedup | p50 s | p95 s "
+        "| worker CPU s | load avg before/after | ledger exact |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in results:
-        print(f"| {r['workers']} | {r['threads_per_job']} | {r['jobs']} | {r['releases_done_s']} | {r['drained_s']} | "
-              f"{r['throughput_per_min']} | {r.get('speedup_vs_1', '-')} | {r['p50_s']} | {r['p95_s']} | "
-              f"{r['worker_cpu_s']} | {r['load_before']} / {r['load_after']} | {'yes' if r['ledger_exact'] else 'NO'} |")
+        print(
+            f"| {r['workers']} | {r['threads_per_job']} | {r['jobs']} | {r['releases_done_s']} | {r['drained_s']} | "
+            f"{r['throughput_per_min']} | {r.get('speedup_vs_1', '-')} | {r['p50_s']} | {r['p95_s']} | "
+            f"{r['worker_cpu_s']} | {r['load_before']} / {r['load_after']} | {'yes' if r['ledger_exact'] else 'NO'} |"
+        )
     return 0 if all(r["ledger_exact"] and not r["failed"] for r in results) else 1
 
 

@@ -51,8 +51,10 @@ def release_for_viewer(user, pk):
     release = get_object_or_404(Release.objects.select_related("dataset"), pk=pk)
     if release.dataset.owner_id == user.pk:
         return release
-    if (Release.objects.for_analysts().filter(pk=release.pk).exists()
-            and release.dataset.analysts.filter(pk=user.pk).exists()):
+    if (
+        Release.objects.for_analysts().filter(pk=release.pk).exists()
+        and release.dataset.analysts.filter(pk=user.pk).exists()
+    ):
         return release
     raise Http404("not found")
 

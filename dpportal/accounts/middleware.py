@@ -19,8 +19,7 @@ class FirstPasswordMiddleware:
     def __call__(self, request):
         if must_change_password(request.user) and not self._allowed(request.path):
             if request.path.startswith("/api/"):
-                return JsonResponse({"error": "change the one-time password at /accounts/password/ first"},
-                                    status=403)
+                return JsonResponse({"error": "change the one-time password at /accounts/password/ first"}, status=403)
             messages.warning(request, MESSAGE)
             return redirect("password_change")
         return self.get_response(request)

@@ -45,8 +45,9 @@ def retry_after(request, username) -> int:
     limit = settings.DPPORTAL_LOGIN_MAX_FAILURES
     wait = 0.0
     for scope, most in zip(_scopes(request, username), (limit * PER_ADDRESS_FACTOR, limit)):
-        times = list(LoginFailure.objects.filter(scope=scope, at__gte=since).order_by("-at")
-                     .values_list("at", flat=True)[:most])
+        times = list(
+            LoginFailure.objects.filter(scope=scope, at__gte=since).order_by("-at").values_list("at", flat=True)[:most]
+        )
         if len(times) >= most:  # the oldest of the last `most` failures must leave the window first
             wait = max(wait, (times[-1] + window - timezone.now()).total_seconds())
     return math.ceil(wait) if wait > 0 else 0
@@ -54,8 +55,10 @@ def retry_after(request, username) -> int:
 
 def refusal(seconds: int) -> str:
     minutes = max(1, math.ceil(seconds / 60))
-    return (f"too many failed logins from this address: try again in {minutes} minute{'s' if minutes > 1 else ''} "
-            "(nothing was checked)")
+    return (
+        f"too many failed logins from this address: try again in {minutes} minute{'s' if minutes > 1 else ''} "
+        "(nothing was checked)"
+    )
 
 
 def _record_failure(sender, credentials, request=None, **kwargs):
@@ -63,8 +66,9 @@ def _record_failure(sender, credentials, request=None, **kwargs):
         return
     now = timezone.now()
     scopes = _scopes(request, credentials.get("username"))
-    LoginFailure.objects.filter(scope__in=scopes,
-                                at__lt=now - timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS)).delete()
+    LoginFailure.objects.filter(
+        scope__in=scopes, at__lt=now - timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS)
+    ).delete()
     LoginFailure.objects.bulk_create([LoginFailure(scope=s, at=now) for s in scopes])
 
 

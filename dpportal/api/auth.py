@@ -32,8 +32,9 @@ def json_body(request) -> dict:
     try:
         body = request.body
     except RequestDataTooBig:
-        raise ApiError(f"the request body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} "
-                       "bytes", 413) from None
+        raise ApiError(
+            f"the request body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes", 413
+        ) from None
     if not body:
         raise ApiError("the request body must be a JSON object")
     try:
@@ -63,8 +64,10 @@ def api_view(*methods: str, auth: bool = True):
                 scheme, _, key = header.partition(" ")
                 token = Token.for_key(key.strip()) if scheme.lower() in ("token", "bearer") and key else None
                 if token is None:
-                    return error("authentication required: send 'Authorization: Token <key>' "
-                                 "(POST /api/auth/token/ issues one)", 401)
+                    return error(
+                        "authentication required: send 'Authorization: Token <key>' (POST /api/auth/token/ issues one)",
+                        401,
+                    )
                 request.user, request.api_token = token.user, token
             try:
                 return view(request, *args, **kwargs)
@@ -72,5 +75,7 @@ def api_view(*methods: str, auth: bool = True):
                 return error("not found", 404)
             except (ApiError, TokenRefused) as exc:
                 return error(str(exc), exc.status)
+
         return wrapper
+
     return decorator

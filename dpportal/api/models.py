@@ -56,8 +56,11 @@ class Token(models.Model):
                 name = check_name(name)
                 cls.objects.filter(user=user, name=name).delete()
                 if cls.objects.filter(user=user).count() >= MAX_TOKENS_PER_USER:
-                    raise TokenRefused(f"you already hold {MAX_TOKENS_PER_USER} API tokens: revoke one "
-                                       "(DELETE /api/auth/tokens/{id}/) or reuse a name to replace its token", 409)
+                    raise TokenRefused(
+                        f"you already hold {MAX_TOKENS_PER_USER} API tokens: revoke one "
+                        "(DELETE /api/auth/tokens/{id}/) or reuse a name to replace its token",
+                        409,
+                    )
             cls.objects.create(user=user, key_hash=hash_key(key), name=name)
         return key
 
@@ -75,5 +78,9 @@ class Token(models.Model):
         return token.user if token else None
 
     def as_dict(self, current=None) -> dict:
-        return {"id": self.pk, "name": self.name, "created_at": self.created_at.isoformat(),
-                "current": current is not None and current.pk == self.pk}
+        return {
+            "id": self.pk,
+            "name": self.name,
+            "created_at": self.created_at.isoformat(),
+            "current": current is not None and current.pk == self.pk,
+        }

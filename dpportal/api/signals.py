@@ -22,5 +22,8 @@ def revoke_tokens_on_password_change(sender, instance, update_fields=None, **kwa
 
 
 def connect():
-    pre_save.connect(revoke_tokens_on_password_change, sender=get_user_model(),
-                     dispatch_uid="dpportal-revoke-tokens-on-password-change")
+    pre_save.connect(
+        revoke_tokens_on_password_change,
+        sender=get_user_model(),
+        dispatch_uid="dpportal-revoke-tokens-on-password-change",
+    )

@@ -24,7 +24,10 @@ urlpatterns = [
     path("releases/<int:pk>/risk/", views.release_risk, name="dpportal-api-release-risk"),
     path("releases/<int:pk>/cancel/", views.release_cancel, name="dpportal-api-release-cancel"),
     path("releases/<int:pk>/synthetic.csv", views.release_csv, name="dpportal-api-release-csv"),
-    path("releases/<int:pk>/synthetic-spreadsheet.csv", views.release_csv_spreadsheet,
-         name="dpportal-api-release-csv-spreadsheet"),
+    path(
+        "releases/<int:pk>/synthetic-spreadsheet.csv",
+        views.release_csv_spreadsheet,
+        name="dpportal-api-release-csv-spreadsheet",
+    ),
     path("releases/<int:pk>/manifest.json", views.release_manifest, name="dpportal-api-release-manifest"),
 ]

@@ -9,8 +9,14 @@ from django.http import JsonResponse
 
 from dpportal.accounts import throttle
 from dpportal.accounts.models import must_change_password
-from dpportal.accounts.access import (dataset_for_owner, dataset_for_viewer, release_for_owner,
-                                      release_for_viewer, require_steward, visible_datasets)
+from dpportal.accounts.access import (
+    dataset_for_owner,
+    dataset_for_viewer,
+    release_for_owner,
+    release_for_viewer,
+    require_steward,
+    visible_datasets,
+)
 from dpportal.datasets import services as dataset_services
 from dpportal.datasets.upload import UploadError, parse_markers, store_upload
 from dpportal.ledger import services as ledger
@@ -26,8 +32,13 @@ from .models import DEFAULT_NAME, MAX_TOKENS_PER_USER, Token, check_name
 
 
 # Refusals whose message is meant for the user: inside ``refused()`` each becomes an API error with it.
-DOMAIN_ERRORS = (UploadError, dataset_services.SchemaRejected, ledger.LedgerError, guidance.GuidanceError,
-                 release_services.ReleaseRequestError)
+DOMAIN_ERRORS = (
+    UploadError,
+    dataset_services.SchemaRejected,
+    ledger.LedgerError,
+    guidance.GuidanceError,
+    release_services.ReleaseRequestError,
+)
 
 
 @contextlib.contextmanager
@@ -44,13 +55,22 @@ def dataset_dict(dataset, *, for_owner: bool) -> dict:
     if not for_owner:
         return data
     data.update(
-        rows=dataset.n_rows, columns=dataset.header, encoding=dataset.encoding, delimiter=dataset.delimiter,
-        missing_markers=dataset.missing_markers, original_filename=dataset.original_filename,
-        created_at=dataset.created_at.isoformat(), raw_data=dataset.has_raw,
-        schema_confirmed=bool(dataset.schema), schema=dataset.schema,
-        schema_draft=dataset.schema_draft, schema_draft_source=dataset.draft_source,
-        schema_draft_note=("SUGGESTIONS computed from the private data: confirm them as public knowledge "
-                           "(PUT /schema/) before any release"),
+        rows=dataset.n_rows,
+        columns=dataset.header,
+        encoding=dataset.encoding,
+        delimiter=dataset.delimiter,
+        missing_markers=dataset.missing_markers,
+        original_filename=dataset.original_filename,
+        created_at=dataset.created_at.isoformat(),
+        raw_data=dataset.has_raw,
+        schema_confirmed=bool(dataset.schema),
+        schema=dataset.schema,
+        schema_draft=dataset.schema_draft,
+        schema_draft_source=dataset.draft_source,
+        schema_draft_note=(
+            "SUGGESTIONS computed from the private data: confirm them as public knowledge "
+            "(PUT /schema/) before any release"
+        ),
         budget=ledger.remaining(dataset),
         supported_mechanisms=registry.supporting(dataset.confirmed_schema()) if dataset.schema else [],
     )
@@ -59,18 +79,31 @@ def dataset_dict(dataset, *, for_owner: bool) -> dict:
 
 def release_dict(release: Release, *, for_owner: bool) -> dict:
     data = status_dict(release, for_owner=for_owner)
-    data.update(dataset=release.dataset_id, mechanism=release.mechanism, params=release.params,
-                epsilon=release.epsilon, delta=release.delta, rows=release.rows,
-                drawn_from_release=release.parent_id, url=f"/api/releases/{release.pk}/",
-                privacy=public_report(release, for_owner=for_owner), title=release.title)
+    data.update(
+        dataset=release.dataset_id,
+        mechanism=release.mechanism,
+        params=release.params,
+        epsilon=release.epsilon,
+        delta=release.delta,
+        rows=release.rows,
+        drawn_from_release=release.parent_id,
+        url=f"/api/releases/{release.pk}/",
+        privacy=public_report(release, for_owner=for_owner),
+        title=release.title,
+    )
     if release.status == Release.DONE:
         data["synthetic_csv"] = f"/api/releases/{release.pk}/synthetic.csv"
         data["manifest"] = f"/api/releases/{release.pk}/manifest.json"
     if for_owner:
-        data.update(created_at=release.created_at.isoformat(), data_touched=release.data_touched,
-                    started_at=release.started_at and release.started_at.isoformat(),
-                    finished_at=release.finished_at and release.finished_at.isoformat(), note=release.note,
-                    withdrawn=release.is_withdrawn, hidden=release.hidden)
+        data.update(
+            created_at=release.created_at.isoformat(),
+            data_touched=release.data_touched,
+            started_at=release.started_at and release.started_at.isoformat(),
+            finished_at=release.finished_at and release.finished_at.isoformat(),
+            note=release.note,
+            withdrawn=release.is_withdrawn,
+            hidden=release.hidden,
+        )
         from dpportal.dashboards.services import quality_of
 
         data["quality"] = quality_of(release)  # steward-only: computed from the raw data
@@ -99,8 +132,7 @@ def token(request):
 def tokens(request):
     """The caller's API tokens (names and dates; keys are never stored)."""
     mine = request.user.api_tokens.order_by("created_at", "pk")
-    return JsonResponse({"tokens": [t.as_dict(request.api_token) for t in mine],
-                         "limit": MAX_TOKENS_PER_USER})
+    return JsonResponse({"tokens": [t.as_dict(request.api_token) for t in mine], "limit": MAX_TOKENS_PER_USER})
 
 
 @api_view("DELETE")
@@ -158,8 +190,12 @@ def budget(request, pk):
         if "epsilon" not in data:
             raise ApiError("send the epsilon cap as 'epsilon' (and optionally 'delta')")
         with refused():
-            entry = ledger.set_caps(d, epsilon=_amount(data["epsilon"], "epsilon"),
-                                    delta=_amount(data.get("delta", "0"), "delta"), user=request.user)
+            entry = ledger.set_caps(
+                d,
+                epsilon=_amount(data["epsilon"], "epsilon"),
+                delta=_amount(data.get("delta", "0"), "delta"),
+                user=request.user,
+            )
         out = ledger.remaining(d)
         if entry is not None and getattr(entry, "warning", ""):
             out["warning"] = entry.warning
@@ -179,8 +215,16 @@ def recommendation(request, pk):
         return JsonResponse(guidance.recommendation_for(d, request.GET, mechanism=request.GET.get("mechanism")))
 
 
-RECOMMENDATION_PARAMS = {"purpose", "epsilon", "delta", "target", "pairs", "larger_than_memory", "target_error",
-                         "mechanism"}
+RECOMMENDATION_PARAMS = {
+    "purpose",
+    "epsilon",
+    "delta",
+    "target",
+    "pairs",
+    "larger_than_memory",
+    "target_error",
+    "mechanism",
+}
 
 
 def _check_would_fail(dataset, data: dict) -> str:
@@ -192,8 +236,10 @@ def _check_would_fail(dataset, data: dict) -> str:
     if reason and data.get("confirm_would_fail") is True:
         return f"confirmed through the API: run {data['mechanism']} although predicted to fail ({reason})"
     if reason:
-        raise ApiError(f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
-                       "\"confirm_would_fail\": true to spend budget on it anyway. Nothing was charged.")
+        raise ApiError(
+            f"{data['mechanism']} is predicted to fail on this table ({reason}); send "
+            '"confirm_would_fail": true to spend budget on it anyway. Nothing was charged.'
+        )
     return ""
 
 
@@ -204,13 +250,16 @@ def _check_high_error(dataset, data: dict) -> str:
     if not isinstance(data["mechanism"], str):
         return ""
     params = data.get("params") if isinstance(data.get("params"), dict) else {}
-    reason = guidance.high_error_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"),
-                                        params=params)
+    reason = guidance.high_error_reason(
+        dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"), params=params
+    )
     if reason and data.get("confirm_high_error") is True:
         return f"confirmed through the API: {reason}"
     if reason:
-        raise ApiError(f"{reason}. Send \"confirm_high_error\": true to spend budget on it anyway, or raise epsilon. "
-                       "Nothing was charged.")
+        raise ApiError(
+            f'{reason}. Send "confirm_high_error": true to spend budget on it anyway, or raise epsilon. '
+            "Nothing was charged."
+        )
     return ""
 
 
@@ -229,22 +278,27 @@ def dataset_releases(request, pk):
         return JsonResponse({"releases": [release_dict(r, for_owner=owner) for r in qs]})
     d = dataset_for_owner(request.user, pk)
     data = json_body(request)
-    unknown = sorted(set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail",
-                                  "confirm_high_error"})
+    unknown = sorted(
+        set(data) - {"mechanism", "epsilon", "delta", "params", "rows", "confirm_would_fail", "confirm_high_error"}
+    )
     if unknown:
         raise ApiError(f"unknown field(s) {unknown}; send mechanism, epsilon, delta, params, rows")
     if "epsilon" not in data or "mechanism" not in data:
         raise ApiError("send at least 'mechanism' and 'epsilon'")
     would_fail = _check_would_fail(d, data)
     req = release_services.ReleaseRequest(
-        mechanism=data["mechanism"], epsilon=_amount(data["epsilon"], "epsilon"),
-        delta=_amount(data.get("delta", "0"), "delta"), params=data.get("params") or {},
-        rows=data.get("rows", d.n_rows))
+        mechanism=data["mechanism"],
+        epsilon=_amount(data["epsilon"], "epsilon"),
+        delta=_amount(data.get("delta", "0"), "delta"),
+        params=data.get("params") or {},
+        rows=data.get("rows", d.n_rows),
+    )
     with refused():
         release_services.check_request(d, req)  # a bad value is named before a confirmation is asked for
         high_error = _check_high_error(d, data)
-        release = release_services.plan_release(d, request.user, req,
-                                                confirmed="; ".join(filter(None, (would_fail, high_error))))
+        release = release_services.plan_release(
+            d, request.user, req, confirmed="; ".join(filter(None, (would_fail, high_error)))
+        )
     return JsonResponse(release_dict(release, for_owner=True), status=201)
 
 
@@ -262,10 +316,13 @@ def dataset_bounds(request, pk):
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
         raise ApiError(f"columns must be a list of column names, got columns={columns!r}"[:300])
     with refused():
-        r = release_services.plan_bounds(d, request.user, columns=columns,
-                                         epsilon=_amount(data.get("epsilon", release_services.DEFAULT_BOUNDS_EPSILON),
-                                                         "epsilon"),
-                                         delta=_amount(data["delta"], "delta") if "delta" in data else None)
+        r = release_services.plan_bounds(
+            d,
+            request.user,
+            columns=columns,
+            epsilon=_amount(data.get("epsilon", release_services.DEFAULT_BOUNDS_EPSILON), "epsilon"),
+            delta=_amount(data["delta"], "delta") if "delta" in data else None,
+        )
     return JsonResponse(release_dict(r, for_owner=True), status=201)
 
 
@@ -321,9 +378,16 @@ def release_estimate(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     body = json_body(request)
     with refused():
-        est = release_services.estimate_request(dataset, release_services.ReleaseRequest(
-            mechanism=body.get("mechanism"), epsilon=body.get("epsilon"), delta=body.get("delta"),
-            params=body.get("params") or {}, rows=body.get("rows", dataset.n_rows)))
+        est = release_services.estimate_request(
+            dataset,
+            release_services.ReleaseRequest(
+                mechanism=body.get("mechanism"),
+                epsilon=body.get("epsilon"),
+                delta=body.get("delta"),
+                params=body.get("params") or {},
+                rows=body.get("rows", dataset.n_rows),
+            ),
+        )
     return JsonResponse(est)
 
 

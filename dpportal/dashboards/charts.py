@@ -8,9 +8,12 @@ from collections import defaultdict
 REAL = "#5f6b7a"
 SYNTHETIC = "#2857a4"
 OTHER = "#c2572b"
-BASE_LAYOUT = {"margin": {"l": 50, "r": 10, "t": 36, "b": 60}, "paper_bgcolor": "rgba(0,0,0,0)",
-               "plot_bgcolor": "rgba(0,0,0,0)",
-               "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}}
+BASE_LAYOUT = {
+    "margin": {"l": 50, "r": 10, "t": 36, "b": 60},
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "rgba(0,0,0,0)",
+    "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+}
 # Labels are categories, never numbers: plotly otherwise reads labels like "- 50000" and "50000+" as
 # numbers and drops or merges the bars of the others.
 CATEGORY_AXIS = {"type": "category"}
@@ -18,40 +21,69 @@ MAX_LABEL = 24  # category labels are cut to this many characters on axes
 
 
 def _layout(title: str, **kw) -> dict:
-    return {**BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left",
-                                     "y": 0.98, "yanchor": "top"}, **kw}
+    return {
+        **BASE_LAYOUT,
+        "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top"},
+        **kw,
+    }
 
 
 def _short(labels: list[str]) -> list[str]:
-    return [s if len(s) <= MAX_LABEL else s[:MAX_LABEL - 1] + "…" for s in labels]
+    return [s if len(s) <= MAX_LABEL else s[: MAX_LABEL - 1] + "…" for s in labels]
 
 
 def column_overlay(col: dict, extra: list[tuple[str, dict]] = (), synthetic_name: str = "synthetic") -> dict:
     """Bar chart of the cell shares of one column: real vs synthetic (vs other releases' synthetic)."""
     labels = _short(col["cells"]["labels"])
-    data = [{"type": "bar", "name": "real", "x": labels, "y": col["cells"]["real"], "marker": {"color": REAL}},
-            {"type": "bar", "name": synthetic_name, "x": labels, "y": col["cells"]["synthetic"],
-             "marker": {"color": SYNTHETIC}}]
+    data = [
+        {"type": "bar", "name": "real", "x": labels, "y": col["cells"]["real"], "marker": {"color": REAL}},
+        {
+            "type": "bar",
+            "name": synthetic_name,
+            "x": labels,
+            "y": col["cells"]["synthetic"],
+            "marker": {"color": SYNTHETIC},
+        },
+    ]
     title = f"{col['name']} (TVD {col['tvd']:.3f}"
     for name, other in extra:
-        data.append({"type": "bar", "name": name, "x": labels, "y": other["cells"]["synthetic"],
-                     "marker": {"color": OTHER}})
+        data.append(
+            {"type": "bar", "name": name, "x": labels, "y": other["cells"]["synthetic"], "marker": {"color": OTHER}}
+        )
         title += f" / {other['tvd']:.3f}"
-    return {"data": data, "layout": _layout(title + ")", barmode="group", xaxis=CATEGORY_AXIS,
-                                            yaxis={"title": {"text": "share"}, "tickformat": ".0%"})}
+    return {
+        "data": data,
+        "layout": _layout(
+            title + ")", barmode="group", xaxis=CATEGORY_AXIS, yaxis={"title": {"text": "share"}, "tickformat": ".0%"}
+        ),
+    }
 
 
 def heatmap(matrix: list[list[float]], names: list[str], title: str, *, diverging: bool) -> dict:
     names = _short(names)
-    trace = {"type": "heatmap", "z": matrix, "x": names, "y": names, "zmin": -1, "zmax": 1,
-             "colorscale": "RdBu", "reversescale": True,
-             "hovertemplate": "%{y} / %{x}: %{z:.3f}<extra></extra>"}
+    trace = {
+        "type": "heatmap",
+        "z": matrix,
+        "x": names,
+        "y": names,
+        "zmin": -1,
+        "zmax": 1,
+        "colorscale": "RdBu",
+        "reversescale": True,
+        "hovertemplate": "%{y} / %{x}: %{z:.3f}<extra></extra>",
+    }
     if diverging:
         peak = max((abs(v) for row in matrix for v in row), default=0.0) or 1.0
         trace.update(zmin=-peak, zmax=peak)
-    return {"data": [trace], "layout": _layout(title, xaxis=CATEGORY_AXIS,
-                                               yaxis={**CATEGORY_AXIS, "autorange": "reversed"},
-                                               margin={"l": 110, "r": 10, "t": 36, "b": 110})}
+    return {
+        "data": [trace],
+        "layout": _layout(
+            title,
+            xaxis=CATEGORY_AXIS,
+            yaxis={**CATEGORY_AXIS, "autorange": "reversed"},
+            margin={"l": 110, "r": 10, "t": 36, "b": 110},
+        ),
+    }
 
 
 def tstr_bars(ml: dict) -> dict:
@@ -59,23 +91,62 @@ def tstr_bars(ml: dict) -> dict:
     models = [m for m in ml["models"] if m["train"] == "synthetic"]
     real = {m["model"]: m.get(key) for m in ml["models"] if m["train"] == "real"}
     names = [m["model"].split(" (")[0] for m in models]
-    data = [{"type": "bar", "name": "train on synthetic", "x": names, "y": [m.get(key) for m in models],
-             "marker": {"color": SYNTHETIC}},
-            {"type": "bar", "name": "train on real", "x": names, "y": [real.get(m["model"]) for m in models],
-             "marker": {"color": REAL}}]
+    data = [
+        {
+            "type": "bar",
+            "name": "train on synthetic",
+            "x": names,
+            "y": [m.get(key) for m in models],
+            "marker": {"color": SYNTHETIC},
+        },
+        {
+            "type": "bar",
+            "name": "train on real",
+            "x": names,
+            "y": [real.get(m["model"]) for m in models],
+            "marker": {"color": REAL},
+        },
+    ]
     label = key.replace("_", " ").upper()
     chance = ml.get("chance", 0.5 if key == "roc_auc" else None)
     extra = {}
     if chance is not None:  # the level of guessing, drawn across the chart
-        extra = {"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance,
-                             "line": {"dash": "dash", "color": OTHER, "width": 1}}],
-                 "annotations": [{"xref": "paper", "x": 1, "xanchor": "right", "y": chance, "yanchor": "bottom",
-                                  "text": f"chance {chance:.2f}", "showarrow": False, "font": {"size": 11}}]}
-    return {"data": data, "layout": _layout(f"TSTR: {label} on real test rows (target {ml['target']})",
-                                            barmode="group", yaxis={"title": {"text": label}, "range": [0, 1]},
-                                            xaxis={**CATEGORY_AXIS, "tickangle": -30},
-                                            margin={"l": 50, "r": 10, "t": 50, "b": 110},
-                                            **extra)}
+        extra = {
+            "shapes": [
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": chance,
+                    "y1": chance,
+                    "line": {"dash": "dash", "color": OTHER, "width": 1},
+                }
+            ],
+            "annotations": [
+                {
+                    "xref": "paper",
+                    "x": 1,
+                    "xanchor": "right",
+                    "y": chance,
+                    "yanchor": "bottom",
+                    "text": f"chance {chance:.2f}",
+                    "showarrow": False,
+                    "font": {"size": 11},
+                }
+            ],
+        }
+    return {
+        "data": data,
+        "layout": _layout(
+            f"TSTR: {label} on real test rows (target {ml['target']})",
+            barmode="group",
+            yaxis={"title": {"text": label}, "range": [0, 1]},
+            xaxis={**CATEGORY_AXIS, "tickangle": -30},
+            margin={"l": 50, "r": 10, "t": 50, "b": 110},
+            **extra,
+        ),
+    }
 
 
 def dcr_histogram(privacy: dict) -> dict:
@@ -83,13 +154,35 @@ def dcr_histogram(privacy: dict) -> dict:
     edges = h["edges"]
     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
     width = (edges[1] - edges[0]) if len(edges) > 1 else 1.0
-    data = [{"type": "bar", "name": "synthetic rows", "x": centers, "y": h["synthetic"], "width": width,
-             "opacity": 0.6, "marker": {"color": SYNTHETIC}},
-            {"type": "bar", "name": "real holdout rows", "x": centers, "y": h["holdout"], "width": width,
-             "opacity": 0.6, "marker": {"color": REAL}}]
-    return {"data": data, "layout": _layout("Distance to the closest real record (DCR)", barmode="overlay",
-                                            xaxis={"title": {"text": "distance"}},
-                                            yaxis={"title": {"text": "rows"}})}
+    data = [
+        {
+            "type": "bar",
+            "name": "synthetic rows",
+            "x": centers,
+            "y": h["synthetic"],
+            "width": width,
+            "opacity": 0.6,
+            "marker": {"color": SYNTHETIC},
+        },
+        {
+            "type": "bar",
+            "name": "real holdout rows",
+            "x": centers,
+            "y": h["holdout"],
+            "width": width,
+            "opacity": 0.6,
+            "marker": {"color": REAL},
+        },
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            "Distance to the closest real record (DCR)",
+            barmode="overlay",
+            xaxis={"title": {"text": "distance"}},
+            yaxis={"title": {"text": "rows"}},
+        ),
+    }
 
 
 UTILITY_METRICS = [
@@ -135,12 +228,32 @@ def utility_vs_epsilon(points: list[dict], key: str, title: str) -> dict:
                 xs.append(_dodged(eps, i, len(group)))
                 ys.append(p["summary"][key])
                 text.append(f"release {p['id']}<br>ε {p['epsilon']:g}")
-        data.append({"type": "scatter", "mode": "markers", "name": mech, "legendgroup": mech, "x": xs, "y": ys,
-                     "text": text, "marker": {"color": color, "size": 8},
-                     "hovertemplate": "%{text}<br>%{y:.4f}<extra>" + mech + "</extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": mech,
+                "legendgroup": mech,
+                "x": xs,
+                "y": ys,
+                "text": text,
+                "marker": {"color": color, "size": 8},
+                "hovertemplate": "%{text}<br>%{y:.4f}<extra>" + mech + "</extra>",
+            }
+        )
         eps_sorted = sorted(at)
-        data.append({"type": "scatter", "mode": "lines", "name": mech, "legendgroup": mech, "showlegend": False,
-                     "x": eps_sorted, "y": [sum(p["summary"][key] for p in at[e]) / len(at[e]) for e in eps_sorted],
-                     "line": {"color": color}, "hoverinfo": "skip"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": mech,
+                "legendgroup": mech,
+                "showlegend": False,
+                "x": eps_sorted,
+                "y": [sum(p["summary"][key] for p in at[e]) / len(at[e]) for e in eps_sorted],
+                "line": {"color": color},
+                "hoverinfo": "skip",
+            }
+        )
     axis = {"title": {"text": "ε"}, "type": "log", **_eps_ticks([p["epsilon"] for p in points])}
     return {"data": data, "layout": _layout(title, xaxis=axis, yaxis={"rangemode": "tozero"})}

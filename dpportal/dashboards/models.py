@@ -16,8 +16,7 @@ class Evaluation(models.Model):
     DONE = "done"
     FAILED = "failed"
     SKIPPED = "skipped"
-    STATUSES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"),
-                (SKIPPED, "skipped")]
+    STATUSES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"), (SKIPPED, "skipped")]
 
     release = models.OneToOneField("releases.Release", on_delete=models.CASCADE, related_name="evaluation")
     status = models.CharField(max_length=16, choices=STATUSES, default=PENDING)
@@ -60,8 +59,14 @@ class RiskReport(models.Model):
     NOT_COMPUTABLE = "not computable"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    STATUSES = [(PENDING, "pending"), (RUNNING, "running"), (DONE, "done"), (NOT_COMPUTABLE, "not computable"),
-                (FAILED, "failed"), (CANCELLED, "cancelled")]
+    STATUSES = [
+        (PENDING, "pending"),
+        (RUNNING, "running"),
+        (DONE, "done"),
+        (NOT_COMPUTABLE, "not computable"),
+        (FAILED, "failed"),
+        (CANCELLED, "cancelled"),
+    ]
 
     release = models.OneToOneField("releases.Release", on_delete=models.CASCADE, related_name="risk_report")
     status = models.CharField(max_length=20, choices=STATUSES, default=PENDING)

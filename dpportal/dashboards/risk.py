@@ -47,8 +47,9 @@ def request_risk_report(release: Release) -> RiskReport | None:
     if not getattr(settings, "DPPORTAL_RISK_REPORT", True) or not wanted(release):
         return None
     rr, _ = RiskReport.objects.get_or_create(release=release)
-    RiskReport.objects.filter(pk=rr.pk).update(status=RiskReport.PENDING, progress=0.0, stage="queued", error="",
-                                               cancel_requested_at=None)
+    RiskReport.objects.filter(pk=rr.pk).update(
+        status=RiskReport.PENDING, progress=0.0, stage="queued", error="", cancel_requested_at=None
+    )
     transaction.on_commit(lambda: risk_report_task.delay(release.pk))
     rr.refresh_from_db()
     return rr
@@ -61,7 +62,8 @@ def cancel(release: Release) -> RiskReport | None:
         return rr
     now = timezone.now()
     RiskReport.objects.filter(pk=rr.pk, status=RiskReport.PENDING).update(
-        status=RiskReport.CANCELLED, stage="cancelled", finished_at=now, cancel_requested_at=now)
+        status=RiskReport.CANCELLED, stage="cancelled", finished_at=now, cancel_requested_at=now
+    )
     RiskReport.objects.filter(pk=rr.pk, status=RiskReport.RUNNING).update(cancel_requested_at=now)
     rr.refresh_from_db()
     return rr
@@ -81,16 +83,24 @@ def risk_report_finished_release(release_id: int) -> None:
         log.exception("release %s: risk report could not be recorded", release_id)
 
 
-def compute(release: Release, prepared: pd.DataFrame | None = None, *, runs: int | None = None,
-            noise: Noise | None = None) -> RiskReport:
+def compute(
+    release: Release, prepared: pd.DataFrame | None = None, *, runs: int | None = None, noise: Noise | None = None
+) -> RiskReport:
     """Compute and store the report (``prepared``: the table when the caller holds it; ``noise``: a
     seeded Noise in tests only, the worker always uses fresh secure noise)."""
     from mechanisms import resources, risk  # scipy & co.: loaded by the worker only
 
     rr, _ = RiskReport.objects.get_or_create(release=release)
-    RiskReport.objects.filter(pk=rr.pk).update(status=RiskReport.RUNNING, progress=0.0, stage="loading", error="",
-                                               results=None, guarantee_failed=False, started_at=timezone.now(),
-                                               finished_at=None)
+    RiskReport.objects.filter(pk=rr.pk).update(
+        status=RiskReport.RUNNING,
+        progress=0.0,
+        stage="loading",
+        error="",
+        results=None,
+        guarantee_failed=False,
+        started_at=timezone.now(),
+        finished_at=None,
+    )
     write = _Progress(rr.pk)
     noise = noise if noise is not None else Noise.secure_backend()
     try:
@@ -98,32 +108,58 @@ def compute(release: Release, prepared: pd.DataFrame | None = None, *, runs: int
         if prepared is None:
             prepared, reason = _prepared_frame(release, schema, noise)
             if prepared is None:
-                _finish(rr, RiskReport.NOT_COMPUTABLE, results=risk.not_computable(
-                    reason, claimed_epsilon=float(release.epsilon), mechanism=release.mechanism), error=reason)
+                _finish(
+                    rr,
+                    RiskReport.NOT_COMPUTABLE,
+                    results=risk.not_computable(
+                        reason, claimed_epsilon=float(release.epsilon), mechanism=release.mechanism
+                    ),
+                    error=reason,
+                )
                 return _reload(rr)
-        seconds = ((release.finished_at - release.started_at).total_seconds()
-                   if release.finished_at and release.started_at else None)
+        seconds = (
+            (release.finished_at - release.started_at).total_seconds()
+            if release.finished_at and release.started_at
+            else None
+        )
         resources.limit_threads(resources.threads_per_job())  # the refits share the cores as releases do
-        budget = (max(settings.DPPORTAL_RISK_TIME_FACTOR * seconds, settings.DPPORTAL_RISK_MIN_SECONDS)
-                  if seconds is not None else None)
+        budget = (
+            max(settings.DPPORTAL_RISK_TIME_FACTOR * seconds, settings.DPPORTAL_RISK_MIN_SECONDS)
+            if seconds is not None
+            else None
+        )
         results = risk.risk_report(
-            schema, prepared, release.mechanism, epsilon=float(release.epsilon), delta=float(release.delta or 0),
-            params=release.params or {}, runs=runs or settings.DPPORTAL_RISK_RUNS, noise=noise, progress=write,
-            release_seconds=seconds, time_budget=budget)
+            schema,
+            prepared,
+            release.mechanism,
+            epsilon=float(release.epsilon),
+            delta=float(release.delta or 0),
+            params=release.params or {},
+            runs=runs or settings.DPPORTAL_RISK_RUNS,
+            noise=noise,
+            progress=write,
+            release_seconds=seconds,
+            time_budget=budget,
+        )
         if results["status"] != "done":
             _finish(rr, RiskReport.NOT_COMPUTABLE, results=results, error=results.get("reason", ""))
             return _reload(rr)
         if results["guarantee_failed"]:
-            log.error("release %s: the risk report's attacks prove epsilon >= %s, above the claimed %s: "
-                      "the release's guarantee does not hold", release.pk, results["epsilon_lower_bound"],
-                      release.epsilon)
+            log.error(
+                "release %s: the risk report's attacks prove epsilon >= %s, above the claimed %s: "
+                "the release's guarantee does not hold",
+                release.pk,
+                results["epsilon_lower_bound"],
+                release.epsilon,
+            )
         _finish(rr, RiskReport.DONE, results=results, guarantee_failed=bool(results["guarantee_failed"]))
     except Cancelled:
         _finish(rr, RiskReport.CANCELLED)
     except Exception as exc:  # noqa: BLE001 - recorded and shown as "risk report failed"
         log.exception("release %s: risk report failed", release.pk)
-        _finish(rr, RiskReport.FAILED, error=(str(exc).splitlines() or [type(exc).__name__])[0][:500]
-                or type(exc).__name__)
+        _finish(
+            rr, RiskReport.FAILED, error=(str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        )
     return _reload(rr)
 
 
@@ -155,14 +191,21 @@ class _Progress:
         self.last = now
         if RiskReport.objects.filter(pk=self.report_id, cancel_requested_at__isnull=False).exists():
             raise Cancelled()
-        RiskReport.objects.filter(pk=self.report_id).update(progress=round(min(max(fraction, 0.0), 1.0), 4),
-                                                            stage=stage[:200])
+        RiskReport.objects.filter(pk=self.report_id).update(
+            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]
+        )
 
 
 def _finish(rr: RiskReport, status: str, *, results=None, error: str = "", guarantee_failed: bool = False) -> None:
-    RiskReport.objects.filter(pk=rr.pk).update(status=status, progress=1.0, stage=status, error=error or "",
-                                               results=results, guarantee_failed=guarantee_failed,
-                                               finished_at=timezone.now())
+    RiskReport.objects.filter(pk=rr.pk).update(
+        status=status,
+        progress=1.0,
+        stage=status,
+        error=error or "",
+        results=results,
+        guarantee_failed=guarantee_failed,
+        finished_at=timezone.now(),
+    )
 
 
 def _reload(rr: RiskReport) -> RiskReport:
@@ -177,18 +220,32 @@ def report_of(release: Release) -> RiskReport | None:
 def api_dict(release: Release) -> dict:
     """GET /api/releases/{id}/risk/: the stored report in the API's shape (steward-only)."""
     rr = report_of(release)
-    base = {"release": release.pk, "claimed_epsilon": float(release.epsilon), "claimed_delta": float(release.delta or 0),
-            "attacks": [], "control": []}
+    base = {
+        "release": release.pk,
+        "claimed_epsilon": float(release.epsilon),
+        "claimed_delta": float(release.delta or 0),
+        "attacks": [],
+        "control": [],
+    }
     if rr is None:
         if not wanted(release):
-            return {**base, "status": "not computable", "progress": 0.0,
-                    "reason": "a draw shares its original release's report" if release.parent_id
-                    else "not a synthesis release"}
+            return {
+                **base,
+                "status": "not computable",
+                "progress": 0.0,
+                "reason": "a draw shares its original release's report"
+                if release.parent_id
+                else "not a synthesis release",
+            }
         if release.status != Release.DONE:
             return {**base, "status": "waiting for the release", "progress": 0.0}
-        return {**base, "status": "not requested", "progress": 0.0,
-                "reason": "no risk report yet (a release made before reports existed): compute it from the "
-                          "release's dashboard page"}
+        return {
+            **base,
+            "status": "not requested",
+            "progress": 0.0,
+            "reason": "no risk report yet (a release made before reports existed): compute it from the "
+            "release's dashboard page",
+        }
     results = rr.results or {}
     out = {**base, "status": rr.status, "progress": round(rr.progress * 100, 1), "stage": rr.stage}
     if rr.status in (RiskReport.NOT_COMPUTABLE, RiskReport.FAILED):
@@ -196,11 +253,28 @@ def api_dict(release: Release) -> dict:
     if rr.status == RiskReport.DONE:
         keys = ("name", "title", "auc", "tpr_at_fpr", "epsilon_lower_bound", "advantage")
         out["attacks"] = [{k: a.get(k) for k in keys} for a in results.get("attacks", [])]
-        out["control"] = [{**{k: a.get(k) for k in keys}, "release": a.get("release")}
-                          for a in results.get("control", [])]
-        for k in ("confidence", "epsilon_lower_bound", "guarantee_failed", "control_auc", "control_detected",
-                  "empirical_advantage", "theoretical_advantage", "summary", "attribute_inference", "linkability", "singling_out",
-                  "runs", "target_pairs", "rows_used", "seconds", "release_seconds", "time_ratio"):
+        out["control"] = [
+            {**{k: a.get(k) for k in keys}, "release": a.get("release")} for a in results.get("control", [])
+        ]
+        for k in (
+            "confidence",
+            "epsilon_lower_bound",
+            "guarantee_failed",
+            "control_auc",
+            "control_detected",
+            "empirical_advantage",
+            "theoretical_advantage",
+            "summary",
+            "attribute_inference",
+            "linkability",
+            "singling_out",
+            "runs",
+            "target_pairs",
+            "rows_used",
+            "seconds",
+            "release_seconds",
+            "time_ratio",
+        ):
             if k in results:
                 out[k] = results[k]
     return out

@@ -42,9 +42,12 @@ def evaluate_finished_release(release_id: int, synthetic: pd.DataFrame | None = 
         log.exception("release %s: evaluation could not be recorded", release_id)
 
 
-def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = None,
-                     synthetic_frame: pd.DataFrame | None = None,
-                     progress: ProgressFn | None = None) -> Evaluation:
+def evaluate_release(
+    release: Release,
+    real_source_frame: pd.DataFrame | None = None,
+    synthetic_frame: pd.DataFrame | None = None,
+    progress: ProgressFn | None = None,
+) -> Evaluation:
     """Compare the release's synthetic table with the real table; store the JSON results.
 
     ``real_source_frame`` / ``synthetic_frame`` may be passed when the caller holds them (prepared or
@@ -54,21 +57,32 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
     from mechanisms.evaluation import tables, utility  # scikit-learn & co.: the worker only, not web processes
 
     ev, _ = Evaluation.objects.get_or_create(release=release)
-    Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.RUNNING, progress=0.0, stage="loading",
-                                               error="", started_at=timezone.now(), finished_at=None)
+    Evaluation.objects.filter(pk=ev.pk).update(
+        status=Evaluation.RUNNING, progress=0.0, stage="loading", error="", started_at=timezone.now(), finished_at=None
+    )
     write = _Progress(ev.pk, progress)
     try:
         schema = release.public_schema()
         target, source = release_target(release, schema)
-        real, real_note = (_real_frame(release, schema) if real_source_frame is None
-                           else (tables.prepare_table(schema, real_source_frame, synthetic=False), None))
+        real, real_note = (
+            _real_frame(release, schema)
+            if real_source_frame is None
+            else (tables.prepare_table(schema, real_source_frame, synthetic=False), None)
+        )
         if real is None:
             _finish(ev, Evaluation.SKIPPED, error=real_note)
             return _reload(ev)
         syn = _synthetic_frame(release, schema, synthetic_frame)
         write(0.05, "evaluating", force=True)
-        results = utility.evaluate(schema, real, syn, target=target or None, seed=release.pk, fast=FAST,
-                                   progress=lambda f, s: write(0.05 + 0.9 * f, s))
+        results = utility.evaluate(
+            schema,
+            real,
+            syn,
+            target=target or None,
+            seed=release.pk,
+            fast=FAST,
+            progress=lambda f, s: write(0.05 + 0.9 * f, s),
+        )
         results["real_rows"] = real_note or {"rows_used": len(real), "rows_total": len(real), "fraction": 1.0}
         write(0.96, "checking the downloaded file", force=True)
         _add_file_checks(results, release, schema, real_source_frame, synthetic_frame)
@@ -77,13 +91,15 @@ def evaluate_release(release: Release, real_source_frame: pd.DataFrame | None = 
         _finish(ev, Evaluation.DONE, results=results, target=target or "")
     except Exception as exc:  # noqa: BLE001 - recorded and shown as "evaluation failed"
         log.exception("release %s: evaluation failed", release.pk)
-        _finish(ev, Evaluation.FAILED, error=(str(exc).splitlines() or [type(exc).__name__])[0][:500]
-                or type(exc).__name__)
+        _finish(
+            ev, Evaluation.FAILED, error=(str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
+        )
     return _reload(ev)
 
 
-def _add_file_checks(results: dict, release: Release, schema: Schema, real_raw: pd.DataFrame | None,
-                     synthetic: pd.DataFrame | None) -> None:
+def _add_file_checks(
+    results: dict, release: Release, schema: Schema, real_raw: pd.DataFrame | None, synthetic: pd.DataFrame | None
+) -> None:
     """The statistician's checks of the file an analyst downloads (mechanisms.evaluation.fidelity), and the
     headline quality score from them; the score on the internal cells stays as ``quality_cells``."""
     from mechanisms.evaluation import fidelity
@@ -92,15 +108,17 @@ def _add_file_checks(results: dict, release: Release, schema: Schema, real_raw: 
 
     dataset = release.dataset
     if real_raw is None:
-        real_raw = read_raw_csv(dataset.raw_path(), nrows=EVAL_MAX_REAL_ROWS, encoding=dataset.encoding,
-                                sep=dataset.delimiter)
+        real_raw = read_raw_csv(
+            dataset.raw_path(), nrows=EVAL_MAX_REAL_ROWS, encoding=dataset.encoding, sep=dataset.delimiter
+        )
     if synthetic is None:
         synthetic = read_raw_csv(release.output_path(), skipinitialspace=False)
     else:
         synthetic = export_frame(synthetic, schema)
     reference, floor = fidelity.split_reference(real_raw.astype(str), len(synthetic), seed=release.pk)
-    checks = fidelity.report(schema, reference, synthetic.astype(str), floor, real_labels=real_raw.astype(str),
-                             seed=release.pk)
+    checks = fidelity.report(
+        schema, reference, synthetic.astype(str), floor, real_labels=real_raw.astype(str), seed=release.pk
+    )
     results["file_checks"] = checks
     results["quality_cells"] = results.get("quality")
     results["quality"] = fidelity.quality(checks)
@@ -188,13 +206,20 @@ class _Progress:
             return
         self.last = now
         Evaluation.objects.filter(pk=self.evaluation_id).update(
-            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200])
+            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]
+        )
 
 
 def _finish(ev: Evaluation, status: str, *, results=None, error: str = "", target: str = "") -> None:
     Evaluation.objects.filter(pk=ev.pk).update(
-        status=status, progress=1.0, stage=status, error=error or "", results=results, target=target,
-        finished_at=timezone.now())
+        status=status,
+        progress=1.0,
+        stage=status,
+        error=error or "",
+        results=results,
+        target=target,
+        finished_at=timezone.now(),
+    )
 
 
 def _reload(ev: Evaluation) -> Evaluation:
@@ -217,6 +242,7 @@ def request_reevaluation(release: Release) -> Evaluation:
 # --------------------------------------------------------------------------------------------------
 # Quality at a glance: one score per release, steward-only (it compares with raw data)
 # --------------------------------------------------------------------------------------------------
+
 
 def quality_of(release: Release) -> dict | None:
     """The release's quality score and its two parts from its finished evaluation, else None

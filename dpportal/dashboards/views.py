@@ -39,25 +39,38 @@ def _evaluation(release: Release) -> Evaluation | None:
 
 def _cards(release: Release) -> list[tuple[str, str]]:
     report = release.report or {}
-    seconds = ((release.finished_at - release.started_at).total_seconds()
-               if release.finished_at and release.started_at else None)
-    return [("mechanism", release.mechanism), ("epsilon", release.epsilon), ("delta", release.delta),
-            ("guarantee", report.get("guarantee", "n/a")), ("rows", f"{release.rows:,}"),
-            ("time", f"{seconds:.1f} s" if seconds is not None else "n/a")]
+    seconds = (
+        (release.finished_at - release.started_at).total_seconds()
+        if release.finished_at and release.started_at
+        else None
+    )
+    return [
+        ("mechanism", release.mechanism),
+        ("epsilon", release.epsilon),
+        ("delta", release.delta),
+        ("guarantee", report.get("guarantee", "n/a")),
+        ("rows", f"{release.rows:,}"),
+        ("time", f"{seconds:.1f} s" if seconds is not None else "n/a"),
+    ]
 
 
 def _release_charts(results: dict) -> dict:
     cols = results["columns"]
     corr = results["correlation"]
-    out = {"overlays": [(f"col-{i}", charts.column_overlay(c)) for i, c in enumerate(cols[:MAX_OVERLAYS])],
-           "overlays_cut": max(0, len(cols) - MAX_OVERLAYS),
-           "heatmaps": [("corr-real", charts.heatmap(corr["real"], corr["columns"], "Real", diverging=False)),
-                        ("corr-synthetic", charts.heatmap(corr["synthetic"], corr["columns"], "Synthetic",
-                                                          diverging=False)),
-                        ("corr-diff", charts.heatmap(corr["difference"], corr["columns"],
-                                                     "Difference (synthetic − real)", diverging=True))],
-           "tstr": ("tstr", charts.tstr_bars(results["ml"])) if results.get("ml") else None,
-           "dcr": ("dcr", charts.dcr_histogram(results["privacy"])) if results.get("privacy") else None}
+    out = {
+        "overlays": [(f"col-{i}", charts.column_overlay(c)) for i, c in enumerate(cols[:MAX_OVERLAYS])],
+        "overlays_cut": max(0, len(cols) - MAX_OVERLAYS),
+        "heatmaps": [
+            ("corr-real", charts.heatmap(corr["real"], corr["columns"], "Real", diverging=False)),
+            ("corr-synthetic", charts.heatmap(corr["synthetic"], corr["columns"], "Synthetic", diverging=False)),
+            (
+                "corr-diff",
+                charts.heatmap(corr["difference"], corr["columns"], "Difference (synthetic − real)", diverging=True),
+            ),
+        ],
+        "tstr": ("tstr", charts.tstr_bars(results["ml"])) if results.get("ml") else None,
+        "dcr": ("dcr", charts.dcr_histogram(results["privacy"])) if results.get("privacy") else None,
+    }
     return out
 
 
@@ -66,10 +79,17 @@ def release_dashboard(request, pk):
     release = release_for_owner(request.user, pk)
     ev = _evaluation(release)
     results = ev.results if ev is not None and ev.status == Evaluation.DONE else None
-    ctx = {"release": release, "dataset": release.dataset, "cards": _cards(release), "evaluation": ev,
-           "results": results, "charts": _release_charts(results) if results else None,
-           "numeric": [c for c in results["columns"] if "real" in c] if results else [],
-           "quality": services.quality_from_results(results), "risk": _risk(release)}
+    ctx = {
+        "release": release,
+        "dataset": release.dataset,
+        "cards": _cards(release),
+        "evaluation": ev,
+        "results": results,
+        "charts": _release_charts(results) if results else None,
+        "numeric": [c for c in results["columns"] if "real" in c] if results else [],
+        "quality": services.quality_from_results(results),
+        "risk": _risk(release),
+    }
     return render(request, "dashboards/release.html", ctx)
 
 
@@ -108,8 +128,9 @@ def evaluation_status(request, pk):
     ev = _evaluation(release)
     if ev is None:
         return JsonResponse({"status": "none", "finished": release.is_finished, "progress": 0.0, "stage": ""})
-    return JsonResponse({"status": ev.status, "progress": round(ev.progress * 100, 1), "stage": ev.stage,
-                         "finished": ev.is_finished})
+    return JsonResponse(
+        {"status": ev.status, "progress": round(ev.progress * 100, 1), "stage": ev.stage, "finished": ev.is_finished}
+    )
 
 
 @login_required
@@ -124,17 +145,31 @@ def release_reevaluate(request, pk):
 
 
 def _points(dataset) -> list[dict]:
-    rows = (Evaluation.objects.filter(release__dataset=dataset, release__parent__isnull=True,
-                                      release__status=Release.DONE, release__hidden=False, status=Evaluation.DONE)
-            .select_related("release").order_by("release__created_at"))
+    rows = (
+        Evaluation.objects.filter(
+            release__dataset=dataset,
+            release__parent__isnull=True,
+            release__status=Release.DONE,
+            release__hidden=False,
+            status=Evaluation.DONE,
+        )
+        .select_related("release")
+        .order_by("release__created_at")
+    )
     points = []
     for ev in rows:
         try:
             eps = float(ev.release.epsilon)
         except ValueError:
             continue
-        points.append({"id": ev.release_id, "mechanism": ev.release.mechanism, "epsilon": eps,
-                       "summary": (ev.results or {}).get("summary", {})})
+        points.append(
+            {
+                "id": ev.release_id,
+                "mechanism": ev.release.mechanism,
+                "epsilon": eps,
+                "summary": (ev.results or {}).get("summary", {}),
+            }
+        )
     return points
 
 
@@ -142,18 +177,31 @@ def _points(dataset) -> list[dict]:
 def dataset_dashboard(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     points = _points(dataset)
-    utility = [(f"util-{key}", charts.utility_vs_epsilon(points, key, title))
-               for key, title in charts.UTILITY_METRICS if any(p["summary"].get(key) is not None for p in points)]
+    utility = [
+        (f"util-{key}", charts.utility_vs_epsilon(points, key, title))
+        for key, title in charts.UTILITY_METRICS
+        if any(p["summary"].get(key) is not None for p in points)
+    ]
     schema = dataset.confirmed_schema()
-    releases = list(dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism__in=TABLELESS)
-                    .select_related("evaluation", "risk_report").order_by("-created_at"))
+    releases = list(
+        dataset.releases.filter(parent__isnull=True, hidden=False)
+        .exclude(mechanism__in=TABLELESS)
+        .select_related("evaluation", "risk_report")
+        .order_by("-created_at")
+    )
     services.mark_best_quality(releases)
     done = [r.pk for r in releases if r.status == Release.DONE]  # compare defaults: never a cancelled release
-    ctx = {"dataset": dataset, "utility": utility, "points": points, "releases": releases,
-           "compare_a": done[0] if done else None, "compare_b": done[1] if len(done) > 1 else None,
-           "target": services.target_for(dataset, schema) if schema else None,
-           "target_configured": services.configured_target(dataset),
-           "target_choices": services.target_choices(schema) if schema else []}
+    ctx = {
+        "dataset": dataset,
+        "utility": utility,
+        "points": points,
+        "releases": releases,
+        "compare_a": done[0] if done else None,
+        "compare_b": done[1] if len(done) > 1 else None,
+        "target": services.target_for(dataset, schema) if schema else None,
+        "target_configured": services.configured_target(dataset),
+        "target_choices": services.target_choices(schema) if schema else [],
+    }
     return render(request, "dashboards/dataset.html", ctx)
 
 
@@ -173,8 +221,18 @@ def dataset_target(request, pk):
 # Which way is better for each reading (by its metric name's start); the privacy-sanity readings are
 # "lower is safer". Metrics not listed are shown without a mark.
 HIGHER_IS_BETTER = ("Quality score", "TSTR")
-LOWER_IS_BETTER = ("1-way TVD", "1-Wasserstein", "2-way TVD", "Suppressed", "Fabricated", "Association difference",
-                   "pMSE", "MMD", "Exact-match rate", "DCR share")
+LOWER_IS_BETTER = (
+    "1-way TVD",
+    "1-Wasserstein",
+    "2-way TVD",
+    "Suppressed",
+    "Fabricated",
+    "Association difference",
+    "pMSE",
+    "MMD",
+    "Exact-match rate",
+    "DCR share",
+)
 
 
 def better_side(metric: str, a, b) -> str:
@@ -196,8 +254,16 @@ def compare_metrics(readings_a: list[dict], readings_b: list[dict]) -> list[dict
     rows = []
     for name in names:
         a, b = by_a.get(name, {}), by_b.get(name, {})
-        rows.append({"metric": name, "a": a.get("value"), "b": b.get("value"), "reading_a": a.get("reading", ""),
-                     "reading_b": b.get("reading", ""), "better": better_side(name, a.get("value"), b.get("value"))})
+        rows.append(
+            {
+                "metric": name,
+                "a": a.get("value"),
+                "b": b.get("value"),
+                "reading_a": a.get("reading", ""),
+                "reading_b": b.get("reading", ""),
+                "better": better_side(name, a.get("value"), b.get("value")),
+            }
+        )
     return rows
 
 
@@ -221,10 +287,23 @@ def release_compare(request, pk):
     overlays, metrics = [], []
     if ra and rb:
         by_b = {c["name"]: c for c in rb["columns"]}
-        overlays = [(f"cmp-{i}", charts.column_overlay(c, [(f"release {b.pk}", by_b[c["name"]])],
-                                                       synthetic_name=f"release {a.pk}"))
-                    for i, c in enumerate(ra["columns"]) if c["name"] in by_b]
+        overlays = [
+            (
+                f"cmp-{i}",
+                charts.column_overlay(c, [(f"release {b.pk}", by_b[c["name"]])], synthetic_name=f"release {a.pk}"),
+            )
+            for i, c in enumerate(ra["columns"])
+            if c["name"] in by_b
+        ]
         metrics = compare_metrics(ra["readings"], rb["readings"])
-    ctx = {"dataset": dataset, "a": a, "b": b, "ra": ra, "rb": rb, "cards": list(zip(_cards(a), _cards(b))),
-           "overlays": overlays, "metrics": metrics}
+    ctx = {
+        "dataset": dataset,
+        "a": a,
+        "b": b,
+        "ra": ra,
+        "rb": rb,
+        "cards": list(zip(_cards(a), _cards(b))),
+        "overlays": overlays,
+        "metrics": metrics,
+    }
     return render(request, "dashboards/compare.html", ctx)

@@ -11,9 +11,14 @@ class UploadForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to the file name.")
     file = forms.FileField(help_text="CSV with a header row; UTF-8 or Windows-1252; , ; tab or | separated.")
     empty_is_missing = forms.BooleanField(required=False, initial=True, label="Empty cells are missing values")
-    markers = forms.CharField(max_length=500, required=False, initial="?, NA", label="Other missing-value markers",
-                              help_text="Comma-separated, e.g. ?, NA, n/a. Blank means none: only empty cells "
-                                        "(if ticked above) are missing, and a cell like ? or NA is read as a value.")
+    markers = forms.CharField(
+        max_length=500,
+        required=False,
+        initial="?, NA",
+        label="Other missing-value markers",
+        help_text="Comma-separated, e.g. ?, NA, n/a. Blank means none: only empty cells "
+        "(if ticked above) are missing, and a cell like ? or NA is read as a value.",
+    )
 
 
 class SchemaImportForm(forms.Form):
@@ -24,10 +29,13 @@ class SchemaImportForm(forms.Form):
 class BudgetForm(forms.Form):
     preset = forms.ChoiceField(
         choices=[(k, v["label"]) for k, v in BUDGET_PRESETS.items()] + [("custom", "Custom values")],
-        widget=forms.RadioSelect, initial="moderate")
+        widget=forms.RadioSelect,
+        initial="moderate",
+    )
     epsilon = forms.CharField(max_length=40, required=False, help_text="Total epsilon cap for all releases")
-    delta = forms.CharField(max_length=40, required=False,
-                            help_text="Total delta cap (0 allows only pure-DP mechanisms)")
+    delta = forms.CharField(
+        max_length=40, required=False, help_text="Total delta cap (0 allows only pure-DP mechanisms)"
+    )
 
     def clean(self):
         data = super().clean()
@@ -38,9 +46,10 @@ class BudgetForm(forms.Form):
             if _differs(typed_eps, chosen["epsilon"]) or _differs(typed_delta, chosen["delta"]):
                 raise forms.ValidationError(
                     f"you typed custom values (epsilon {typed_eps or '-'}, delta {typed_delta or '-'}) but chose "
-                    f"the preset \"{chosen['label']}\" (epsilon {chosen['epsilon']}, delta {chosen['delta']}): "
-                    "choose \"Custom values\" to use the typed values, or clear them to use the preset. "
-                    "Nothing was saved.")
+                    f'the preset "{chosen["label"]}" (epsilon {chosen["epsilon"]}, delta {chosen["delta"]}): '
+                    'choose "Custom values" to use the typed values, or clear them to use the preset. '
+                    "Nothing was saved."
+                )
             data["epsilon"], data["delta"] = chosen["epsilon"], chosen["delta"]
             return data
         if not typed_eps:

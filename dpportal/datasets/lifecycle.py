@@ -32,11 +32,16 @@ def delete_raw(dataset: Dataset) -> Dataset:
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
         if locked.raw_deleted_at is not None:
             raise RawDeleteRefused("the raw data of this dataset was already deleted")
-        busy = list(locked.releases.filter(status__in=[Release.QUEUED, Release.RUNNING], parent__isnull=True)
-                    .values_list("pk", flat=True))
+        busy = list(
+            locked.releases.filter(status__in=[Release.QUEUED, Release.RUNNING], parent__isnull=True).values_list(
+                "pk", flat=True
+            )
+        )
         if busy:
-            raise RawDeleteRefused(f"release(s) {busy} are still queued or running and read the raw data: "
-                                   "wait until they finish, then delete")
+            raise RawDeleteRefused(
+                f"release(s) {busy} are still queued or running and read the raw data: "
+                "wait until they finish, then delete"
+            )
         path = locked.raw_path() if locked.file_path else None
         locked.raw_deleted_at = timezone.now()
         locked.file_path = ""

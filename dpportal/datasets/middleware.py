@@ -28,6 +28,9 @@ class UploadSizeLimitMiddleware:
             message = f"the file is larger than the upload limit of {limit / (1024 * 1024):.1f} MB"
             if request.path.startswith("/api/"):
                 return JsonResponse({"error": message}, status=413)
-            return HttpResponse(f"<!doctype html><title>Upload too large</title><p>{message}. "
-                                f"<a href=\"javascript:history.back()\">Back</a></p>", status=413)
+            return HttpResponse(
+                f"<!doctype html><title>Upload too large</title><p>{message}. "
+                f'<a href="javascript:history.back()">Back</a></p>',
+                status=413,
+            )
         return self.get_response(request)

@@ -19,8 +19,11 @@ CHECK_CHUNK_ROWS = 100_000  # schema-fit check streams the file in chunks of thi
 # Budget guidance by sensitivity of the data (after DP Creator's presets)
 BUDGET_PRESETS = {
     "low": {"label": "Low harm: disclosure would not cause material harm", "epsilon": "1", "delta": "0.00001"},
-    "moderate": {"label": "Moderate harm: disclosure could cause risk of material harm",
-                 "epsilon": "0.25", "delta": "0.000001"},
+    "moderate": {
+        "label": "Moderate harm: disclosure could cause risk of material harm",
+        "epsilon": "0.25",
+        "delta": "0.000001",
+    },
     "high": {"label": "High harm: disclosure could cause severe harm", "epsilon": "0.05", "delta": "0.0000001"},
 }
 
@@ -55,15 +58,29 @@ def _number(value: str, what: str, col: str) -> float | None:
     return v
 
 
-COLUMN_FIELDS = ("kind", "lower", "upper", "bins", "fill", "special", "scale", "decimals", "step", "granularity",
-                 "format", "categories", "other")
+COLUMN_FIELDS = (
+    "kind",
+    "lower",
+    "upper",
+    "bins",
+    "fill",
+    "special",
+    "scale",
+    "decimals",
+    "step",
+    "granularity",
+    "format",
+    "categories",
+    "other",
+)
 FORM_KINDS = ("continuous", "integer", "date", "categorical", "excluded")  # "date": an integer count of time units
 
 
 def special_text(values) -> str:
     """Special values as the schema page shows them: "0, 99999" (dates as ISO dates)."""
-    return ", ".join(v if isinstance(v, str) else str(int(v)) if float(v).is_integer() else repr(float(v))
-                     for v in values or ())
+    return ", ".join(
+        v if isinstance(v, str) else str(int(v)) if float(v).is_integer() else repr(float(v)) for v in values or ()
+    )
 
 
 def _whole(value: str, what: str, col: str, default: str = "") -> int | None:
@@ -87,10 +104,19 @@ def _date_column(name: str, data) -> Column:
     """A date column from the form: ISO bounds, fill and special values, a granularity and a format."""
     text = lambda key: (data.get(key) or "").strip() or None  # noqa: E731
     special = [p.strip() for p in (data.get("special") or "").split(",") if p.strip()]
-    return Column.from_dict({"name": name, "kind": "date", "lower": text("lower"), "upper": text("upper"),
-                             "granularity": text("granularity") or "day", "format": text("format") or "%Y-%m-%d",
-                             "bins": _whole(data.get("bins"), "bins", name, default="10"), "fill": text("fill"),
-                             "special": special})
+    return Column.from_dict(
+        {
+            "name": name,
+            "kind": "date",
+            "lower": text("lower"),
+            "upper": text("upper"),
+            "granularity": text("granularity") or "day",
+            "format": text("format") or "%Y-%m-%d",
+            "bins": _whole(data.get("bins"), "bins", name, default="10"),
+            "fill": text("fill"),
+            "special": special,
+        }
+    )
 
 
 def _step(value: str, col: str) -> float | None:
@@ -112,12 +138,18 @@ def column_from_form(name: str, data) -> Column:
             if scale not in SCALES:
                 raise SchemaRejected(f"column {name!r}: scale must be one of {list(SCALES)}, got {scale[:20]!r}")
             decimals = _whole(data.get("decimals"), "decimals", name) if kind == "continuous" else None
-            return Column(name=name, kind=kind, lower=_number(data.get("lower"), "lower bound", name),
-                          upper=_number(data.get("upper"), "upper bound", name),
-                          bins=_whole(data.get("bins"), "bins", name, default="10"),
-                          fill=_number(data.get("fill"), "fill value", name),
-                          special=_specials(data.get("special"), name), scale=scale, decimals=decimals,
-                          step=_step(data.get("step"), name))
+            return Column(
+                name=name,
+                kind=kind,
+                lower=_number(data.get("lower"), "lower bound", name),
+                upper=_number(data.get("upper"), "upper bound", name),
+                bins=_whole(data.get("bins"), "bins", name, default="10"),
+                fill=_number(data.get("fill"), "fill value", name),
+                special=_specials(data.get("special"), name),
+                scale=scale,
+                decimals=decimals,
+                step=_step(data.get("step"), name),
+            )
         if kind == "categorical":
             cats = [c.strip() for c in (data.get("categories") or "").splitlines() if c.strip()]
             other = (data.get("other") or "").strip() or None
@@ -131,13 +163,17 @@ def column_from_form(name: str, data) -> Column:
 # Wide tables: review count and bulk actions on the schema page's working values
 # --------------------------------------------------------------------------------------------------
 
+
 def markers_meaning(markers) -> str:
     """What the missing-value settings mean, in words (a blank marker box included)."""
     others = [m for m in markers if m]
     empty = "" in markers
     if not others:
-        return ("No other markers: " + ("only empty cells are missing" if empty else "no cell is read as missing")
-                + "; a cell like ? or NA is read as a value.")
+        return (
+            "No other markers: "
+            + ("only empty cells are missing" if empty else "no cell is read as missing")
+            + "; a cell like ? or NA is read as a value."
+        )
     listed = ", ".join(f"“{m}”" for m in others)
     return f"Missing: {'empty cells and ' if empty else ''}cells equal to {listed}."
 
@@ -162,8 +198,10 @@ def apply_bulk(rows: list[dict], post, *, dp_bounds: dict | None = None, dp_cate
         hit = [r for r in rows if (kind == "all" or r["cur"].get("kind") == kind) and not r["ok"]]
         for r in hit:
             r["ok"] = True
-        return f"Ticked {len(hit)} {'' if kind == 'all' else kind + ' '}column(s) as reviewed: " \
-               f"{_names(hit)}. Nothing is saved until you confirm the schema."
+        return (
+            f"Ticked {len(hit)} {'' if kind == 'all' else kind + ' '}column(s) as reviewed: "
+            f"{_names(hit)}. Nothing is saved until you confirm the schema."
+        )
     if action == "kind":
         return _bulk_kind(rows, (post.get("bulk_pattern") or "").strip(), post.get("bulk_set_kind", ""))
     if action == "use_dp":
@@ -196,8 +234,10 @@ def _group_rare(rows: list[dict]) -> str:
         hit.append(r)
     if not hit:
         raise SchemaRejected("no categorical column has rare categories left to group")
-    return f"Grouped the rare categories of {len(hit)} column(s) into their 'other' category: {_names(hit)}. " \
-           "Review them, then confirm the schema."
+    return (
+        f"Grouped the rare categories of {len(hit)} column(s) into their 'other' category: {_names(hit)}. "
+        "Review them, then confirm the schema."
+    )
 
 
 def _use_dp_categories(rows: list[dict], found: dict) -> list[dict]:
@@ -222,8 +262,12 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict, dp_categories: dict | None
     hit = _use_dp_categories(rows, dp_categories or {})
     for r in rows:
         b = dp_bounds.get(r["name"])
-        if r["cur"].get("kind") in ("continuous", "integer") and b and b.get("lower") is not None \
-                and b.get("reliable", True):
+        if (
+            r["cur"].get("kind") in ("continuous", "integer")
+            and b
+            and b.get("lower") is not None
+            and b.get("reliable", True)
+        ):
             r["cur"] = {**r["cur"], "lower": b["lower"], "upper": b["upper"]}
             fill = _number(str(r["cur"].get("fill") or ""), "fill value", r["name"])
             if fill is not None and not b["lower"] <= fill <= b["upper"]:
@@ -231,10 +275,14 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict, dp_categories: dict | None
             r["ok"] = True
             hit.append(r)
     if not hit:
-        raise SchemaRejected("no column has a usable private estimate yet: estimate them first "
-                             "(bound estimates that hold under 90% of the values are not used)")
-    return f"Used the private estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until " \
-           "you confirm the schema."
+        raise SchemaRejected(
+            "no column has a usable private estimate yet: estimate them first "
+            "(bound estimates that hold under 90% of the values are not used)"
+        )
+    return (
+        f"Used the private estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until "
+        "you confirm the schema."
+    )
 
 
 def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
@@ -243,8 +291,9 @@ def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
     if not pattern:
         raise SchemaRejected("enter a column name pattern, e.g. q* or *_id")
     if len(pattern) > MAX_PATTERN_LENGTH:
-        raise SchemaRejected(f"a column name pattern may be at most {MAX_PATTERN_LENGTH} characters, "
-                             f"got {len(pattern)}")
+        raise SchemaRejected(
+            f"a column name pattern may be at most {MAX_PATTERN_LENGTH} characters, got {len(pattern)}"
+        )
     hit = [r for r in rows if glob_match(r["name"].lower(), pattern.lower())]
     if not hit:
         raise SchemaRejected(f"no column name matches the pattern {pattern[:80]!r} (* = any text, ? = one character)")
@@ -256,12 +305,20 @@ def _bulk_kind(rows: list[dict], pattern: str, kind: str) -> str:
         categories = list(base.get("categories", []))
         if kind == "categorical" and not base and sug.get("kind") == "integer":
             categories = _integer_codes(sug)
-        r["cur"] = {"kind": kind, "lower": base.get("lower", ""), "upper": base.get("upper", ""),
-                    "bins": base.get("bins", 10), "fill": base.get("fill", ""), "other": base.get("other", ""),
-                    "categories": categories}
+        r["cur"] = {
+            "kind": kind,
+            "lower": base.get("lower", ""),
+            "upper": base.get("upper", ""),
+            "bins": base.get("bins", 10),
+            "fill": base.get("fill", ""),
+            "other": base.get("other", ""),
+            "categories": categories,
+        }
         r["ok"] = kind == "excluded"
-    return f"Set kind {kind} on {len(hit)} column(s) matching {pattern!r}: {_names(hit)}. Review their values, " \
-           "then confirm the schema."
+    return (
+        f"Set kind {kind} on {len(hit)} column(s) matching {pattern!r}: {_names(hit)}. Review their values, "
+        "then confirm the schema."
+    )
 
 
 MAX_PATTERN_LENGTH = 200
@@ -311,8 +368,13 @@ def schema_from_post(dataset: Dataset, post, markers: list[str]) -> Schema:
         cols.append(column_from_form(name, fields))
     output = post.get("missing_output", "")
     try:
-        return Schema(columns=tuple(cols), missing_markers=tuple(markers), draft=False,
-                      missing_output=output if output.strip() else None, rules=rules_from_text(post.get("rules", "")))
+        return Schema(
+            columns=tuple(cols),
+            missing_markers=tuple(markers),
+            draft=False,
+            missing_output=output if output.strip() else None,
+            rules=rules_from_text(post.get("rules", "")),
+        )
     except SchemaError as exc:
         raise SchemaRejected(str(exc)) from None
 
@@ -332,7 +394,7 @@ def rules_from_text(text: str) -> tuple:
     except (ValueError, safejson.JsonLimitError) as exc:
         raise SchemaRejected(f"the rules are not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(data, list):
-        raise SchemaRejected("the rules must be a JSON list of rule objects, e.g. [{\"order\": [\"a\", \"b\"]}]")
+        raise SchemaRejected('the rules must be a JSON list of rule objects, e.g. [{"order": ["a", "b"]}]')
     try:
         return tuple(Rule.from_dict(r) for r in data)
     except RuleError as exc:
@@ -340,7 +402,9 @@ def rules_from_text(text: str) -> tuple:
 
 
 def rules_text(schema: Schema | None) -> str:
-    return json.dumps([r.to_dict() for r in schema.rules], indent=1, ensure_ascii=False) if schema and schema.rules else ""
+    return (
+        json.dumps([r.to_dict() for r in schema.rules], indent=1, ensure_ascii=False) if schema and schema.rules else ""
+    )
 
 
 def check_fits(dataset: Dataset, schema: Schema) -> None:
@@ -350,8 +414,9 @@ def check_fits(dataset: Dataset, schema: Schema) -> None:
         raise SchemaRejected(f"the schema names column(s) not in the file: {unknown[:10]}")
     missing = [h for h in dataset.header if h not in {c.name for c in schema.columns}]
     if missing:
-        raise SchemaRejected(f"the schema does not describe column(s) {missing[:10]} of the file "
-                             f"(declare them, or mark them excluded)")
+        raise SchemaRejected(
+            f"the schema does not describe column(s) {missing[:10]} of the file (declare them, or mark them excluded)"
+        )
     if not dataset.has_raw:
         return  # raw file deleted: nothing left to check against
     broken = {}
@@ -363,9 +428,11 @@ def check_fits(dataset: Dataset, schema: Schema) -> None:
         raise SchemaRejected(f"the file does not fit this schema: {exc}") from None
     broken = {label: k for label, k in broken.items() if k}
     if broken:
-        raise SchemaRejected("a public rule must hold for every record, but the file breaks "
-                             + "; ".join(f"rule {label} in {k} row(s)" for label, k in list(broken.items())[:5])
-                             + ": correct the rule (or the data)")
+        raise SchemaRejected(
+            "a public rule must hold for every record, but the file breaks "
+            + "; ".join(f"rule {label} in {k} row(s)" for label, k in list(broken.items())[:5])
+            + ": correct the rule (or the data)"
+        )
 
 
 def confirm_schema(dataset: Dataset, schema: Schema) -> Dataset:

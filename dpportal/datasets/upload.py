@@ -46,8 +46,12 @@ class Limits:
 
     @classmethod
     def from_settings(cls) -> "Limits":
-        return cls(settings.DPPORTAL_MAX_UPLOAD_BYTES, settings.DPPORTAL_MAX_ROWS,
-                   settings.DPPORTAL_MAX_COLUMNS, settings.DPPORTAL_MAX_FIELD_LENGTH)
+        return cls(
+            settings.DPPORTAL_MAX_UPLOAD_BYTES,
+            settings.DPPORTAL_MAX_ROWS,
+            settings.DPPORTAL_MAX_COLUMNS,
+            settings.DPPORTAL_MAX_FIELD_LENGTH,
+        )
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,15 @@ def copy_limited(fileobj, dest: Path, max_bytes: int) -> int:
 
 
 # Compressed or archive formats renamed to .csv (a "zip bomb" never gets decompressed: refused on sight)
-ARCHIVE_MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"PK\x05\x06": "zip", b"BZh": "bzip2",
-                 b"\xfd7zXZ\x00": "xz", b"7z\xbc\xaf\x27\x1c": "7z", b"\x28\xb5\x2f\xfd": "zstd"}
+ARCHIVE_MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"PK\x03\x04": "zip",
+    b"PK\x05\x06": "zip",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"7z\xbc\xaf\x27\x1c": "7z",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
 # A valid UTF-8 multi-byte sequence: seen in a file that is not valid UTF-8 as a whole, it means
 # the file mixes encodings (decoding it all as Windows-1252 would silently garble those cells).
 UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
@@ -147,8 +158,9 @@ def sniff_encoding(path: Path) -> str:
         except UnicodeDecodeError:
             continue
         if enc != "utf-8-sig" and _has_utf8_sequences(path):
-            raise UploadError("the file mixes encodings: some cells are UTF-8, others are not; "
-                              "save the whole file as UTF-8 CSV")
+            raise UploadError(
+                "the file mixes encodings: some cells are UTF-8, others are not; save the whole file as UTF-8 CSV"
+            )
         return enc
     raise UploadError("the file is neither UTF-8 nor Windows-1252 text: save it as UTF-8 CSV")
 
@@ -194,18 +206,24 @@ def inspect_csv(path: Path, limits: Limits) -> Inspection:
                     continue  # blank line (pandas skips them too)
                 n_rows += 1
                 if len(row) != width:
-                    raise UploadError(f"row {n_rows} (line {reader.line_num}) has {len(row)} fields, "
-                                      f"the header has {width}: every row needs the same number of fields")
+                    raise UploadError(
+                        f"row {n_rows} (line {reader.line_num}) has {len(row)} fields, "
+                        f"the header has {width}: every row needs the same number of fields"
+                    )
                 if n_rows > limits.max_rows:
                     raise UploadError(f"the file has more than {limits.max_rows:,} data rows (the row limit)")
                 longest = max(map(len, row))
                 if longest > limits.max_field_length:
-                    raise UploadError(f"row {n_rows} has a field of {longest:,} characters; the limit is "
-                                      f"{limits.max_field_length:,} characters per field")
+                    raise UploadError(
+                        f"row {n_rows} has a field of {longest:,} characters; the limit is "
+                        f"{limits.max_field_length:,} characters per field"
+                    )
         except csv.Error as exc:
             if "field larger than field limit" in str(exc):
-                raise UploadError(f"line {reader.line_num} has a field longer than the limit of "
-                                  f"{limits.max_field_length:,} characters") from None
+                raise UploadError(
+                    f"line {reader.line_num} has a field longer than the limit of "
+                    f"{limits.max_field_length:,} characters"
+                ) from None
             raise UploadError(f"the file is not valid CSV near line {reader.line_num}: {exc}") from None
     if n_rows == 0:
         raise UploadError("the file has a header but no data rows")
@@ -223,8 +241,7 @@ def _check_header(header: list[str], limits: Limits) -> None:
 
 def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
     try:
-        raw = read_raw_csv(path, nrows=settings.DPPORTAL_DRAFT_SAMPLE_ROWS, encoding=info.encoding,
-                           sep=info.delimiter)
+        raw = read_raw_csv(path, nrows=settings.DPPORTAL_DRAFT_SAMPLE_ROWS, encoding=info.encoding, sep=info.delimiter)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UploadError(f"the file could not be parsed as CSV: {str(exc).splitlines()[0]}") from None
     if list(raw.columns) != info.header:
@@ -260,10 +277,19 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
         os.replace(tmp, final)
         with transaction.atomic():
             return Dataset.objects.create(
-                owner=owner, name=name, original_filename=original,
-                file_path=str(final.relative_to(settings.DATA_DIR)), file_size=size,
-                encoding=info.encoding, delimiter=info.delimiter, n_rows=info.n_rows, header=info.header,
-                missing_markers=markers, schema_draft=draft, draft_source="data")
+                owner=owner,
+                name=name,
+                original_filename=original,
+                file_path=str(final.relative_to(settings.DATA_DIR)),
+                file_size=size,
+                encoding=info.encoding,
+                delimiter=info.delimiter,
+                n_rows=info.n_rows,
+                header=info.header,
+                missing_markers=markers,
+                schema_draft=draft,
+                draft_source="data",
+            )
     except BaseException:
         for p in (tmp, final):
             p.unlink(missing_ok=True)

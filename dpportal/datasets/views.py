@@ -43,10 +43,12 @@ def dataset_upload(request):
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            markers = parse_markers(form.cleaned_data["markers"],
-                                    empty_is_missing=form.cleaned_data["empty_is_missing"])
-            dataset = store_upload(form.cleaned_data["file"], owner=request.user, name=form.cleaned_data["name"],
-                                   markers=markers)
+            markers = parse_markers(
+                form.cleaned_data["markers"], empty_is_missing=form.cleaned_data["empty_is_missing"]
+            )
+            dataset = store_upload(
+                form.cleaned_data["file"], owner=request.user, name=form.cleaned_data["name"], markers=markers
+            )
         except UploadError as exc:
             form.add_error("file", str(exc))
         else:
@@ -65,8 +67,13 @@ def dataset_detail(request, pk):
     if owner and not show_hidden:
         releases = releases.filter(hidden=False)
     releases = list(releases.select_related("parent", "evaluation") if owner else releases.select_related("parent"))
-    ctx = {"dataset": dataset, "is_owner": owner, "releases": releases, "show_hidden": show_hidden,
-           "n_hidden": n_hidden}
+    ctx = {
+        "dataset": dataset,
+        "is_owner": owner,
+        "releases": releases,
+        "show_hidden": show_hidden,
+        "n_hidden": n_hidden,
+    }
     if owner:
         from dpportal.dashboards.services import mark_best_quality
 
@@ -94,8 +101,16 @@ def _column_rows(dataset, schema, post=None):
             cur = {f: post.get(f"col-{i}-{f}", "") for f in services.COLUMN_FIELDS if f != "categories"}
             cur["categories"] = [c for c in post.get(f"col-{i}-categories", "").splitlines() if c.strip()]
             ok = bool(post.get(f"col-{i}-ok")) or cur["kind"] == "excluded"
-        rows.append({"i": i, "name": name, "cur": cur, "suggested": suggested.get(name), "ok": ok,
-                     "rare": _still_listed((draft.get("rare_categories") or {}).get(name, []), cur)})
+        rows.append(
+            {
+                "i": i,
+                "name": name,
+                "cur": cur,
+                "suggested": suggested.get(name),
+                "ok": ok,
+                "rare": _still_listed((draft.get("rare_categories") or {}).get(name, []), cur),
+            }
+        )
     return rows
 
 
@@ -135,10 +150,13 @@ def dataset_schema(request, pk):
     elif request.method == "POST":
         try:
             if not request.POST.get("public_ack"):
-                raise services.SchemaRejected("tick the box to confirm that every value on this page is public "
-                                              "knowledge (not learned from this private file)")
-            markers = parse_markers(request.POST.get("markers", ""),
-                                    empty_is_missing=bool(request.POST.get("empty_is_missing")))
+                raise services.SchemaRejected(
+                    "tick the box to confirm that every value on this page is public "
+                    "knowledge (not learned from this private file)"
+                )
+            markers = parse_markers(
+                request.POST.get("markers", ""), empty_is_missing=bool(request.POST.get("empty_is_missing"))
+            )
             new = services.schema_from_post(dataset, request.POST, markers)
             services.confirm_schema(dataset, new)
         except (services.SchemaRejected, UploadError) as exc:
@@ -147,20 +165,32 @@ def dataset_schema(request, pk):
             messages.success(request, "Schema confirmed as public metadata.")
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
-        "dataset": dataset, "error": error, "kinds": services.FORM_KINDS, "granularities": list(UNITS), "import_form": SchemaImportForm(),
+        "dataset": dataset,
+        "error": error,
+        "kinds": services.FORM_KINDS,
+        "granularities": list(UNITS),
+        "import_form": SchemaImportForm(),
         "max_codes": services.MAX_CODES,
-        "rows": rows, "review": services.review_count(rows), "bulk_note": bulk_note, "bulk_kinds": ("all",) + KINDS,
-        "dp_bounds": dp_bounds or dp_categories, "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
+        "rows": rows,
+        "review": services.review_count(rows),
+        "bulk_note": bulk_note,
+        "bulk_kinds": ("all",) + KINDS,
+        "dp_bounds": dp_bounds or dp_categories,
+        "bounds_epsilon": release_services.DEFAULT_BOUNDS_EPSILON,
         "discovery_delta": release_services.DEFAULT_DISCOVERY_DELTA,
-        "bounds_pending": dataset.releases.filter(mechanism=release_services.BOUNDS_MECHANISM,
-                                                  status__in=(Release.QUEUED, Release.RUNNING)),
+        "bounds_pending": dataset.releases.filter(
+            mechanism=release_services.BOUNDS_MECHANISM, status__in=(Release.QUEUED, Release.RUNNING)
+        ),
         "budget": ledger.remaining(dataset),
-        "markers_text": ", ".join(m for m in markers if m), "empty_is_missing": "" in markers,
-        "rare_k": (dataset.schema_draft or {}).get("rare_k"), "has_rare": any(r["rare"] for r in rows),
+        "markers_text": ", ".join(m for m in markers if m),
+        "empty_is_missing": "" in markers,
+        "rare_k": (dataset.schema_draft or {}).get("rare_k"),
+        "has_rare": any(r["rare"] for r in rows),
         "missing_output": _missing_output(dataset, schema, request.POST if request.method == "POST" else None),
         "markers_meaning": services.markers_meaning(markers),
         "rules_text": request.POST.get("rules", "") if request.method == "POST" else services.rules_text(schema),
-        "confirmed": bool(dataset.schema), "draft_source": dataset.draft_source,
+        "confirmed": bool(dataset.schema),
+        "draft_source": dataset.draft_source,
     }
     return render(request, "datasets/schema.html", ctx)
 
@@ -171,15 +201,22 @@ def dataset_schema_dp_bounds(request, pk):
     """Queue a private estimate of numeric bounds (charged to the budget like a release)."""
     dataset = dataset_for_owner(request.user, pk)
     try:
-        release = release_services.plan_bounds(dataset, request.user, columns=request.POST.getlist("bounds_columns"),
-                                               epsilon=request.POST.get("bounds_epsilon"),
-                                               delta=request.POST.get("bounds_delta"))
+        release = release_services.plan_bounds(
+            dataset,
+            request.user,
+            columns=request.POST.getlist("bounds_columns"),
+            epsilon=request.POST.get("bounds_epsilon"),
+            delta=request.POST.get("bounds_delta"),
+        )
     except release_services.ReleaseRequestError as exc:
         messages.error(request, f"Bounds not estimated: {exc}")
     else:
-        messages.success(request, f"Estimating bounds or categories of {len(release.params['columns'])} column(s) privately "
-                                  f"(release {release.pk}; epsilon {release.epsilon} reserved). Reload this page "
-                                  "when it is done, then use the estimates.")
+        messages.success(
+            request,
+            f"Estimating bounds or categories of {len(release.params['columns'])} column(s) privately "
+            f"(release {release.pk}; epsilon {release.epsilon} reserved). Reload this page "
+            "when it is done, then use the estimates.",
+        )
     return redirect("dpportal-schema", dataset.pk)
 
 
@@ -223,19 +260,24 @@ def dataset_budget(request, pk):
     form = BudgetForm(request.POST or None, initial=services.budget_initial(ledger.remaining(dataset)))
     if request.method == "POST" and form.is_valid():
         try:
-            entry = ledger.set_caps(dataset, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data["delta"],
-                                    user=request.user)
+            entry = ledger.set_caps(
+                dataset, epsilon=form.cleaned_data["epsilon"], delta=form.cleaned_data["delta"], user=request.user
+            )
         except ledger.LedgerError as exc:
             form.add_error(None, str(exc))
         else:
             if entry is not None and getattr(entry, "warning", ""):
                 messages.warning(request, entry.warning)
-            messages.success(request, "Privacy budget saved: epsilon cap {}, delta cap {}.".format(
-                form.cleaned_data["epsilon"], form.cleaned_data["delta"]) if entry is not None
-                else "Privacy budget unchanged.")
+            messages.success(
+                request,
+                "Privacy budget saved: epsilon cap {}, delta cap {}.".format(
+                    form.cleaned_data["epsilon"], form.cleaned_data["delta"]
+                )
+                if entry is not None
+                else "Privacy budget unchanged.",
+            )
             return redirect("dpportal-dataset", dataset.pk)
-    ctx = {"dataset": dataset, "form": form, "budget": ledger.remaining(dataset),
-           "presets": services.BUDGET_PRESETS}
+    ctx = {"dataset": dataset, "form": form, "budget": ledger.remaining(dataset), "presets": services.BUDGET_PRESETS}
     return render(request, "datasets/budget.html", ctx)
 
 
@@ -250,11 +292,16 @@ def dataset_grant(request, pk):
         name = form.cleaned_data["username"]
         user = get_user_model().objects.filter(username=name, profile__role=Profile.ANALYST).first()
         if user is None and get_user_model().objects.filter(username=name).exists():
-            messages.error(request, f"no analyst named {name!r}: that name belongs to an account that is not an "
-                                    "analyst (stewards and other accounts cannot be granted releases)")
+            messages.error(
+                request,
+                f"no analyst named {name!r}: that name belongs to an account that is not an "
+                "analyst (stewards and other accounts cannot be granted releases)",
+            )
         elif user is None:
-            messages.error(request, f"no analyst named {name!r}: tick \"create the account\" to create it and "
-                                    "grant access in one step")
+            messages.error(
+                request,
+                f'no analyst named {name!r}: tick "create the account" to create it and grant access in one step',
+            )
         elif form.cleaned_data["action"] == "grant":
             dataset.analysts.add(user)
             messages.success(request, f"{user.username} can now download this dataset's releases.")
@@ -279,8 +326,7 @@ def dataset_raw_delete(request, pk):
     except RawDeleteRefused as exc:
         messages.error(request, f"Raw data not deleted: {exc}")
     else:
-        messages.success(request, "Raw data deleted. Releases, the schema and the ledger remain; "
-                                  "no budget was freed.")
+        messages.success(request, "Raw data deleted. Releases, the schema and the ledger remain; no budget was freed.")
     return redirect("dpportal-dataset", dataset.pk)
 
 
@@ -295,7 +341,6 @@ def _create_analyst(request, dataset, username: str):
         messages.error(request, f"No account created: {exc}")
         return redirect("dpportal-dataset", dataset.pk)
     dataset.analysts.add(user)
-    resp = render(request, "datasets/analyst_created.html", {"dataset": dataset, "analyst": user,
-                                                             "password": password})
+    resp = render(request, "datasets/analyst_created.html", {"dataset": dataset, "analyst": user, "password": password})
     resp["Cache-Control"] = "no-store"
     return resp

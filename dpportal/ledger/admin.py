@@ -19,12 +19,30 @@ class ReadOnly(admin.ModelAdmin):
 
 @admin.register(Budget)
 class BudgetAdmin(ReadOnly):
-    list_display = ("dataset", "eps_cap", "eps_spent", "eps_reserved", "delta_cap", "delta_spent", "delta_reserved",
-                    "head_seq")
+    list_display = (
+        "dataset",
+        "eps_cap",
+        "eps_spent",
+        "eps_reserved",
+        "delta_cap",
+        "delta_spent",
+        "delta_reserved",
+        "head_seq",
+    )
 
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(ReadOnly):
-    list_display = ("dataset", "seq", "kind", "created_at", "username", "release_pk", "mechanism", "epsilon",
-                    "delta", "guarantee")
+    list_display = (
+        "dataset",
+        "seq",
+        "kind",
+        "created_at",
+        "username",
+        "release_pk",
+        "mechanism",
+        "epsilon",
+        "delta",
+        "guarantee",
+    )
     list_filter = ("kind",)

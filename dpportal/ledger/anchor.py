@@ -88,9 +88,13 @@ def check(heads: list[Anchored], dataset_id: int, hashes: dict[int, str]) -> lis
             continue
         found = hashes.get(a.seq)
         if found is None:
-            problems.append(f"anchor line {a.line}: entry #{a.seq} (hash {a.hash[:12]}...) is missing from the "
-                            "database: the chain was truncated or rewritten")
+            problems.append(
+                f"anchor line {a.line}: entry #{a.seq} (hash {a.hash[:12]}...) is missing from the "
+                "database: the chain was truncated or rewritten"
+            )
         elif found != a.hash:
-            problems.append(f"anchor line {a.line}: entry #{a.seq} has hash {found[:12]}... but the anchor recorded "
-                            f"{a.hash[:12]}...: the chain was rewritten")
+            problems.append(
+                f"anchor line {a.line}: entry #{a.seq} has hash {found[:12]}... but the anchor recorded "
+                f"{a.hash[:12]}...: the chain was rewritten"
+            )
     return problems

@@ -49,8 +49,10 @@ class Budget(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return (f"budget of dataset {self.dataset_id}: epsilon {format_units(self.eps_cap, EPS_UNIT)}, "
-                f"delta {format_units(self.delta_cap, DELTA_UNIT)}")
+        return (
+            f"budget of dataset {self.dataset_id}: epsilon {format_units(self.eps_cap, EPS_UNIT)}, "
+            f"delta {format_units(self.delta_cap, DELTA_UNIT)}"
+        )
 
 
 class LedgerEntry(models.Model):
@@ -62,12 +64,14 @@ class LedgerEntry(models.Model):
     seq = models.PositiveIntegerField()
     kind = models.CharField(max_length=8, choices=KINDS)
     created_at = models.DateTimeField()
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     username = models.CharField(max_length=150, blank=True)  # kept if the account goes
     user_pk = models.BigIntegerField(null=True, blank=True)  # kept if the account goes (hashed from v2)
-    release = models.ForeignKey("releases.Release", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="ledger_entries")
+    release = models.ForeignKey(
+        "releases.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger_entries"
+    )
     release_pk = models.BigIntegerField(null=True, blank=True)  # kept if the release goes
     mechanism = models.CharField(max_length=64, blank=True)
     params_json = models.TextField(default="{}")  # canonical JSON, hashed as text
@@ -76,8 +80,7 @@ class LedgerEntry(models.Model):
     eps_units = models.BigIntegerField(default=0)
     delta_units = models.BigIntegerField(default=0)
     guarantee = models.CharField(max_length=16, blank=True)  # pure | approximate
-    resolves = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="resolution")
+    resolves = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="resolution")
     note = models.TextField(blank=True)  # warnings, caveats, failure reason
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
@@ -89,8 +92,9 @@ class LedgerEntry(models.Model):
         ordering = ["dataset_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "seq"], name="ledger_unique_seq_per_dataset"),
-            models.UniqueConstraint(fields=["release_pk"], condition=Q(kind="reserve"),
-                                    name="ledger_one_reservation_per_release"),
+            models.UniqueConstraint(
+                fields=["release_pk"], condition=Q(kind="reserve"), name="ledger_one_reservation_per_release"
+            ),
         ]
         verbose_name_plural = "ledger entries"
 

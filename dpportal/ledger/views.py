@@ -11,8 +11,17 @@ from dpportal.accounts.access import dataset_for_owner
 from . import services
 
 # sortable columns: query value -> model field (anything else falls back to the sequence number)
-SORTS = {"seq": "seq", "time": "created_at", "kind": "kind", "user": "username", "release": "release_pk",
-         "mechanism": "mechanism", "epsilon": "eps_units", "delta": "delta_units", "guarantee": "guarantee"}
+SORTS = {
+    "seq": "seq",
+    "time": "created_at",
+    "kind": "kind",
+    "user": "username",
+    "release": "release_pk",
+    "mechanism": "mechanism",
+    "epsilon": "eps_units",
+    "delta": "delta_units",
+    "guarantee": "guarantee",
+}
 
 
 @login_required
@@ -23,11 +32,28 @@ def ledger_page(request, pk):
     descending = request.GET.get("dir") == "desc"
     order = ("-" if descending else "") + SORTS[sort]
     rows = services.entries(dataset).order_by(order, "seq")
-    ctx = {"dataset": dataset, "entries": rows, "sort": sort, "descending": descending,
-           "columns": [(key, label) for key, label in (
-               ("seq", "#"), ("time", "When"), ("kind", "Entry"), ("user", "By"), ("release", "Release"),
-               ("mechanism", "Mechanism"), ("epsilon", "ε"), ("delta", "δ"), ("guarantee", "Guarantee"))],
-           "chain": services.verify_dataset(dataset.pk), "tighter": services.tighter_accounting(dataset)}
+    ctx = {
+        "dataset": dataset,
+        "entries": rows,
+        "sort": sort,
+        "descending": descending,
+        "columns": [
+            (key, label)
+            for key, label in (
+                ("seq", "#"),
+                ("time", "When"),
+                ("kind", "Entry"),
+                ("user", "By"),
+                ("release", "Release"),
+                ("mechanism", "Mechanism"),
+                ("epsilon", "ε"),
+                ("delta", "δ"),
+                ("guarantee", "Guarantee"),
+            )
+        ],
+        "chain": services.verify_dataset(dataset.pk),
+        "tighter": services.tighter_accounting(dataset),
+    }
     return render(request, "ledger/ledger.html", ctx)
 
 

@@ -25,8 +25,9 @@ class GuidanceError(ValueError):
     """Bad purpose or amount; the message names it."""
 
 
-def parse_amount(value, name: str, *, default: float, low: float = 0.0, low_open: bool, high: float,
-                 high_open: bool) -> float:
+def parse_amount(
+    value, name: str, *, default: float, low: float = 0.0, low_open: bool, high: float, high_open: bool
+) -> float:
     """A float parsed BEFORE any exact arithmetic, its bounds checked (bounded work for any input)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return default
@@ -71,18 +72,23 @@ def delta_note(budget: dict, value) -> dict | None:
         return None
     left = remaining - delta
     if left <= remaining * 1e-9:
-        return {"exhausts": True, "text": f"This release would use all the remaining δ ({remaining:g}): afterwards "
-                                          f"{APPROXIMATE} can no longer run on this dataset. Use a smaller δ, e.g. "
-                                          f"{remaining * DELTA_SHARE:.3g}, to keep room for them."}
+        return {
+            "exhausts": True,
+            "text": f"This release would use all the remaining δ ({remaining:g}): afterwards "
+            f"{APPROXIMATE} can no longer run on this dataset. Use a smaller δ, e.g. "
+            f"{remaining * DELTA_SHARE:.3g}, to keep room for them.",
+        }
     return {"exhausts": False, "text": f"Leaves δ {left:.3g} of the remaining {remaining:g} for later releases."}
 
 
 def purpose_from(query: Mapping, schema) -> rec.Purpose:
     try:
-        purpose = rec.Purpose.parse(query.get("purpose") or "explore", target=query.get("target") or None,
-                                    pairs=query.get("pairs") or None,
-                                    larger_than_memory=str(query.get("larger_than_memory", "")).lower()
-                                    in ("1", "true", "on", "yes"))
+        purpose = rec.Purpose.parse(
+            query.get("purpose") or "explore",
+            target=query.get("target") or None,
+            pairs=query.get("pairs") or None,
+            larger_than_memory=str(query.get("larger_than_memory", "")).lower() in ("1", "true", "on", "yes"),
+        )
         purpose.check(schema)
     except ValueError as exc:
         raise GuidanceError(str(exc)) from None
@@ -96,17 +102,27 @@ def recommendation_for(dataset, query: Mapping, *, mechanism: str | None = None)
     if schema is None:
         raise GuidanceError("confirm the dataset's schema before asking for a recommendation")
     budget = ledger.remaining(dataset)
-    epsilon = parse_amount(query.get("epsilon"), "epsilon", default=DEFAULT_EPSILON, low_open=True,
-                           high=MAX_EPSILON, high_open=False)
-    delta = parse_amount(query.get("delta"), "delta", default=default_delta(budget, dataset.n_rows),
-                         low_open=False, high=1.0, high_open=True)
+    epsilon = parse_amount(
+        query.get("epsilon"), "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON, high_open=False
+    )
+    delta = parse_amount(
+        query.get("delta"),
+        "delta",
+        default=default_delta(budget, dataset.n_rows),
+        low_open=False,
+        high=1.0,
+        high_open=True,
+    )
     purpose = purpose_from(query, schema)
     result = rec.recommend(schema, n=dataset.n_rows, epsilon=epsilon, delta=delta, purpose=purpose)
     out = result.to_dict()
     chosen = mechanism if mechanism in registry.supporting(schema) else result.recommended
     out["curve"] = _curve(chosen, schema, dataset.n_rows, delta, purpose, query) if chosen else None
-    out["budget"] = {"set": budget["set"], "epsilon_remaining": budget["epsilon"]["remaining"],
-                     "delta_remaining": budget["delta"]["remaining"]}
+    out["budget"] = {
+        "set": budget["set"],
+        "epsilon_remaining": budget["epsilon"]["remaining"],
+        "delta_remaining": budget["delta"]["remaining"],
+    }
     return out
 
 
@@ -117,8 +133,7 @@ def _curve(name: str, schema, n: int, delta: float, purpose: rec.Purpose, query:
     if target not in (None, ""):
         goal = parse_amount(target, "target_error", default=0.1, low_open=True, high=1.0, high_open=True)
         curve["target_error"] = goal
-        curve["smallest_epsilon"] = rec.smallest_epsilon(name, schema, n=n, delta=delta, purpose=purpose,
-                                                         target=goal)
+        curve["smallest_epsilon"] = rec.smallest_epsilon(name, schema, n=n, delta=delta, purpose=purpose, target=goal)
     return curve
 
 
@@ -150,17 +165,24 @@ def query_with_defaults(dataset, values: Mapping) -> dict:
     return query
 
 
-def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_error: str | None,
-                 prediction: dict | None) -> dict:
+def page_context(
+    dataset, schema, values: Mapping, guide: dict | None, guide_error: str | None, prediction: dict | None
+) -> dict:
     budget = ledger.remaining(dataset)
     purpose = {k: (values.get(k) or "") for k in PURPOSE_FIELDS}
     purpose["purpose"] = purpose["purpose"] or "explore"
     purpose["epsilon"] = values.get("epsilon") or f"{default_epsilon(budget):g}"
     purpose["delta"] = values.get("delta") or f"{default_delta(budget, dataset.n_rows):g}"
     hidden = {k: v for k, v in purpose.items() if k in PURPOSE_FIELDS and v}
-    ctx = {"purpose": purpose, "purpose_hidden": hidden, "guide": guide, "guide_error": guide_error,
-           "prediction": prediction, "columns": schema.names if schema is not None else [],
-           "curve_figure": None}
+    ctx = {
+        "purpose": purpose,
+        "purpose_hidden": hidden,
+        "guide": guide,
+        "guide_error": guide_error,
+        "prediction": prediction,
+        "columns": schema.names if schema is not None else [],
+        "curve_figure": None,
+    }
     ctx["glossary"] = GLOSSARY
     ctx["epsilon_words"] = epsilon_in_words(purpose["epsilon"])
     if guide:
@@ -172,17 +194,32 @@ def page_context(dataset, schema, values: Mapping, guide: dict | None, guide_err
 
 
 GLOSSARY = (
-    ("ε (epsilon)", "the privacy loss charged to the budget: how much the synthetic table can reveal about any one "
-                    "person. Smaller is more private and noisier."),
-    ("δ (delta)", "a tiny probability that the ε guarantee does not hold; approximate-DP mechanisms (aim, mst, "
-                  "dpmerf, Gaussian modes) need one, far below 1 / rows."),
-    ("marginals", "the counts of the table over one column (1-way) or a pair of columns (2-way): its frequency "
-                  "tables and cross-tabulations."),
-    ("TVD", "total variation distance between a synthetic and the real marginal: the share of rows that sit in "
-            "the wrong cell (0% identical, 100% nothing in common). 3% 2-way TVD: about 3 rows in 100 land in "
-            "the wrong cell of a two-column cross-tabulation."),
-    ("rho (ρ)", "the budget in zero-concentrated DP, the accounting aim, mst and the Gaussian modes use inside; "
-                "dpportal converts it from your ε and δ, and the ledger always charges ε and δ."),
+    (
+        "ε (epsilon)",
+        "the privacy loss charged to the budget: how much the synthetic table can reveal about any one "
+        "person. Smaller is more private and noisier.",
+    ),
+    (
+        "δ (delta)",
+        "a tiny probability that the ε guarantee does not hold; approximate-DP mechanisms (aim, mst, "
+        "dpmerf, Gaussian modes) need one, far below 1 / rows.",
+    ),
+    (
+        "marginals",
+        "the counts of the table over one column (1-way) or a pair of columns (2-way): its frequency "
+        "tables and cross-tabulations.",
+    ),
+    (
+        "TVD",
+        "total variation distance between a synthetic and the real marginal: the share of rows that sit in "
+        "the wrong cell (0% identical, 100% nothing in common). 3% 2-way TVD: about 3 rows in 100 land in "
+        "the wrong cell of a two-column cross-tabulation.",
+    ),
+    (
+        "rho (ρ)",
+        "the budget in zero-concentrated DP, the accounting aim, mst and the Gaussian modes use inside; "
+        "dpportal converts it from your ε and δ, and the ledger always charges ε and δ.",
+    ),
 )
 
 
@@ -196,8 +233,10 @@ def epsilon_in_words(value) -> str:
         return ""
     factor = math.exp(eps)
     times = f"{factor:.3g}" if factor < 1e6 else "more than a million"
-    return (f"ε {eps:g} means: adding or removing any one person's record changes the chance of any result "
-            f"by at most a factor of {times} (e^ε). Smaller ε: more private, more noise.")
+    return (
+        f"ε {eps:g} means: adding or removing any one person's record changes the chance of any result "
+        f"by at most a factor of {times} (e^ε). Smaller ε: more private, more noise."
+    )
 
 
 def _add_runtimes(guide: dict, schema) -> None:
@@ -208,8 +247,14 @@ def _add_runtimes(guide: dict, schema) -> None:
     for m in guide["mechanisms"]:
         params = {**m["params"], **({"target": target} if target and m["label_conditional"] else {})}
         try:
-            est = runtime.estimate(m["mechanism"], n=int(guide["rows"]), schema=schema, params=params,
-                                   epsilon=guide["epsilon"], delta=guide["delta"] or None)
+            est = runtime.estimate(
+                m["mechanism"],
+                n=int(guide["rows"]),
+                schema=schema,
+                params=params,
+                epsilon=guide["epsilon"],
+                delta=guide["delta"] or None,
+            )
         except (ValueError, TypeError, ArithmeticError):
             m["runtime_text"] = ""
             continue
@@ -229,8 +274,9 @@ def _decorate(guide: dict, hidden: dict, purpose: dict) -> None:
     curve = guide.get("curve") or {}
     if curve.get("smallest_epsilon"):
         curve["target_pct"] = _pct(curve["target_error"])
-        curve["use_query"] = urlencode({**base, "epsilon": f"{curve['smallest_epsilon']:g}",
-                                        "mechanism": curve["mechanism"]})
+        curve["use_query"] = urlencode(
+            {**base, "epsilon": f"{curve['smallest_epsilon']:g}", "mechanism": curve["mechanism"]}
+        )
     elif curve.get("target_error"):
         curve["target_pct"] = _pct(curve["target_error"])
 
@@ -246,25 +292,64 @@ def curve_figure(guide: dict, budget: dict) -> dict:
         return None
     xs, ys = [p["epsilon"] for p in pts], [p["score"] for p in pts]
     top = max(ys) * 1.05
-    data = [{"type": "scatter", "mode": "lines", "name": f"{curve['mechanism']}: predicted error", "x": xs, "y": ys,
-             "line": {"color": "#2857a4"}, "hovertemplate": "ε %{x}<br>predicted %{y:.1%}<extra></extra>"}]
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"{curve['mechanism']}: predicted error",
+            "x": xs,
+            "y": ys,
+            "line": {"color": "#2857a4"},
+            "hovertemplate": "ε %{x}<br>predicted %{y:.1%}<extra></extra>",
+        }
+    ]
     if budget.get("set") and budget["epsilon"]["remaining_float"] > 0:
         e = budget["epsilon"]["remaining_float"]
-        data.append({"type": "scatter", "mode": "lines", "name": f"remaining budget ε {budget['epsilon']['remaining']}",
-                     "x": [e, e], "y": [0, top], "line": {"color": "#c2572b", "dash": "dash"}, "hoverinfo": "name"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"remaining budget ε {budget['epsilon']['remaining']}",
+                "x": [e, e],
+                "y": [0, top],
+                "line": {"color": "#c2572b", "dash": "dash"},
+                "hoverinfo": "name",
+            }
+        )
     e = guide["epsilon"]
-    data.append({"type": "scatter", "mode": "markers", "name": f"ε asked: {e:g}", "x": [e],
-                 "y": [_score_at(guide, curve["mechanism"])], "marker": {"color": "#2857a4", "size": 10}})
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"ε asked: {e:g}",
+            "x": [e],
+            "y": [_score_at(guide, curve["mechanism"])],
+            "marker": {"color": "#2857a4", "size": 10},
+        }
+    )
     if curve.get("target_error"):
         t = curve["target_error"]
-        data.append({"type": "scatter", "mode": "lines", "name": f"accepted error {t:.1%}", "x": [xs[0], xs[-1]],
-                     "y": [t, t], "line": {"color": "#5f6b7a", "dash": "dot"}, "hoverinfo": "name"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"accepted error {t:.1%}",
+                "x": [xs[0], xs[-1]],
+                "y": [t, t],
+                "line": {"color": "#5f6b7a", "dash": "dot"},
+                "hoverinfo": "name",
+            }
+        )
     title = f"Predicted error of {curve['mechanism']} against ε"
     ticks = [t for t in (0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100) if xs[0] <= t <= xs[-1]]
-    return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "ε"}, "type": "log", "tickvals": ticks,
-                                                          "ticktext": [f"{t:g}" for t in ticks]},
-                                            yaxis={"title": {"text": "predicted error"}, "tickformat": ".0%",
-                                                   "rangemode": "tozero"})}
+    return {
+        "data": data,
+        "layout": _layout(
+            title,
+            xaxis={"title": {"text": "ε"}, "type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
+            yaxis={"title": {"text": "predicted error"}, "tickformat": ".0%", "rangemode": "tozero"},
+        ),
+    }
 
 
 def _score_at(guide: dict, name: str) -> float | None:
@@ -289,8 +374,9 @@ def _setting(dataset, mechanism: str, epsilon, delta) -> rec.Setting | None:
     if schema is None or mechanism not in registry.supporting(schema):
         return None
     try:
-        eps = parse_amount(epsilon, "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON,
-                           high_open=False)
+        eps = parse_amount(
+            epsilon, "epsilon", default=DEFAULT_EPSILON, low_open=True, high=MAX_EPSILON, high_open=False
+        )
         dlt = parse_amount(delta, "delta", default=0.0, low_open=False, high=1.0, high_open=True)
         return rec.Setting(schema, dataset.n_rows, eps, dlt)
     except (GuidanceError, ValueError):
@@ -300,8 +386,9 @@ def _setting(dataset, mechanism: str, epsilon, delta) -> rec.Setting | None:
 HIGH_ERROR = 0.30  # a predicted error above this, where more epsilon would bring it under, needs a confirmation
 
 
-def high_error_reason(dataset, mechanism: str, epsilon, delta, *, params: Mapping | None = None,
-                      query: Mapping | None = None) -> str | None:
+def high_error_reason(
+    dataset, mechanism: str, epsilon, delta, *, params: Mapping | None = None, query: Mapping | None = None
+) -> str | None:
     """Why a release of ``mechanism`` at this epsilon is predicted to keep little of the table (its error,
     by the purpose's measure, above HIGH_ERROR while a larger epsilon is predicted below it), or None.
     Public inputs only. The form and the API ask for an explicit confirmation with this reason."""
@@ -314,19 +401,21 @@ def high_error_reason(dataset, mechanism: str, epsilon, delta, *, params: Mappin
         p = rec.predict(mechanism, setting, purpose, _choice_params(mechanism, params or {}))
         if p.status != "ok" or p.score is None or p.score <= HIGH_ERROR:
             return None
-        enough = rec.smallest_epsilon(mechanism, schema, n=dataset.n_rows, target=HIGH_ERROR, delta=dlt,
-                                      purpose=purpose)
+        enough = rec.smallest_epsilon(
+            mechanism, schema, n=dataset.n_rows, target=HIGH_ERROR, delta=dlt, purpose=purpose
+        )
     except (GuidanceError, ValueError, TypeError, ArithmeticError):
         return None  # amounts and parameters are named by the release's own validation
     if enough is None or enough <= eps:
         return None  # no epsilon helps (e.g. a tiny table): not a setting the steward can fix here
-    return (f"{mechanism}'s predicted error at ε {eps:g} is {p.score:.0%} (about {round(p.score * 100)} rows in 100 "
-            f"in the wrong cell of a two-column cross-tabulation), above the {HIGH_ERROR:.0%} at which dpportal "
-            f"asks for a confirmation; ε {enough:g} or more is predicted below it")
+    return (
+        f"{mechanism}'s predicted error at ε {eps:g} is {p.score:.0%} (about {round(p.score * 100)} rows in 100 "
+        f"in the wrong cell of a two-column cross-tabulation), above the {HIGH_ERROR:.0%} at which dpportal "
+        f"asks for a confirmation; ε {enough:g} or more is predicted below it"
+    )
 
 
 def _choice_params(mechanism: str, params: Mapping) -> dict:
     """The parameters that change a prediction and arrive as words (e.g. noise_type, workload)."""
     specs = {s.name: s for s in registry.get(mechanism).params}
-    return {k: v for k, v in params.items()
-            if k in specs and specs[k].type == "choice" and v in specs[k].choices}
+    return {k: v for k, v in params.items() if k in specs and specs[k].type == "choice" and v in specs[k].choices}

@@ -60,8 +60,10 @@ def _release_tmp_dirs(now: float) -> list[str]:
     from .models import Release
 
     release_dir, data_dir = Path(settings.RELEASE_DIR), Path(settings.DATA_DIR)
-    active = {str(pk) for pk in Release.objects.filter(status__in=(Release.QUEUED, Release.RUNNING))
-              .values_list("pk", flat=True)}
+    active = {
+        str(pk)
+        for pk in Release.objects.filter(status__in=(Release.QUEUED, Release.RUNNING)).values_list("pk", flat=True)
+    }
     removed = []
     for path in release_dir.glob("*.tmp"):
         if path.is_dir() and path.name[:-4] not in active and _age(path, now) > TMP_DIR_GRACE_SECONDS:

@@ -28,18 +28,25 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
         "privacy_details": report.get("details", {}),
         "noise_backend": report.get("noise_backend"),
         "rows": release.rows,
-        "files": {"synthetic.csv": "exact values: category labels as confirmed, missing values written as "
-                                   f"{Schema.from_dict(release.schema).missing_text!r}, numbers as declared",
-                  "synthetic-spreadsheet.csv": SPREADSHEET_NOTE},
+        "files": {
+            "synthetic.csv": "exact values: category labels as confirmed, missing values written as "
+            f"{Schema.from_dict(release.schema).missing_text!r}, numbers as declared",
+            "synthetic-spreadsheet.csv": SPREADSHEET_NOTE,
+        },
         "drawn_from_release": release.parent_id,
         "software_version": release.software_version,
     }
     if release.parent_id:
-        data["note"] = ("more rows drawn from release %d's private summary: post-processing, no additional "
-                        "privacy cost" % release.parent_id)
+        data["note"] = (
+            "more rows drawn from release %d's private summary: post-processing, no additional "
+            "privacy cost" % release.parent_id
+        )
     if for_owner:
-        data["timestamps"] = {"requested": _iso(release.created_at), "started": _iso(release.started_at),
-                              "finished": _iso(release.finished_at)}
+        data["timestamps"] = {
+            "requested": _iso(release.created_at),
+            "started": _iso(release.started_at),
+            "finished": _iso(release.finished_at),
+        }
     else:  # analysts: day only, so no job duration can be read from it (timing side channel)
         data["timestamps"] = {"released_on": release.finished_at.date().isoformat() if release.finished_at else None}
         data = untimed(data)
@@ -64,7 +71,7 @@ def untimed(value):
 
 
 def public_report(release: Release, *, for_owner: bool) -> dict | None:
-    report = (release.origin().report or None)
+    report = release.origin().report or None
     if report is None or for_owner:
         return report
     return untimed(report)

@@ -14,8 +14,9 @@ from mechanisms.schema import Schema
 class ReleaseQuerySet(models.QuerySet):
     def for_analysts(self) -> "ReleaseQuerySet":
         """What a granted analyst may see: finished, not withdrawn (nor drawn from a withdrawn release)."""
-        return self.filter(status=Release.DONE, withdrawn_at__isnull=True, parent__withdrawn_at__isnull=True,
-                           output_file__gt="")  # private bounds estimates (no table) are the steward's
+        return self.filter(
+            status=Release.DONE, withdrawn_at__isnull=True, parent__withdrawn_at__isnull=True, output_file__gt=""
+        )  # private bounds estimates (no table) are the steward's
 
 
 class Release(models.Model):
@@ -24,8 +25,7 @@ class Release(models.Model):
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"  # by the steward: refunded if it never touched data, else spent (ledger rules)
-    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"),
-                (CANCELLED, "cancelled")]
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed"), (CANCELLED, "cancelled")]
     QUEUE_SYNTHESIS = "synthesis"  # Celery queues (settings.CELERY_TASK_QUEUES)
     QUEUE_FAST = "fast"
 

@@ -40,8 +40,10 @@ from .models import Release
 
 log = logging.getLogger(__name__)
 
-STRANDED_ERROR = ("the worker running this job stopped without a trace (killed, out of memory, or the machine "
-                  "restarted): no heartbeat for {seconds} s. {ledger}")
+STRANDED_ERROR = (
+    "the worker running this job stopped without a trace (killed, out of memory, or the machine "
+    "restarted): no heartbeat for {seconds} s. {ledger}"
+)
 SPENT = "It had read the private data, so its budget is spent."
 REFUNDED = "It had not read the private data, so its reservation was refunded."
 
@@ -86,7 +88,8 @@ def heartbeat(release_id: int):
 def stranded(now=None):
     cutoff = (now or timezone.now()) - timedelta(seconds=stale_seconds())
     return Release.objects.filter(status=Release.RUNNING).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
 
 
 def sweep(now=None) -> list[int]:
@@ -108,8 +111,11 @@ def fail_stranded(release_id: int, now=None) -> bool:
         if row is None:
             return False
         error = STRANDED_ERROR.format(seconds=int(stale_seconds()), ledger=SPENT if row["data_touched"] else REFUNDED)
-        changed = stranded(now).filter(pk=release_id, data_touched=row["data_touched"]).update(
-            status=Release.FAILED, finished_at=timezone.now(), stage="failed", error=error)
+        changed = (
+            stranded(now)
+            .filter(pk=release_id, data_touched=row["data_touched"])
+            .update(status=Release.FAILED, finished_at=timezone.now(), stage="failed", error=error)
+        )
         if changed:
             services.worker._close_ledger(Release.objects.get(pk=release_id))
         return changed == 1
@@ -142,8 +148,18 @@ def spawn_loop() -> subprocess.Popen:
     connection) at that moment is inherited by the new process. The loop sweeps at once and then
     every SWEEP_SECONDS, holds a file lock so that one loop runs per data directory, and ends when
     the worker that started it is gone."""
-    return subprocess.Popen([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "sweep_releases", "--loop",
-                             "--parent", str(os.getpid())], stdin=subprocess.DEVNULL, close_fds=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(settings.BASE_DIR) / "manage.py"),
+            "sweep_releases",
+            "--loop",
+            "--parent",
+            str(os.getpid()),
+        ],
+        stdin=subprocess.DEVNULL,
+        close_fds=True,
+    )
 
 
 def run_loop(parent: int | None = None) -> None:

@@ -23,8 +23,15 @@ log = logging.getLogger(__name__)
 # kombu's virtual transports (the embedded filesystem broker) requeue without setting
 # delivery_info["redelivered"]. max_retries=None: a retry never re-runs a started job (its claim fails),
 # it only marks the release failed, so there is no loop to bound.
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             retry_on_worker_lost=True, default_retry_delay=0, max_retries=None)
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    retry_on_worker_lost=True,
+    default_retry_delay=0,
+    max_retries=None,
+)
 def run_release(self, release_id: int) -> None:
     if services.claim(release_id):
         with sweeper.heartbeat(release_id):  # a vanished worker's job is failed by sweeper.sweep

@@ -22,9 +22,15 @@ from .models import Release
 
 def _choices(schema):
     supported = set(registry.supporting(schema)) if schema else set()
-    return [{"name": n, "title": registry.get(n).title, "supported": n in supported,
-             "unsupported_kinds": sorted(schema.kinds - registry.get(n).supported_kinds) if schema else []}
-            for n in registry.names()]
+    return [
+        {
+            "name": n,
+            "title": registry.get(n).title,
+            "supported": n in supported,
+            "unsupported_kinds": sorted(schema.kinds - registry.get(n).supported_kinds) if schema else [],
+        }
+        for n in registry.names()
+    ]
 
 
 def _guide(dataset, schema, values, mechanism):
@@ -43,9 +49,13 @@ def _guide(dataset, schema, values, mechanism):
 def _submit(request, dataset, form, name: str):
     """Plan the release of a valid form: (release, None), or (None, error) with nothing charged. The values
     are checked before the high-error confirmation is asked for, so a bad value is named first."""
-    req = services.ReleaseRequest(mechanism=name, epsilon=form.cleaned_data["epsilon"],
-                                  delta=form.cleaned_data.get("delta") or "0", params=form.params(),
-                                  rows=form.cleaned_data["rows"])
+    req = services.ReleaseRequest(
+        mechanism=name,
+        epsilon=form.cleaned_data["epsilon"],
+        delta=form.cleaned_data.get("delta") or "0",
+        params=form.params(),
+        rows=form.cleaned_data["rows"],
+    )
     try:
         services.check_request(dataset, req)
         if "confirm_high_error" in form.fields and not form.cleaned_data.get("confirm_high_error"):
@@ -58,15 +68,19 @@ def _submit(request, dataset, form, name: str):
 
 def _confirmed(form) -> str:
     """The warnings the steward ticked, for the reservation's ledger entry."""
-    ticked = [form.fields[name].label for name in ("confirm_would_fail", "confirm_high_error")
-              if name in form.fields and form.cleaned_data.get(name)]
+    ticked = [
+        form.fields[name].label
+        for name in ("confirm_would_fail", "confirm_high_error")
+        if name in form.fields and form.cleaned_data.get(name)
+    ]
     return "; ".join(f"confirmed by the steward: {label}" for label in ticked)
 
 
 def _high_error(dataset, cls, values: dict, purpose) -> str | None:
-    params = {k[len(PARAM_PREFIX):]: v for k, v in values.items() if k.startswith(PARAM_PREFIX)}
-    return guidance.high_error_reason(dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params,
-                                      query=purpose)
+    params = {k[len(PARAM_PREFIX) :]: v for k, v in values.items() if k.startswith(PARAM_PREFIX)}
+    return guidance.high_error_reason(
+        dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params, query=purpose
+    )
 
 
 def _initial(request, estimating: bool) -> dict | None:
@@ -91,8 +105,13 @@ def release_new(request, pk):
     name = asked or (guide and guide["recommended"]) or (supported[0] if supported else None)
     cls = registry.get(name) if name in supported else None
     estimating = request.method == "POST" and "estimate" in request.POST  # re-show the values, no errors yet
-    form = ReleaseForm(request.POST if request.method == "POST" and not estimating else None, mechanism_cls=cls,
-                       schema=schema, n_rows=dataset.n_rows, initial=_initial(request, estimating))
+    form = ReleaseForm(
+        request.POST if request.method == "POST" and not estimating else None,
+        mechanism_cls=cls,
+        schema=schema,
+        n_rows=dataset.n_rows,
+        initial=_initial(request, estimating),
+    )
     error = None
     prediction = form.apply_guide(guide)  # purpose step carried over; would-fail needs a confirmation
     if cls is not None:
@@ -104,8 +123,10 @@ def release_new(request, pk):
         refused = next((c for c in choices if c["name"] == name and c["unsupported_kinds"]), None)
         if refused:
             kinds = " and ".join(refused["unsupported_kinds"])
-            error = (f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
-                     f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'}).")
+            error = (
+                f"{name} does not support {kinds} columns: mark them excluded in the schema to use it, "
+                f"or choose a mechanism that supports this schema ({', '.join(supported) or 'none available'})."
+            )
     elif request.method == "POST" and not estimating and form.is_valid():
         release, error = _submit(request, dataset, form, name)
         if release is not None:
@@ -120,13 +141,28 @@ def release_new(request, pk):
         runtime_estimate = services.form_estimate(name, schema, dataset.n_rows, values)
     budget = ledger.remaining(dataset)
     takes_delta = cls is not None and not form.fields["delta"].widget.is_hidden
-    ctx = {"dataset": dataset, "form": form, "choices": choices, "mechanism": mech_info, "error": error,
-           "budget": budget, "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None,
-           "memory_estimate": estimate, "runtime_estimate": runtime_estimate,
-           "advice": cls.advice(schema) if cls is not None and schema is not None else []}
+    ctx = {
+        "dataset": dataset,
+        "form": form,
+        "choices": choices,
+        "mechanism": mech_info,
+        "error": error,
+        "budget": budget,
+        "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None,
+        "memory_estimate": estimate,
+        "runtime_estimate": runtime_estimate,
+        "advice": cls.advice(schema) if cls is not None and schema is not None else [],
+    }
     advanced_open = form.params_have_errors() or "parameter '" in (error or "")  # show the named parameter
-    return render(request, "releases/new.html", {**ctx, "advanced_open": advanced_open,
-                  **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction)})
+    return render(
+        request,
+        "releases/new.html",
+        {
+            **ctx,
+            "advanced_open": advanced_open,
+            **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction),
+        },
+    )
 
 
 @login_required
@@ -134,8 +170,14 @@ def release_detail(request, pk):
     release = release_for_viewer(request.user, pk)
     owner = release.dataset.owner_id == request.user.pk
     report = public_report(release, for_owner=owner)
-    ctx = {"release": release, "dataset": release.dataset, "is_owner": owner, "report": report,
-           "report_json": json.dumps(report, indent=2), "timing": services.timing(release) if owner else None}
+    ctx = {
+        "release": release,
+        "dataset": release.dataset,
+        "is_owner": owner,
+        "report": report,
+        "report_json": json.dumps(report, indent=2),
+        "timing": services.timing(release) if owner else None,
+    }
     if owner:
         ctx["dashboard_url"] = reverse("dpportal-release-dashboard", args=[release.pk])
         ctx["budget"] = ledger.remaining(release.dataset)
@@ -156,15 +198,29 @@ def release_report(request, pk):
     owner = release.dataset.owner_id == request.user.pk
     facts = manifest(release, for_owner=owner)
     report = public_report(release, for_owner=owner) or {}
-    return render(request, "releases/report.html", {
-        "release": release, "dataset": release.dataset, "facts": facts, "has_report": bool(report),
-        "guarantee_meaning": report.get("guarantee_meaning", ""), "is_owner": owner,
-        "parameters": sorted((facts.get("parameters") or {}).items())})
+    return render(
+        request,
+        "releases/report.html",
+        {
+            "release": release,
+            "dataset": release.dataset,
+            "facts": facts,
+            "has_report": bool(report),
+            "guarantee_meaning": report.get("guarantee_meaning", ""),
+            "is_owner": owner,
+            "parameters": sorted((facts.get("parameters") or {}).items()),
+        },
+    )
 
 
 def status_dict(release: Release, *, for_owner: bool) -> dict:
-    data = {"id": release.pk, "status": release.status, "progress": round(release.progress * 100, 1),
-            "stage": release.stage if for_owner else release.status, "finished": release.is_finished}
+    data = {
+        "id": release.pk,
+        "status": release.status,
+        "progress": round(release.progress * 100, 1),
+        "stage": release.stage if for_owner else release.status,
+        "finished": release.is_finished,
+    }
     if for_owner and release.status in (Release.FAILED, Release.CANCELLED):
         data["error"] = release.error
     if for_owner:
@@ -186,8 +242,9 @@ def csv_response(release: Release, *, spreadsheet: bool = False) -> HttpResponse
         raise Http404("not available")
     name = f"dpportal-release-{release.pk}-{release.mechanism}{'-spreadsheet' if spreadsheet else ''}.csv"
     if not spreadsheet:
-        return FileResponse(open(release.output_path(), "rb"), as_attachment=True, filename=name,
-                            content_type="text/csv; charset=utf-8")
+        return FileResponse(
+            open(release.output_path(), "rb"), as_attachment=True, filename=name, content_type="text/csv; charset=utf-8"
+        )
     resp = HttpResponse(content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="{name}"'
     write_spreadsheet_csv(release.output_path(), resp, release.public_schema())
@@ -209,8 +266,9 @@ def release_manifest(request, pk):
     release = release_for_viewer(request.user, pk)
     if release.status != Release.DONE:
         raise Http404("not available")
-    resp = JsonResponse(manifest(release, for_owner=release.dataset.owner_id == request.user.pk),
-                        json_dumps_params={"indent": 2})
+    resp = JsonResponse(
+        manifest(release, for_owner=release.dataset.owner_id == request.user.pk), json_dumps_params={"indent": 2}
+    )
     resp["Content-Disposition"] = f'attachment; filename="dpportal-release-{release.pk}-manifest.json"'
     return resp
 
@@ -229,8 +287,11 @@ def release_draw(request, pk):
 
 
 RELEASE_ACTIONS = {
-    "withdraw": (lambda r: services.set_withdrawn(r, True), "Release {pk} withdrawn: analysts no longer see it "
-                 "(copies already downloaded cannot be recalled; its privacy cost stays spent)."),
+    "withdraw": (
+        lambda r: services.set_withdrawn(r, True),
+        "Release {pk} withdrawn: analysts no longer see it "
+        "(copies already downloaded cannot be recalled; its privacy cost stays spent).",
+    ),
     "restore": (lambda r: services.set_withdrawn(r, False), "Release {pk} is available to analysts again."),
     "hide": (lambda r: services.set_hidden(r, True), "Release {pk} hidden from your lists (the ledger keeps it)."),
     "unhide": (lambda r: services.set_hidden(r, False), "Release {pk} shown in your lists again."),
@@ -277,5 +338,7 @@ def _cancel_message(release: Release) -> str:
         return f"Draw {release.pk} cancelled{when}: a draw reserves no budget, so nothing is refunded or spent."
     if release.status == Release.CANCELLED:
         return f"Release {release.pk} cancelled before it started; its reserved budget was refunded."
-    return (f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "
-            "only if it had not read the data yet.")
+    return (
+        f"Cancelling release {release.pk}: it stops at its next progress point. The budget is refunded "
+        "only if it had not read the data yet."
+    )

@@ -22,8 +22,15 @@ def cli(args) -> int:
     real = load_prepared(schema, args.real)
     syn = load_prepared(schema, args.synthetic, synthetic=True)
     test = load_prepared(schema, args.test) if args.test else None
-    res = evaluate(schema, real, syn, target=args.target, test=test, seed=getattr(args, "seed", 0) or 0,
-                   fast=bool(getattr(args, "fast", False)))
+    res = evaluate(
+        schema,
+        real,
+        syn,
+        target=args.target,
+        test=test,
+        seed=getattr(args, "seed", 0) or 0,
+        fast=bool(getattr(args, "fast", False)),
+    )
     if getattr(args, "json", False) or getattr(args, "compact", False):
         json.dump(res, sys.stdout, indent=None if getattr(args, "compact", False) else 1, allow_nan=False)
         sys.stdout.write("\n")
@@ -34,8 +41,10 @@ def cli(args) -> int:
 
 def summary_text(res: dict) -> str:
     """The evaluation in a few lines for a terminal: sizes, then one line per reading."""
-    head = (f"Real rows {res['n_real']:,}, synthetic rows {res['n_synthetic']:,}; "
-            f"evaluated in {res['seconds']:.1f} s. NOT PRIVATE: computed from the raw data.")
+    head = (
+        f"Real rows {res['n_real']:,}, synthetic rows {res['n_synthetic']:,}; "
+        f"evaluated in {res['seconds']:.1f} s. NOT PRIVATE: computed from the raw data."
+    )
     width = max(len(r["metric"]) for r in res["readings"]) + 2
     lines = [head, ""] + [f"{r['metric']:<{width}}{_short_value(r['value'])}  {r['reading']}" for r in res["readings"]]
     lines += ["", "Every number and the per-column detail: add --json"]

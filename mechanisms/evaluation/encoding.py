@@ -28,7 +28,7 @@ class _Encoder:
             if c.kind == "categorical" and len(c.categories) > MAX_ONEHOT:
                 codes = Schema.category_codes(c, real[c.name])
                 order = np.argsort(-np.bincount(codes, minlength=len(c.categories)), kind="stable")
-                self.keep[c.name] = np.sort(order[:MAX_ONEHOT - 1])
+                self.keep[c.name] = np.sort(order[: MAX_ONEHOT - 1])
 
     def rows(self, frame: pd.DataFrame, idx: np.ndarray) -> np.ndarray:
         return self.transform(frame.iloc[idx])

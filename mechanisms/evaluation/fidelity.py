@@ -53,7 +53,7 @@ def split_reference(real: pd.DataFrame, rows: int, seed: int = 0) -> tuple[pd.Da
     order = rng.permutation(len(real))
     half = len(real) // 2
     reference = real.iloc[np.sort(order[:half])].reset_index(drop=True)
-    floor = real.iloc[np.sort(order[half:half + max(1, min(rows, len(real) - half))])].reset_index(drop=True)
+    floor = real.iloc[np.sort(order[half : half + max(1, min(rows, len(real) - half))])].reset_index(drop=True)
     return reference, floor
 
 
@@ -103,12 +103,25 @@ def _tvd_codes(a: np.ndarray, b: np.ndarray, k: int) -> float:
 def _stats(x: np.ndarray, specials: list[float]) -> dict:
     present = x[np.isfinite(x)]
     if len(present) == 0:
-        return {"mean": None, "sd": None, "median": None, "p10": None, "p90": None, "missing": 1.0,
-                "shares": {str(v): 0.0 for v in specials}}
+        return {
+            "mean": None,
+            "sd": None,
+            "median": None,
+            "p10": None,
+            "p90": None,
+            "missing": 1.0,
+            "shares": {str(v): 0.0 for v in specials},
+        }
     q = np.quantile(present, [0.1, 0.5, 0.9])
-    return {"mean": float(present.mean()), "sd": float(present.std()), "median": float(q[1]),
-            "p10": float(q[0]), "p90": float(q[2]), "missing": float(1 - len(present) / len(x)),
-            "shares": {_label(v): float((present == v).mean()) for v in specials}}
+    return {
+        "mean": float(present.mean()),
+        "sd": float(present.std()),
+        "median": float(q[1]),
+        "p10": float(q[0]),
+        "p90": float(q[2]),
+        "missing": float(1 - len(present) / len(x)),
+        "shares": {_label(v): float((present == v).mean()) for v in specials},
+    }
 
 
 def _label(v: float) -> str:
@@ -127,9 +140,11 @@ def _numeric_section(cols: _Columns, frames: dict[str, pd.DataFrame]) -> list[di
         for side in ("synthetic", "floor"):
             s = stats[side]
             item[f"mean_error_{side}"] = _mean_error(real, s)
-            item[f"special_share_error_{side}"] = (float(np.mean([abs(s["shares"][k] - real["shares"][k])
-                                                                  for k in real["shares"]]))
-                                                   if real["shares"] else 0.0)
+            item[f"special_share_error_{side}"] = (
+                float(np.mean([abs(s["shares"][k] - real["shares"][k]) for k in real["shares"]]))
+                if real["shares"]
+                else 0.0
+            )
         out.append(item)
     return out
 
@@ -185,8 +200,15 @@ def _pair_tvds(cols: _Columns, frame: pd.DataFrame, pairs, bins: str) -> float:
     return float(np.mean(out))
 
 
-def report(schema: Schema, reference: pd.DataFrame, synthetic: pd.DataFrame, floor: pd.DataFrame, *,
-           real_labels: pd.DataFrame | None = None, seed: int = 0) -> dict:
+def report(
+    schema: Schema,
+    reference: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    floor: pd.DataFrame,
+    *,
+    real_labels: pd.DataFrame | None = None,
+    seed: int = 0,
+) -> dict:
     """Full-resolution checks of ``synthetic`` against ``reference`` (real rows), each beside the floor:
     the same check for ``floor`` (real rows not in the reference, as many as the synthetic ones where
     possible). All three are raw CSV string frames. ``real_labels`` (default: reference and floor) is
@@ -205,9 +227,12 @@ def report(schema: Schema, reference: pd.DataFrame, synthetic: pd.DataFrame, flo
     sides = {"synthetic": synthetic, "floor": floor}
     one_way = {side: {c.name: _tvd_codes(*_codes_pair(cols, c, f)) for c in cols.kept} for side, f in sides.items()}
     numeric = _numeric_section(cols, {"real": reference, **sides})
-    res = {"rows": {"reference": len(reference), "synthetic": len(synthetic), "floor": len(floor)},
-           "not_private": "computed from the raw data: steward-only, never part of a download",
-           "numeric": numeric, "one_way": one_way}
+    res = {
+        "rows": {"reference": len(reference), "synthetic": len(synthetic), "floor": len(floor)},
+        "not_private": "computed from the raw data: steward-only, never part of a download",
+        "numeric": numeric,
+        "one_way": one_way,
+    }
     for side, f in sides.items():
         res[side] = {
             "foreign_labels": _foreign_share(cols, f, labels),
@@ -270,15 +295,24 @@ def quality(rep: dict) -> dict:
     of "column shapes" (1 - full-resolution 1-way TVD) and "column pair trends" (1 - 2-way TVD with numeric
     columns in quantile bins), beside the same score for the floor, naming the worst column (``far_off``
     when it is FAR_OFF_FACTOR x its floor: shown red)."""
+
     def score(side: str) -> tuple[float, float, float]:
         shapes, trends = 1.0 - rep[side]["tvd_1way"], 1.0 - rep[side]["tvd_2way"]
         return (shapes + trends) / 2, shapes, trends
 
     s, shapes, trends = score("synthetic")
     worst = rep.get("worst_column") or {}
-    return {"score": s, "column_shapes": shapes, "column_pair_trends": trends, "floor_score": score("floor")[0],
-            "worst_column": worst.get("column"), "worst_tvd": worst.get("tvd"), "worst_floor": worst.get("floor"),
-            "far_off": bool(worst.get("far_off")), "basis": "the downloaded file at full resolution"}
+    return {
+        "score": s,
+        "column_shapes": shapes,
+        "column_pair_trends": trends,
+        "floor_score": score("floor")[0],
+        "worst_column": worst.get("column"),
+        "worst_tvd": worst.get("tvd"),
+        "worst_floor": worst.get("floor"),
+        "far_off": bool(worst.get("far_off")),
+        "basis": "the downloaded file at full resolution",
+    }
 
 
 def _times(value: float, floor: float) -> str:
@@ -288,24 +322,46 @@ def _times(value: float, floor: float) -> str:
 def readings(rep: dict, q: dict) -> list[dict]:
     """Plain-language readings of the file checks, each against the floor (for the dashboard)."""
     syn, flo = rep["synthetic"], rep["floor"]
-    out = [{"metric": "Quality score", "value": q["score"],
+    out = [
+        {
+            "metric": "Quality score",
+            "value": q["score"],
             "reading": f"Quality {100 * q['score']:.1f}% on the downloaded file (a same-size real sample: "
-                       f"{100 * q['floor_score']:.1f}%); worst column {q['worst_column']}"
-                       f"{' (far off)' if q['far_off'] else ''}."},
-           {"metric": "Full-resolution 1-way TVD", "value": syn["tvd_1way"],
+            f"{100 * q['floor_score']:.1f}%); worst column {q['worst_column']}"
+            f"{' (far off)' if q['far_off'] else ''}.",
+        },
+        {
+            "metric": "Full-resolution 1-way TVD",
+            "value": syn["tvd_1way"],
             "reading": f"Single columns at full resolution within {100 * syn['tvd_1way']:.1f}% on average, "
-                       f"{_times(syn['tvd_1way'], flo['tvd_1way'])}."},
-           {"metric": "Full-resolution 2-way TVD", "value": syn["tvd_2way"],
+            f"{_times(syn['tvd_1way'], flo['tvd_1way'])}.",
+        },
+        {
+            "metric": "Full-resolution 2-way TVD",
+            "value": syn["tvd_2way"],
             "reading": f"Column pairs within {100 * syn['tvd_2way']:.1f}% on average, "
-                       f"{_times(syn['tvd_2way'], flo['tvd_2way'])}."},
-           {"metric": "Foreign labels", "value": syn["foreign_labels"]["share"],
-            "reading": f"{100 * syn['foreign_labels']['share']:.2f}% of cells hold a label the real data never has."},
-           {"metric": "Never-seen pair rows", "value": syn["unseen_pair_rows"],
+            f"{_times(syn['tvd_2way'], flo['tvd_2way'])}.",
+        },
+        {
+            "metric": "Foreign labels",
+            "value": syn["foreign_labels"]["share"],
+            "reading": f"{100 * syn['foreign_labels']['share']:.2f}% of cells hold a label the real data never has.",
+        },
+        {
+            "metric": "Never-seen pair rows",
+            "value": syn["unseen_pair_rows"],
             "reading": f"{100 * syn['unseen_pair_rows']:.1f}% of rows hold two categories never seen together "
-                       f"(a real sample: {100 * flo['unseen_pair_rows']:.1f}%)."}]
+            f"(a real sample: {100 * flo['unseen_pair_rows']:.1f}%).",
+        },
+    ]
     if syn["mean_error_worst"]:
         w = syn["mean_error_worst"]
-        out.append({"metric": "Worst mean error", "value": w["value"],
-                    "reading": f"The mean of {w['column']} is off by {w['value']:.2f} on the scale |mean| + sd/10 "
-                               f"(a real sample: {flo['mean_error_worst']['value']:.2f} at worst)."})
+        out.append(
+            {
+                "metric": "Worst mean error",
+                "value": w["value"],
+                "reading": f"The mean of {w['column']} is off by {w['value']:.2f} on the scale |mean| + sd/10 "
+                f"(a real sample: {flo['mean_error_worst']['value']:.2f} at worst).",
+            }
+        )
     return out

@@ -67,16 +67,16 @@ def gaussian_mmd2(X: np.ndarray, Y: np.ndarray, *, bandwidth: float) -> float:
     m, n = len(X), len(Y)
     if m < 2 or n < 2:
         raise ValueError(f"MMD needs at least 2 rows per side, got {m} and {n}")
-    g = 1.0 / (2.0 * bandwidth ** 2)
+    g = 1.0 / (2.0 * bandwidth**2)
     kxx = np.exp(-g * _sq_dists(X, X))
     kyy = np.exp(-g * _sq_dists(Y, Y))
     kxy = np.exp(-g * _sq_dists(X, Y))
-    return float((kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (n * (n - 1))
-                 - 2.0 * kxy.mean())
+    return float(
+        (kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (n * (n - 1)) - 2.0 * kxy.mean()
+    )
 
 
-def rff_mmd2(X: np.ndarray, Y: np.ndarray, *, bandwidth: float, features: int,
-             rng: np.random.Generator) -> float:
+def rff_mmd2(X: np.ndarray, Y: np.ndarray, *, bandwidth: float, features: int, rng: np.random.Generator) -> float:
     """MMD^2 estimate with random Fourier features of the same Gaussian kernel (Rahimi & Recht 2007)."""
     if bandwidth <= 0:
         raise ValueError(f"bandwidth must be positive, got bandwidth={bandwidth}")
@@ -87,7 +87,7 @@ def rff_mmd2(X: np.ndarray, Y: np.ndarray, *, bandwidth: float, features: int,
     def mean_embedding(Z: np.ndarray) -> np.ndarray:
         acc = np.zeros(features, dtype=np.float64)
         for start in range(0, len(Z), 10_000):
-            acc += np.cos(Z[start:start + 10_000].astype(np.float32) @ W + b).sum(axis=0)
+            acc += np.cos(Z[start : start + 10_000].astype(np.float32) @ W + b).sum(axis=0)
         return acc * math.sqrt(2.0 / features) / len(Z)
 
     diff = mean_embedding(X) - mean_embedding(Y)

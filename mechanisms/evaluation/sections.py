@@ -33,31 +33,46 @@ DCR_BINS = 30
 READ_CHUNK = 2_000  # query rows per block in the nearest-neighbour search (2000 x 20000 floats)
 
 
-def _columns_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame,
-                     rc: np.ndarray, sc: np.ndarray) -> list[dict]:
+def _columns_section(
+    schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, rc: np.ndarray, sc: np.ndarray
+) -> list[dict]:
     out = []
     for j, c in enumerate(schema.kept):
         k = c.n_cells
         hr = np.bincount(rc[:, j], minlength=k)
         hs = np.bincount(sc[:, j], minlength=k)
         item: dict[str, Any] = {
-            "name": c.name, "kind": c.kind, "tvd": tvd(hr, hs),
-            "cells": {"labels": c.cell_labels(), "real": (hr / hr.sum()).tolist(), "synthetic": (hs / hs.sum()).tolist()},
+            "name": c.name,
+            "kind": c.kind,
+            "tvd": tvd(hr, hs),
+            "cells": {
+                "labels": c.cell_labels(),
+                "real": (hr / hr.sum()).tolist(),
+                "synthetic": (hs / hs.sum()).tolist(),
+            },
         }
         if c.is_numeric:
             xr = real[c.name].to_numpy(dtype=float)
             xs = syn[c.name].to_numpy(dtype=float)
             w1 = float(wasserstein_distance(xr, xs))
-            item.update(wasserstein=w1, wasserstein_normalized=w1 / (c.upper - c.lower),
-                        real=_describe(xr), synthetic=_describe(xs))
+            item.update(
+                wasserstein=w1,
+                wasserstein_normalized=w1 / (c.upper - c.lower),
+                real=_describe(xr),
+                synthetic=_describe(xs),
+            )
         out.append(item)
     return out
 
 
 def _describe(x: np.ndarray) -> dict:
     q = np.quantile(x, QUANTILES)
-    d = {"mean": float(x.mean()), "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
-         "min": float(x.min()), "max": float(x.max())}
+    d = {
+        "mean": float(x.mean()),
+        "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+        "min": float(x.min()),
+        "max": float(x.max()),
+    }
     d.update({f"q{int(p * 100):02d}": float(v) for p, v in zip(QUANTILES, q)})
     return d
 
@@ -84,14 +99,18 @@ def _pairs_section(schema: Schema, rc: np.ndarray, sc: np.ndarray, rng: np.rando
     values = np.array([it["tvd"] for it in items]) if items else np.zeros(0)
     worst = items[int(values.argmax())] if items else None
     return {
-        "n_pairs_total": total, "n_pairs_evaluated": len(pairs),
+        "n_pairs_total": total,
+        "n_pairs_evaluated": len(pairs),
         "fraction": round(len(pairs) / total, 6) if total else 1.0,
         "mean_tvd": float(values.mean()) if items else None,
         "max_tvd": float(values.max()) if items else None,
-        "worst": worst, "items": items,
+        "worst": worst,
+        "items": items,
         "combinations": {
-            "real": real_combos, "synthetic": syn_combos,
-            "suppressed": suppressed, "fabricated": fabricated,
+            "real": real_combos,
+            "synthetic": syn_combos,
+            "suppressed": suppressed,
+            "fabricated": fabricated,
             "suppressed_fraction": suppressed / real_combos if real_combos else 0.0,
             "fabricated_fraction": fabricated / syn_combos if syn_combos else 0.0,
         },
@@ -104,11 +123,17 @@ def _correlation_section(schema: Schema, real, syn, rc, sc) -> dict:
     D = S - R
     iu = np.triu_indices(len(R), k=1)
     absd = np.abs(D[iu])
-    out = {"columns": schema.names, "real": R.tolist(), "synthetic": S.tolist(), "difference": D.tolist(),
-           "measures": "Pearson (numeric-numeric, signed), Cramér's V (categorical-categorical), "
-                       "correlation ratio eta (mixed)",
-           "mean_abs_difference": float(absd.mean()) if len(absd) else 0.0,
-           "max_abs_difference": float(absd.max()) if len(absd) else 0.0, "worst": None}
+    out = {
+        "columns": schema.names,
+        "real": R.tolist(),
+        "synthetic": S.tolist(),
+        "difference": D.tolist(),
+        "measures": "Pearson (numeric-numeric, signed), Cramér's V (categorical-categorical), "
+        "correlation ratio eta (mixed)",
+        "mean_abs_difference": float(absd.mean()) if len(absd) else 0.0,
+        "max_abs_difference": float(absd.max()) if len(absd) else 0.0,
+        "worst": None,
+    }
     if len(absd):
         k = int(absd.argmax())
         out["worst"] = {"a": schema.names[iu[0][k]], "b": schema.names[iu[1][k]], "difference": float(D[iu][k])}
@@ -122,8 +147,9 @@ def _pmse_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.
     N, c = len(y), 0.5
 
     def cart_scores(labels: np.ndarray) -> np.ndarray:
-        tree = DecisionTreeClassifier(max_depth=PMSE_CART_DEPTH, min_samples_leaf=PMSE_CART_MIN_LEAF,
-                                      random_state=int(rng.integers(2**31)))
+        tree = DecisionTreeClassifier(
+            max_depth=PMSE_CART_DEPTH, min_samples_leaf=PMSE_CART_MIN_LEAF, random_state=int(rng.integers(2**31))
+        )
         return tree.fit(X, labels).predict_proba(X)[:, 1]
 
     cart = pmse(cart_scores(y), y)
@@ -139,12 +165,19 @@ def _pmse_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.
     logit_null = (k - 1) * (1 - c) ** 2 * c / N  # Snoke et al. 2018, expected null pMSE of a logit
     return {
         **_sample_note(m, min(len(real), len(syn))),
-        "cart": {"pmse": cart, "null": cart_null, "ratio": cart / cart_null if cart_null > 0 else None,
-                 "settings": f"max_depth={PMSE_CART_DEPTH}, min_samples_leaf={PMSE_CART_MIN_LEAF}, in-sample scores, "
-                             f"null from {PMSE_CART_PERMUTATIONS} label permutations"},
-        "logistic": {"pmse": logit_pmse, "null": logit_null,
-                     "ratio": logit_pmse / logit_null if logit_null > 0 else None,
-                     "settings": "main effects, null = (k-1)(1-c)^2 c / N"},
+        "cart": {
+            "pmse": cart,
+            "null": cart_null,
+            "ratio": cart / cart_null if cart_null > 0 else None,
+            "settings": f"max_depth={PMSE_CART_DEPTH}, min_samples_leaf={PMSE_CART_MIN_LEAF}, in-sample scores, "
+            f"null from {PMSE_CART_PERMUTATIONS} label permutations",
+        },
+        "logistic": {
+            "pmse": logit_pmse,
+            "null": logit_null,
+            "ratio": logit_pmse / logit_null if logit_null > 0 else None,
+            "settings": "main effects, null = (k-1)(1-c)^2 c / N",
+        },
     }
 
 
@@ -156,11 +189,18 @@ def _mmd_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.r
     m = min(total, MMD_MAX_ROWS)
     Xr, Xs = enc.rows(real, _subsample(len(real), m, rng)), enc.rows(syn, _subsample(len(syn), m, rng))
     if m <= MMD_EXACT_MAX:
-        return {**_sample_note(m, total), "method": "exact unbiased", "bandwidth": bandwidth,
-                "mmd2": gaussian_mmd2(Xr, Xs, bandwidth=bandwidth)}
-    return {**_sample_note(m, total), "method": f"random Fourier features ({MMD_FEATURES})",
+        return {
+            **_sample_note(m, total),
+            "method": "exact unbiased",
             "bandwidth": bandwidth,
-            "mmd2": rff_mmd2(Xr, Xs, bandwidth=bandwidth, features=MMD_FEATURES, rng=rng)}
+            "mmd2": gaussian_mmd2(Xr, Xs, bandwidth=bandwidth),
+        }
+    return {
+        **_sample_note(m, total),
+        "method": f"random Fourier features ({MMD_FEATURES})",
+        "bandwidth": bandwidth,
+        "mmd2": rff_mmd2(Xr, Xs, bandwidth=bandwidth, features=MMD_FEATURES, rng=rng),
+    }
 
 
 def _privacy_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
@@ -186,16 +226,23 @@ def _privacy_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: 
         "exact_match_rate_vs_reference": exact_syn_ref,
         "holdout_exact_match_rate": exact_hold_ref,
         "dcr": {
-            "reference_rows": len(ref), "synthetic_rows": len(q_syn), "holdout_rows": len(q_hold),
-            "synthetic_median": float(np.median(d_syn)), "holdout_median": float(np.median(d_hold)),
-            "synthetic_p05": float(np.quantile(d_syn, 0.05)), "holdout_p05": p05,
+            "reference_rows": len(ref),
+            "synthetic_rows": len(q_syn),
+            "holdout_rows": len(q_hold),
+            "synthetic_median": float(np.median(d_syn)),
+            "holdout_median": float(np.median(d_hold)),
+            "synthetic_p05": float(np.quantile(d_syn, 0.05)),
+            "holdout_p05": p05,
             "synthetic_share_below_holdout_p05": float((d_syn < p05).mean()),
-            "histogram": {"edges": edges.tolist(), "synthetic": np.histogram(d_syn, edges)[0].tolist(),
-                          "holdout": np.histogram(d_hold, edges)[0].tolist()},
+            "histogram": {
+                "edges": edges.tolist(),
+                "synthetic": np.histogram(d_syn, edges)[0].tolist(),
+                "holdout": np.histogram(d_hold, edges)[0].tolist(),
+            },
         },
         "note": "empirical sanity check only, NOT a privacy guarantee: the real rows are split in half; "
-                "synthetic rows and the other half (holdout) are compared with the same reference half. "
-                "Distances on the encoding: numeric in [0,1] of the public range, a different category = 1.",
+        "synthetic rows and the other half (holdout) are compared with the same reference half. "
+        "Distances on the encoding: numeric in [0,1] of the public range, a different category = 1.",
     }
 
 
@@ -205,7 +252,7 @@ def _closest(Q: np.ndarray, R: np.ndarray) -> np.ndarray:
     rr = (R.astype(np.float64) ** 2).sum(1)
     out = np.empty(len(Q))
     for start in range(0, len(Q), READ_CHUNK):
-        q = Q[start:start + READ_CHUNK].astype(np.float64)
+        q = Q[start : start + READ_CHUNK].astype(np.float64)
         d = (q * q).sum(1)[:, None] + rr[None, :] - 2.0 * q @ R.T.astype(np.float64)
-        out[start:start + READ_CHUNK] = np.sqrt(np.maximum(d.min(axis=1), 0.0))
+        out[start : start + READ_CHUNK] = np.sqrt(np.maximum(d.min(axis=1), 0.0))
     return out

@@ -15,8 +15,10 @@ def undo_formula_guard(schema: Schema, raw: pd.DataFrame) -> pd.DataFrame:
 
     out = raw.copy()
     names = {c.name for c in schema.columns}
-    out.columns = [str(c)[1:] if str(c).startswith("'") and str(c)[1:] in names and str(c)[1:].startswith(
-        FORMULA_PREFIXES) else c for c in out.columns]  # the header row is guarded too
+    out.columns = [
+        str(c)[1:] if str(c).startswith("'") and str(c)[1:] in names and str(c)[1:].startswith(FORMULA_PREFIXES) else c
+        for c in out.columns
+    ]  # the header row is guarded too
     for c in schema.kept:
         if c.kind == "categorical" and c.name in out:
             s = out[c.name]

@@ -10,8 +10,13 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-from sklearn.ensemble import (AdaBoostClassifier, BaggingClassifier, GradientBoostingClassifier,
-                              HistGradientBoostingClassifier, RandomForestClassifier)
+from sklearn.ensemble import (
+    AdaBoostClassifier,
+    BaggingClassifier,
+    GradientBoostingClassifier,
+    HistGradientBoostingClassifier,
+    RandomForestClassifier,
+)
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, average_precision_score, f1_score, roc_auc_score
 from sklearn.naive_bayes import BernoulliNB, GaussianNB
@@ -48,10 +53,10 @@ def tstr_models(fast: bool, seed: int) -> dict:
         "bagging": BaggingClassifier(n_estimators=10, max_samples=0.5, random_state=seed),
         "random_forest": RandomForestClassifier(n_estimators=trees, random_state=seed),
         "gradient_boosting": GradientBoostingClassifier(n_estimators=trees, subsample=0.5, random_state=seed),
-        "mlp": MLPClassifier(hidden_layer_sizes=(100,), max_iter=100 if fast else 200, early_stopping=True,
-                             random_state=seed),
-        "hist_gradient_boosting (xgboost stand-in)": HistGradientBoostingClassifier(
-            max_iter=50, random_state=seed),
+        "mlp": MLPClassifier(
+            hidden_layer_sizes=(100,), max_iter=100 if fast else 200, early_stopping=True, random_state=seed
+        ),
+        "hist_gradient_boosting (xgboost stand-in)": HistGradientBoostingClassifier(max_iter=50, random_state=seed),
     }
 
 
@@ -62,11 +67,14 @@ def _scores(model, X: np.ndarray) -> np.ndarray:
     return s if s.ndim == 2 else np.c_[-s, s]
 
 
-def _classification_metrics(y: np.ndarray, classes: np.ndarray, model, X: np.ndarray, n_classes: int,
-                            binary: bool) -> dict:
+def _classification_metrics(
+    y: np.ndarray, classes: np.ndarray, model, X: np.ndarray, n_classes: int, binary: bool
+) -> dict:
     pred = model.predict(X)
-    out = {"accuracy": float(accuracy_score(y, pred)),
-           "macro_f1": float(f1_score(y, pred, average="macro", labels=np.arange(n_classes), zero_division=0))}
+    out = {
+        "accuracy": float(accuracy_score(y, pred)),
+        "macro_f1": float(f1_score(y, pred, average="macro", labels=np.arange(n_classes), zero_division=0)),
+    }
     if binary:
         S = _scores(model, X)
         pos = S[:, list(classes).index(1)] if 1 in classes else np.zeros(len(X))
@@ -76,8 +84,17 @@ def _classification_metrics(y: np.ndarray, classes: np.ndarray, model, X: np.nda
     return out
 
 
-def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.DataFrame | None,
-                target: str, *, fast: bool, rng: np.random.Generator, progress: ProgressFn) -> dict:
+def _ml_section(
+    schema: Schema,
+    real: pd.DataFrame,
+    syn: pd.DataFrame,
+    test: pd.DataFrame | None,
+    target: str,
+    *,
+    fast: bool,
+    rng: np.random.Generator,
+    progress: ProgressFn,
+) -> dict:
     col = schema.column(target)
     if col.kind == "excluded" or target not in schema.names:
         raise ValueError(f"target must be a kept column of the schema, got target={target!r}")
@@ -86,8 +103,10 @@ def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.
         perm = rng.permutation(len(real))
         n_test = max(1, int(round(TSTR_HOLDOUT_FRACTION * len(real))))
         test, train_real = real.iloc[perm[:n_test]], real.iloc[perm[n_test:]]
-        test_note = (f"{int(TSTR_HOLDOUT_FRACTION * 100)}% of the real rows held out (the synthesizer saw "
-                     "them, so the scores are slightly optimistic)")
+        test_note = (
+            f"{int(TSTR_HOLDOUT_FRACTION * 100)}% of the real rows held out (the synthesizer saw "
+            "them, so the scores are slightly optimistic)"
+        )
     else:
         train_real = real
         test_note = "separate real test file"
@@ -108,8 +127,12 @@ def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.
     n_classes = len(classes)
     seed = int(rng.integers(2**31))
     results = []
-    for name_i, (label, (Xtr, ytr)) in enumerate([("synthetic", (enc.transform(syn_tr), ysyn)),
-                                                  ("real", (enc.transform(real_tr), np.searchsorted(classes, yreal)))]):
+    for name_i, (label, (Xtr, ytr)) in enumerate(
+        [
+            ("synthetic", (enc.transform(syn_tr), ysyn)),
+            ("real", (enc.transform(real_tr), np.searchsorted(classes, yreal))),
+        ]
+    ):
         models = tstr_models(fast, seed)
         for k, (name, model) in enumerate(models.items()):
             progress((name_i * len(models) + k) / (2 * len(models)), f"TSTR: {name} on {label}")
@@ -133,16 +156,25 @@ def _ml_section(schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, test: pd.
         v = [r[key] for r in results if r["train"] == train and key in r]
         return float(np.mean(v)) if v else None
 
-    summary = {k: {"synthetic": mean_of("synthetic", k), "real": mean_of("real", k)}
-               for k in (("roc_auc", "prc_auc", "accuracy", "macro_f1") if binary else ("accuracy", "macro_f1"))}
+    summary = {
+        k: {"synthetic": mean_of("synthetic", k), "real": mean_of("real", k)}
+        for k in (("roc_auc", "prc_auc", "accuracy", "macro_f1") if binary else ("accuracy", "macro_f1"))
+    }
     labels = col.cell_labels()
     shares = np.bincount(yte, minlength=n_classes) / max(len(yte), 1)
-    return {"target": target, "task": "binary" if binary else f"multiclass ({n_classes} classes)",
-            "chance": chance_level(metric, shares.tolist()),
-            "classes": [labels[c] for c in classes],
-            "synthetic_rows_of_unseen_class": int((~known).sum()),
-            "primary_metric": metric, "test": test_note, "fast": fast,
-            "train_rows": _sample_note(len(syn_tr), len(syn)), "test_rows": len(test),
-            "mean": summary, "models": results,
-            "note": "ROC/PRC AUC from predicted scores (the DP-MERF code used hard labels); "
-                    "HistGradientBoosting stands in for XGBoost"}
+    return {
+        "target": target,
+        "task": "binary" if binary else f"multiclass ({n_classes} classes)",
+        "chance": chance_level(metric, shares.tolist()),
+        "classes": [labels[c] for c in classes],
+        "synthetic_rows_of_unseen_class": int((~known).sum()),
+        "primary_metric": metric,
+        "test": test_note,
+        "fast": fast,
+        "train_rows": _sample_note(len(syn_tr), len(syn)),
+        "test_rows": len(test),
+        "mean": summary,
+        "models": results,
+        "note": "ROC/PRC AUC from predicted scores (the DP-MERF code used hard labels); "
+        "HistGradientBoosting stands in for XGBoost",
+    }

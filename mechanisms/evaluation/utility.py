@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 # sections and tstr import scikit-learn at module level, not lazily: threadpool_limits only reaches
 # thread pools (OpenMP, BLAS) of libraries already loaded when it is entered.
 from threadpoolctl import threadpool_limits
@@ -16,13 +17,28 @@ from threadpoolctl import threadpool_limits
 from ..schema import Schema
 from .encoding import _Encoder
 from .readings import _readings, quality_score
-from .sections import _columns_section, _correlation_section, _mmd_section, _pairs_section, _pmse_section, _privacy_section
+from .sections import (
+    _columns_section,
+    _correlation_section,
+    _mmd_section,
+    _pairs_section,
+    _pmse_section,
+    _privacy_section,
+)
 from .tstr import TSTR_MIN_ROWS, ProgressFn, _ml_section
 
 
-def evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, target: str | None = None,
-             test: pd.DataFrame | None = None, seed: int = 0, fast: bool = False,
-             progress: ProgressFn | None = None) -> dict:
+def evaluate(
+    schema: Schema,
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    *,
+    target: str | None = None,
+    test: pd.DataFrame | None = None,
+    seed: int = 0,
+    fast: bool = False,
+    progress: ProgressFn | None = None,
+) -> dict:
     """Compare PREPARED real and synthetic frames (:meth:`Schema.prepare` output) on the public scale.
 
     Returns plain JSON-ready data (see the module docstring). ``test`` (prepared) is a real held-out
@@ -32,12 +48,29 @@ def evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, tar
     # One thread for BLAS / OpenMP: workers run one job per core, and on a loaded machine threaded
     # kernels spin-wait (measured: 3-4x wall time over CPU time with two threads at load 10).
     with threadpool_limits(limits=1):
-        return _evaluate(schema, real, synthetic, target=target, test=test, seed=seed, fast=fast,
-                         progress=progress or (lambda f, s: None))
+        return _evaluate(
+            schema,
+            real,
+            synthetic,
+            target=target,
+            test=test,
+            seed=seed,
+            fast=fast,
+            progress=progress or (lambda f, s: None),
+        )
 
 
-def _evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, target: str | None,
-              test: pd.DataFrame | None, seed: int, fast: bool, progress: ProgressFn) -> dict:
+def _evaluate(
+    schema: Schema,
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    *,
+    target: str | None,
+    test: pd.DataFrame | None,
+    seed: int,
+    fast: bool,
+    progress: ProgressFn,
+) -> dict:
     if len(real) < 2 or len(synthetic) < 2:
         raise ValueError(f"need at least 2 real and 2 synthetic rows, got {len(real)} and {len(synthetic)}")
     for label, frame in (("real", real), ("synthetic", synthetic)):
@@ -59,8 +92,13 @@ def _evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, ta
 
     real, synthetic = _normalise(schema, real), _normalise(schema, synthetic)
     rc, sc = schema.to_cells(real), schema.to_cells(synthetic)
-    res: dict[str, Any] = {"version": 1, "n_real": len(real), "n_synthetic": len(synthetic), "seed": seed,
-                           "not_private": "computed from the raw data: steward-only, never part of a download"}
+    res: dict[str, Any] = {
+        "version": 1,
+        "n_real": len(real),
+        "n_synthetic": len(synthetic),
+        "seed": seed,
+        "not_private": "computed from the raw data: steward-only, never part of a download",
+    }
     res["columns"] = stage("columns", 0.0, lambda: _columns_section(schema, real, synthetic, rc, sc))
     res["pairs"] = stage("pairs", 0.1, lambda: _pairs_section(schema, rc, sc, rng))
     res["correlation"] = stage("correlation", 0.2, lambda: _correlation_section(schema, real, synthetic, rc, sc))
@@ -74,19 +112,23 @@ def _evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, ta
     elif target is not None:
         tst = _normalise(schema, test) if test is not None else None
         sub = lambda f, s: progress(0.5 + 0.5 * f, s)  # noqa: E731
-        res["ml"] = stage("ml", 0.5, lambda: _ml_section(schema, real, synthetic, tst, target, fast=fast,
-                                                         rng=rng, progress=sub))
+        res["ml"] = stage(
+            "ml", 0.5, lambda: _ml_section(schema, real, synthetic, tst, target, fast=fast, rng=rng, progress=sub)
+        )
     ml = res["ml"]
     res["quality"] = quality_score(res["columns"], res["pairs"]["items"])
     res["summary"] = {
         "quality": res["quality"]["score"],
         "tvd_1way_mean": float(np.mean([c["tvd"] for c in res["columns"]])),
         "tvd_2way_mean": res["pairs"]["mean_tvd"],
-        "wasserstein_normalized_mean": (float(np.mean([c["wasserstein_normalized"] for c in res["columns"]
-                                                       if "wasserstein" in c]))
-                                        if any("wasserstein" in c for c in res["columns"]) else None),
+        "wasserstein_normalized_mean": (
+            float(np.mean([c["wasserstein_normalized"] for c in res["columns"] if "wasserstein" in c]))
+            if any("wasserstein" in c for c in res["columns"])
+            else None
+        ),
         "association_diff_mean": res["correlation"]["mean_abs_difference"],
-        "pmse_cart": res["pmse"]["cart"]["pmse"], "pmse_logistic": res["pmse"]["logistic"]["pmse"],
+        "pmse_cart": res["pmse"]["cart"]["pmse"],
+        "pmse_logistic": res["pmse"]["logistic"]["pmse"],
         "mmd2": res["mmd"]["mmd2"],
         "tstr": ml["mean"][ml["primary_metric"]]["synthetic"] if ml else None,
         "trtr": ml["mean"][ml["primary_metric"]]["real"] if ml else None,
@@ -101,8 +143,16 @@ def _evaluate(schema: Schema, real: pd.DataFrame, synthetic: pd.DataFrame, *, ta
 
 def _normalise(schema: Schema, frame: pd.DataFrame) -> pd.DataFrame:
     """Kept columns only, numeric as float, categorical as str (synthetic integers may be int64)."""
-    return pd.DataFrame({c.name: (frame[c.name].to_numpy(dtype=float) if c.is_numeric
-                                  else frame[c.name].astype(str).to_numpy(dtype=object)) for c in schema.kept})
+    return pd.DataFrame(
+        {
+            c.name: (
+                frame[c.name].to_numpy(dtype=float)
+                if c.is_numeric
+                else frame[c.name].astype(str).to_numpy(dtype=object)
+            )
+            for c in schema.kept
+        }
+    )
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import math
 
 CHANCE = 0.5
-TABLES_NOTE = ("ROC AUC of models trained on each mechanism's output and tested on real rows, measured on "
-               "four benchmark tables with a two-class target (adult, bank_marketing, credit_default_taiwan, "
-               "german_credit), beside models trained on the real data; 0.5 is chance")
+TABLES_NOTE = (
+    "ROC AUC of models trained on each mechanism's output and tested on real rows, measured on "
+    "four benchmark tables with a two-class target (adult, bank_marketing, credit_default_taiwan, "
+    "german_credit), beside models trained on the real data; 0.5 is chance"
+)
 
 
 def measured() -> dict:
@@ -62,15 +64,24 @@ def reference(mechanism: str, params: dict, epsilon: float, *, independent: bool
     eps = nearest_epsilon(name, epsilon)
     tables = measured().get((name, eps), {})
     figures = {t: {"tstr_auc": s, "real_auc": r} for t, (s, r) in sorted(tables.items())}
-    out = {"kind": "measured" if tables else "none", "variant": name, "epsilon": eps, "tables": figures,
-           "predicted": independent and CHANCE or None}
+    out = {
+        "kind": "measured" if tables else "none",
+        "variant": name,
+        "epsilon": eps,
+        "tables": figures,
+        "predicted": independent and CHANCE or None,
+    }
     if independent:
         out["kind"] = "chance"
-        out["text"] = ("about 0.5 (chance): every column is synthesised on its own, so a model learns nothing "
-                       "about the target" + (f"; measured {_span(s for s, _ in tables.values())}" if tables else ""))
+        out["text"] = (
+            "about 0.5 (chance): every column is synthesised on its own, so a model learns nothing "
+            "about the target" + (f"; measured {_span(s for s, _ in tables.values())}" if tables else "")
+        )
     elif tables:
-        out["text"] = (f"measured {_span(s for s, _ in tables.values())} on {len(tables)} benchmark tables at "
-                       f"ε {eps:g} (real data: {_span(r for _, r in tables.values())}; chance 0.5)")
+        out["text"] = (
+            f"measured {_span(s for s, _ in tables.values())} on {len(tables)} benchmark tables at "
+            f"ε {eps:g} (real data: {_span(r for _, r in tables.values())}; chance 0.5)"
+        )
     else:
         out["text"] = "not measured on the benchmark tables"
     return out
@@ -78,10 +89,12 @@ def reference(mechanism: str, params: dict, epsilon: float, *, independent: bool
 
 def note(target: str, categories: int | None) -> str:
     """The sentence beside the reference column: why it is not a prediction and what it is."""
-    text = (f"Model accuracy is not predicted for this table: it depends on how strongly {target} depends on the "
-            "other columns, which only the data can show (on the benchmark tables the same mechanism at the same "
-            "epsilon kept 95% of the real data's gain over chance on one table and almost none on another). "
-            f"Shown instead: {TABLES_NOTE}, at the recorded epsilon nearest to yours.")
+    text = (
+        f"Model accuracy is not predicted for this table: it depends on how strongly {target} depends on the "
+        "other columns, which only the data can show (on the benchmark tables the same mechanism at the same "
+        "epsilon kept 95% of the real data's gain over chance on one table and almost none on another). "
+        f"Shown instead: {TABLES_NOTE}, at the recorded epsilon nearest to yours."
+    )
     if categories != 2:
         text += f" {target} is not a two-class column, so the AUC figures are a looser guide."
     return text

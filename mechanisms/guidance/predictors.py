@@ -80,8 +80,9 @@ def mean(xs: Iterable[float]) -> float:
 
 
 SAT_PRIOR = f"saturation {SATURATION_1WAY} (1-way) / {SATURATION_2WAY} (2-way) once noise swamps the counts"
-SAMPLING_PRIOR = (f"sampling error of n synthetic rows: {CONCENTRATION} x sqrt(cells / (2 pi n)) "
-                  "(columns less spread than uniform)")
+SAMPLING_PRIOR = (
+    f"sampling error of n synthetic rows: {CONCENTRATION} x sqrt(cells / (2 pi n)) (columns less spread than uniform)"
+)
 
 
 def sampling_share(sampling: float | Callable[[int, int], float], cells: int, n: int) -> float:
@@ -90,8 +91,9 @@ def sampling_share(sampling: float | Callable[[int, int], float], cells: int, n:
     return sampling(cells, n) if callable(sampling) else sampling
 
 
-def independent_columns(s: Setting, one_way: list[float],
-                        sampling: float | Callable[[int, int], float] = 1.0) -> Callable[[int, int], float]:
+def independent_columns(
+    s: Setting, one_way: list[float], sampling: float | Callable[[int, int], float] = 1.0
+) -> Callable[[int, int], float]:
     """2-way TVD of a mechanism that samples columns independently: noise of both margins, the
     sampling error over the pair's cells (x ``sampling``, the share its sampler leaves) and the
     independence penalty (a prior)."""
@@ -99,11 +101,14 @@ def independent_columns(s: Setting, one_way: list[float],
 
     def two_way(i: int, j: int) -> float:
         cells = sizes[i] * sizes[j]
-        raw = rss(one_way[i] + one_way[j], INDEPENDENCE_PENALTY,
-                  sampling_share(sampling, cells, s.n) * sampling_tvd(cells, s.n))
+        raw = rss(
+            one_way[i] + one_way[j],
+            INDEPENDENCE_PENALTY,
+            sampling_share(sampling, cells, s.n) * sampling_tvd(cells, s.n),
+        )
         return soft_cap(raw, SATURATION_2WAY)
-    return two_way
 
+    return two_way
 
 
 GAUSSIAN = "gaussian"  # a choice value that switches a mechanism to Gaussian (zCDP) measurements
@@ -126,6 +131,7 @@ def count_noise(s: Setting, params: dict, *, tables: int, epsilon: float, rho_sh
     b = 2 * tables / epsilon
     return b, f"discrete Laplace of scale {b:.3g}"
 
+
 def predict_independent_histograms(s: Setting, params: dict) -> Errors:
     """Noisy 1-way histograms, columns sampled independently (the baseline; MST when the rows are too few
     for pairs). Each column's histogram gets discrete Laplace of scale b = 2d/epsilon (epsilon/d per column,
@@ -133,9 +139,12 @@ def predict_independent_histograms(s: Setting, params: dict) -> Errors:
     of b for b >= 2). In Gaussian mode, sigma = sqrt(d / rho). Columns are sampled independently."""
     b, note = count_noise(s, params, tables=s.d, epsilon=s.epsilon, rho_share=1.0)
     one = [soft_cap(rss(noise_tvd(k, b, s.n), sampling_tvd(k, s.n)), SATURATION_1WAY) for k in s.sizes]
-    return Errors(one, independent_columns(s, one),
-                  modelled=f"{note} on every 1-way cell (d = {s.d} histograms)",
-                  priors=[SAMPLING_PRIOR, f"independence penalty {INDEPENDENCE_PENALTY} on every pair", SAT_PRIOR])
+    return Errors(
+        one,
+        independent_columns(s, one),
+        modelled=f"{note} on every 1-way cell (d = {s.d} histograms)",
+        priors=[SAMPLING_PRIOR, f"independence penalty {INDEPENDENCE_PENALTY} on every pair", SAT_PRIOR],
+    )
 
 
 def near_uniform_errors(s: Setting, note: str) -> Errors:
@@ -146,12 +155,16 @@ def joint_domain_failure(s: Setting) -> str | None:
     """Why a joint-domain partition (kdtree-grid, kdtree-adaptive, privhp) is predicted near-uniform."""
     log_cells = sum(math.log10(k) for k in s.sizes)
     if s.d > JOINT_MAX_COLUMNS:
-        return (f"{s.d} columns: partitions of the joint domain (10^{log_cells:.0f} public cells) gave "
-                "near-uniform output on every shared table of 9-24 columns (1-way TVD 0.3-0.6, docs/benchmarks.md "
-                "finding 4)")
+        return (
+            f"{s.d} columns: partitions of the joint domain (10^{log_cells:.0f} public cells) gave "
+            "near-uniform output on every shared table of 9-24 columns (1-way TVD 0.3-0.6, docs/benchmarks.md "
+            "finding 4)"
+        )
     if log_cells > math.log10(JOINT_CELLS_PER_ROW * s.n * s.epsilon):
-        return (f"the joint domain has 10^{log_cells:.0f} public cells for n x epsilon = {s.n * s.epsilon:.3g}: "
-                "almost every cell stays below the noise threshold and the output falls back to uniform")
+        return (
+            f"the joint domain has 10^{log_cells:.0f} public cells for n x epsilon = {s.n * s.epsilon:.3g}: "
+            "almost every cell stays below the noise threshold and the output falls back to uniform"
+        )
     return None
 
 
@@ -163,14 +176,18 @@ def predict_joint_histogram(s: Setting, params: dict) -> Errors:
         return near_uniform_errors(s, failure)
     C = math.prod(s.sizes)
     b = 2 / s.epsilon
-    one = [soft_cap(rss(0.5 * k * math.sqrt(C / k) * b / s.n, sampling_tvd(k, s.n)), SATURATION_1WAY)
-           for k in s.sizes]
+    one = [soft_cap(rss(0.5 * k * math.sqrt(C / k) * b / s.n, sampling_tvd(k, s.n)), SATURATION_1WAY) for k in s.sizes]
 
     def two_way(i: int, j: int) -> float:
         cells = s.sizes[i] * s.sizes[j]
         return soft_cap(rss(0.5 * cells * math.sqrt(C / cells) * b / s.n, sampling_tvd(cells, s.n)), SATURATION_2WAY)
-    return Errors(one, two_way, modelled=f"noisy joint histogram of {C} cells, Laplace scale ~{b:.3g} each",
-                  priors=[SAMPLING_PRIOR, SAT_PRIOR])
+
+    return Errors(
+        one,
+        two_way,
+        modelled=f"noisy joint histogram of {C} cells, Laplace scale ~{b:.3g} each",
+        priors=[SAMPLING_PRIOR, SAT_PRIOR],
+    )
 
 
 # -- select-measure-generate (MST, AIM; Private-PGM estimation) -------------------------------------------
@@ -207,8 +224,10 @@ class covered_sampling:
         return self.covered * stratified_share(round(self.parents * cells), n) + (1.0 - self.covered)
 
     def __str__(self) -> str:
-        return (f"sqrt({self.parents:g} x cells / n) on the {self.covered:.2g} of pairs inside the model's cliques, "
-                "1 elsewhere")
+        return (
+            f"sqrt({self.parents:g} x cells / n) on the {self.covered:.2g} of pairs inside the model's cliques, "
+            "1 elsewhere"
+        )
 
 
 # On 1-way marginals the sampler leaves far less: the first column is drawn by randomised rounding (each
@@ -224,9 +243,17 @@ PGM_SAMPLING_1WAY = 0.1
 # measurement noise (gain) plus what the model leaves unexplained (penalty), but never worse than the
 # independent model the estimate falls back to when a pair is swamped by noise (measured: at epsilon 0.1
 # the 2-way TVD of MST and AIM is that of the independent Gaussian baseline or better).
-def gaussian_errors(s: Setting, sigma: float, gains: tuple[float, float], penalty: float, note: str,
-                    priors: list[str], sampling: float | Callable[[int, int], float] = 1.0, measured_share: float = 1.0,
-                    sampling_1way: float = 1.0) -> Errors:
+def gaussian_errors(
+    s: Setting,
+    sigma: float,
+    gains: tuple[float, float],
+    penalty: float,
+    note: str,
+    priors: list[str],
+    sampling: float | Callable[[int, int], float] = 1.0,
+    measured_share: float = 1.0,
+    sampling_1way: float = 1.0,
+) -> Errors:
     """``sampling``: the share of i.i.d. sampling error left by the mechanism's sampler on a pair
     (dpportal samples the model with randomised rounding and stratified uniforms: far below i.i.d.
     draws); ``sampling_1way``: the same on a single column (PGM_SAMPLING_1WAY for dpportal's sampler).
@@ -234,17 +261,34 @@ def gaussian_errors(s: Setting, sigma: float, gains: tuple[float, float], penalt
     predicted as independent columns."""
     mean_abs = sigma * math.sqrt(2 / math.pi)
     gain_1way, gain_2way = gains
-    one = [soft_cap(rss(gain_1way * noise_tvd(k, mean_abs, s.n), sampling_1way * sampling_tvd(k, s.n)),
-                    SATURATION_1WAY) for k in s.sizes]
+    one = [
+        soft_cap(rss(gain_1way * noise_tvd(k, mean_abs, s.n), sampling_1way * sampling_tvd(k, s.n)), SATURATION_1WAY)
+        for k in s.sizes
+    ]
     independent = independent_columns(s, one, sampling)  # the same sampler
 
     def two_way(i: int, j: int) -> float:
         cells = s.sizes[i] * s.sizes[j]
-        measured = soft_cap(rss(gain_2way * noise_tvd(cells, mean_abs, s.n), penalty,
-                                sampling_share(sampling, cells, s.n) * sampling_tvd(cells, s.n)), SATURATION_2WAY)
+        measured = soft_cap(
+            rss(
+                gain_2way * noise_tvd(cells, mean_abs, s.n),
+                penalty,
+                sampling_share(sampling, cells, s.n) * sampling_tvd(cells, s.n),
+            ),
+            SATURATION_2WAY,
+        )
         alone = independent(i, j)
         return measured_share * min(measured, alone) + (1 - measured_share) * alone
-    return Errors(one, two_way, modelled=note, priors=priors + [
-        f"Private-PGM gain {gain_1way:.3g} (1-way) / {gain_2way} (2-way) on the measurement noise, never worse "
-        f"than independent columns; sampling error x {sampling}", SAMPLING_PRIOR, SAT_PRIOR])
 
+    return Errors(
+        one,
+        two_way,
+        modelled=note,
+        priors=priors
+        + [
+            f"Private-PGM gain {gain_1way:.3g} (1-way) / {gain_2way} (2-way) on the measurement noise, never worse "
+            f"than independent columns; sampling error x {sampling}",
+            SAMPLING_PRIOR,
+            SAT_PRIOR,
+        ],
+    )

@@ -63,17 +63,31 @@ class Purpose:
         if self.kind == "ml":
             return f"train models that predict {self.target}"
         if self.kind == "marginals":
-            return ("cross-tabulate " + ", ".join(f"{a} x {b}" for a, b in self.pairs)) if self.pairs \
+            return (
+                ("cross-tabulate " + ", ".join(f"{a} x {b}" for a, b in self.pairs))
+                if self.pairs
                 else "cross-tabulate every pair of columns"
+            )
         return "explore the whole table"
 
     def to_dict(self) -> dict:
-        return {"purpose": self.kind, "target": self.target, "pairs": [list(p) for p in self.pairs],
-                "larger_than_memory": self.larger_than_memory, "description": self.describe()}
+        return {
+            "purpose": self.kind,
+            "target": self.target,
+            "pairs": [list(p) for p in self.pairs],
+            "larger_than_memory": self.larger_than_memory,
+            "description": self.describe(),
+        }
 
     @classmethod
-    def parse(cls, kind: str | None, *, target: str | None = None, pairs: str | Sequence | None = None,
-              larger_than_memory: bool = False) -> "Purpose":
+    def parse(
+        cls,
+        kind: str | None,
+        *,
+        target: str | None = None,
+        pairs: str | Sequence | None = None,
+        larger_than_memory: bool = False,
+    ) -> "Purpose":
         """From form / query / CLI text: ``pairs`` as 'a:b, c:d' (or a list of 2-item sequences)."""
         kind = (kind or "explore").strip()
         parsed: list[tuple[str, str]] = []
@@ -88,8 +102,12 @@ class Purpose:
                 if not isinstance(p, (list, tuple)) or len(p) != 2 or not all(isinstance(c, str) for c in p):
                     raise ValueError(f"each pair must be two column names, got {p!r}")
                 parsed.append((p[0], p[1]))
-        return cls(kind=kind, target=(target or "").strip() or None, pairs=tuple(parsed),
-                   larger_than_memory=bool(larger_than_memory))
+        return cls(
+            kind=kind,
+            target=(target or "").strip() or None,
+            pairs=tuple(parsed),
+            larger_than_memory=bool(larger_than_memory),
+        )
 
 
 @dataclass(frozen=True)
@@ -156,8 +174,18 @@ class Prediction:
     def to_dict(self) -> dict:
         def r(x):
             return None if x is None else round(x, 4)
-        return {"mechanism": self.mechanism, "title": self.title, "status": self.status, "reason": self.reason,
-                "predicted_tvd_1way": r(self.tvd_1way), "predicted_tvd_2way": r(self.tvd_2way),
-                "score": r(self.score), "modelled": self.modelled, "priors": self.priors, "params": self.params,
-                "label_conditional": self.label_conditional, "model_quality": self.model_quality}
 
+        return {
+            "mechanism": self.mechanism,
+            "title": self.title,
+            "status": self.status,
+            "reason": self.reason,
+            "predicted_tvd_1way": r(self.tvd_1way),
+            "predicted_tvd_2way": r(self.tvd_2way),
+            "score": r(self.score),
+            "modelled": self.modelled,
+            "priors": self.priors,
+            "params": self.params,
+            "label_conditional": self.label_conditional,
+            "model_quality": self.model_quality,
+        }

@@ -54,7 +54,9 @@ UNKNOWN_NOTE = "no accuracy model for this mechanism yet: run it on a small budg
 # Predictions within this fraction of the best are a tie (they are approximate: docs/recommend.md); the
 # faster mechanism wins a tie (each mechanism's speed_rank: its place in the release times measured in
 # docs/benchmarks.md, "Time and memory").
-TIE_MARGIN = 0.05  # 0.10 before AIM and MST: it sent california_housing at 0.1 to the Gaussian baseline (0.121) over MST (0.096)
+TIE_MARGIN = (
+    0.05  # 0.10 before AIM and MST: it sent california_housing at 0.1 to the Gaussian baseline (0.121) over MST (0.096)
+)
 
 
 @dataclass
@@ -77,12 +79,16 @@ class Recommendation:
     def ranking(self) -> str:
         """How the table is sorted: the measure that decides the recommendation, in words."""
         last = "; mechanisms predicted to fail come last, then those that cannot run"
-        tie = (f"; a faster mechanism predicted within {TIE_MARGIN:.0%} of the lowest error is recommended over it "
-               "and listed first")
+        tie = (
+            f"; a faster mechanism predicted within {TIE_MARGIN:.0%} of the lowest error is recommended over it "
+            "and listed first"
+        )
         if self.purpose.kind == "ml":
-            return (f"Sorted first by whether the mechanism models the other columns given {self.purpose.target} "
-                    "(for training models this decides: models trained on such output scored best on the shared "
-                    "tables), then by predicted error, lowest first" + tie + last + ".")
+            return (
+                f"Sorted first by whether the mechanism models the other columns given {self.purpose.target} "
+                "(for training models this decides: models trained on such output scored best on the shared "
+                "tables), then by predicted error, lowest first" + tie + last + "."
+            )
         return "Sorted by predicted error, lowest first" + tie + last + "."
 
     @property
@@ -97,15 +103,25 @@ class Recommendation:
         return next((p for p in self.items if p.mechanism == name), None)
 
     def to_dict(self) -> dict:
-        return {"rows": self.setting.n, "epsilon": self.setting.epsilon, "delta": self.setting.delta,
-                **self.purpose.to_dict(), "metric": self.metric, "recommended": self.recommended,
-                "reason": self.reason, "ranking": self.ranking, "public_inputs_only": True,
-                "model_quality_note": self.model_note,
-                "mechanisms": [p.to_dict() for p in self.items]}
+        return {
+            "rows": self.setting.n,
+            "epsilon": self.setting.epsilon,
+            "delta": self.setting.delta,
+            **self.purpose.to_dict(),
+            "metric": self.metric,
+            "recommended": self.recommended,
+            "reason": self.reason,
+            "ranking": self.ranking,
+            "public_inputs_only": True,
+            "model_quality_note": self.model_note,
+            "mechanisms": [p.to_dict() for p in self.items],
+        }
+
 
 # ------------------------------------------------------------------------------------------------------
 # Predict, recommend, curve
 # ------------------------------------------------------------------------------------------------------
+
 
 def _default_params(name: str, purpose: Purpose) -> dict:
     params = {p.name: p.default for p in registry.get(name).params}
@@ -126,12 +142,12 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
     """The predicted accuracy of mechanism ``name`` for ``purpose`` (public inputs only)."""
     cls = registry.get(name)
     params = _label_target({**_default_params(name, purpose), **(params or {})}, setting)
-    label_conditional = (purpose.kind == "ml" and cls.target_structure == "conditional"
-                         and params.get("target") is not None)
+    label_conditional = (
+        purpose.kind == "ml" and cls.target_structure == "conditional" and params.get("target") is not None
+    )
     assumed = dict(cls.target_params) if label_conditional else {}
     params.update(assumed)
-    pred = Prediction(mechanism=name, title=cls.title, status="ok", label_conditional=label_conditional,
-                      params=assumed)
+    pred = Prediction(mechanism=name, title=cls.title, status="ok", label_conditional=label_conditional, params=assumed)
     if cls.needs_delta and setting.delta <= 0:
         pred.status, pred.reason = "unavailable", "needs a delta above 0 (approximate DP); none was given"
         return pred
@@ -156,8 +172,10 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
         pred.status, pred.reason = "would-fail", f"near-uniform output predicted: {failure}"
     elif purpose.kind == "ml" and cls.target_structure == "independent":
         pred.status = "would-fail"
-        pred.reason = ("synthesises every column independently, so a model trained on it learns nothing about "
-                       f"{purpose.target} (measured TSTR 0.45-0.54 ROC AUC, chance level, on the shared tables)")
+        pred.reason = (
+            "synthesises every column independently, so a model trained on it learns nothing about "
+            f"{purpose.target} (measured TSTR 0.45-0.54 ROC AUC, chance level, on the shared tables)"
+        )
     return pred
 
 
@@ -169,9 +187,12 @@ def _plan_refusal(cls, setting: Setting, params: dict) -> str | None:
     if cls.check_plan is Mechanism.check_plan:
         return None  # nothing beyond parameter validation to check
     try:
-        mech = cls(setting.schema, epsilon=setting.epsilon if setting.epsilon > 0 else 1.0,
-                   delta=setting.delta if cls.needs_delta or gaussian_mode(params) else 0.0,
-                   **{k: v for k, v in params.items() if any(p.name == k for p in cls.params)})
+        mech = cls(
+            setting.schema,
+            epsilon=setting.epsilon if setting.epsilon > 0 else 1.0,
+            delta=setting.delta if cls.needs_delta or gaussian_mode(params) else 0.0,
+            **{k: v for k, v in params.items() if any(p.name == k for p in cls.params)},
+        )
     except (ValueError, TypeError):
         return None  # parameter validation is the release form's business, not a plan refusal
     try:
@@ -186,8 +207,11 @@ def variants(name: str, setting: Setting) -> list[dict]:
     that offers one, when the steward accepts a delta."""
     if setting.delta <= 0:
         return []
-    return [{spec.name: GAUSSIAN} for spec in registry.get(name).params
-            if spec.type == "choice" and GAUSSIAN in spec.choices and spec.default != GAUSSIAN]
+    return [
+        {spec.name: GAUSSIAN}
+        for spec in registry.get(name).params
+        if spec.type == "choice" and GAUSSIAN in spec.choices and spec.default != GAUSSIAN
+    ]
 
 
 def predict_best_variant(name: str, setting: Setting, purpose: Purpose) -> Prediction:
@@ -220,8 +244,16 @@ def _rank_key(p: Prediction, purpose: Purpose) -> tuple:
     return (status, modelled, preferred, p.score if p.score is not None else 1.0, p.mechanism)
 
 
-def recommend(schema: Schema, *, n: int, epsilon: float, delta: float = 0.0, purpose: Purpose | None = None,
-              mechanisms: Sequence[str] | None = None, variants: bool = True) -> Recommendation:
+def recommend(
+    schema: Schema,
+    *,
+    n: int,
+    epsilon: float,
+    delta: float = 0.0,
+    purpose: Purpose | None = None,
+    mechanisms: Sequence[str] | None = None,
+    variants: bool = True,
+) -> Recommendation:
     """Predictions for every mechanism supporting ``schema``; the best usable one is recommended.
     ``variants=False`` predicts the default configurations only (e.g. no Gaussian mode)."""
     purpose = purpose or Purpose()
@@ -237,8 +269,14 @@ def recommend(schema: Schema, *, n: int, epsilon: float, delta: float = 0.0, pur
             p.model_quality = model_quality.reference(p.mechanism, p.params, setting.epsilon, independent=independent)
     best = _break_tie(items, next((p for p in items if p.status == "ok"), None))
     if best is None:
-        return Recommendation(setting, purpose, items, None, "no mechanism is predicted to work for this schema "
-                              "and purpose at this budget: raise epsilon, exclude columns or coarsen bins")
+        return Recommendation(
+            setting,
+            purpose,
+            items,
+            None,
+            "no mechanism is predicted to work for this schema "
+            "and purpose at this budget: raise epsilon, exclude columns or coarsen bins",
+        )
     best.status = "recommended"
     items.remove(best)
     items.insert(0, best)
@@ -253,8 +291,14 @@ def _break_tie(items: list[Prediction], best: Prediction | None) -> Prediction |
     """Among usable mechanisms predicted within TIE_MARGIN of ``best`` (same ml preference), the fastest."""
     if best is None or best.score is None:
         return best
-    tied = [p for p in items if p.status == "ok" and p.score is not None
-            and p.label_conditional == best.label_conditional and p.score <= best.score * (1 + TIE_MARGIN)]
+    tied = [
+        p
+        for p in items
+        if p.status == "ok"
+        and p.score is not None
+        and p.label_conditional == best.label_conditional
+        and p.score <= best.score * (1 + TIE_MARGIN)
+    ]
     return min(tied, key=lambda p: (_speed(p.mechanism), p.score))
 
 
@@ -267,8 +311,10 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
     what = "the pairs that matter" if purpose.kind != "explore" else "all pairs"
     lower = [p for p in others if p.score < best.score]
     if lower:  # won a tie on speed
-        return (f"{best.mechanism} is predicted within {TIE_MARGIN:.0%} of the lowest 2-way error over {what} "
-                f"({best.score:.1%} against {lower[0].score:.1%} for {lower[0].mechanism}) and is faster.")
+        return (
+            f"{best.mechanism} is predicted within {TIE_MARGIN:.0%} of the lowest 2-way error over {what} "
+            f"({best.score:.1%} against {lower[0].score:.1%} for {lower[0].mechanism}) and is faster."
+        )
     runner = f", against {others[0].score:.1%} for {others[0].mechanism}" if others else ""
     return f"{best.mechanism} has the lowest predicted 2-way error over {what}: {best.score:.1%}{runner}."
 
@@ -280,17 +326,28 @@ def _ml_reason(best: Prediction, others: list[Prediction], purpose: Purpose) -> 
     lower = min((p for p in others if p.score < best.score), key=lambda p: p.score, default=None)
     error = f"its predicted 2-way error with {purpose.target} is {best.score:.1%}"
     if lower is not None:
-        error += (f", higher than {lower.mechanism}'s {lower.score:.1%}, but that error measures how well pairs of "
-                  "columns are kept, not how well a model trained on the table predicts")
-    return (f"{best.mechanism} {how}, and models trained on such output scored best, or within 10% of the best, on "
-            f"the shared tables; {error}.")
+        error += (
+            f", higher than {lower.mechanism}'s {lower.score:.1%}, but that error measures how well pairs of "
+            "columns are kept, not how well a model trained on the table predicts"
+        )
+    return (
+        f"{best.mechanism} {how}, and models trained on such output scored best, or within 10% of the best, on "
+        f"the shared tables; {error}."
+    )
 
 
 DEFAULT_CURVE_EPSILONS = tuple(round(10 ** (k / 8), 4) for k in range(-16, 17))  # 0.01 .. 100, 8 per decade
 
 
-def accuracy_curve(name: str, schema: Schema, *, n: int, delta: float = 0.0, purpose: Purpose | None = None,
-                   epsilons: Sequence[float] = DEFAULT_CURVE_EPSILONS) -> list[dict]:
+def accuracy_curve(
+    name: str,
+    schema: Schema,
+    *,
+    n: int,
+    delta: float = 0.0,
+    purpose: Purpose | None = None,
+    epsilons: Sequence[float] = DEFAULT_CURVE_EPSILONS,
+) -> list[dict]:
     """Predicted error (the purpose's metric and 1-way TVD) against epsilon for mechanism ``name``."""
     purpose = purpose or Purpose()
     purpose.check(schema)
@@ -301,8 +358,17 @@ def accuracy_curve(name: str, schema: Schema, *, n: int, delta: float = 0.0, pur
     return out
 
 
-def smallest_epsilon(name: str, schema: Schema, *, n: int, target: float, delta: float = 0.0,
-                     purpose: Purpose | None = None, lo: float = 1e-3, hi: float = 100.0) -> float | None:
+def smallest_epsilon(
+    name: str,
+    schema: Schema,
+    *,
+    n: int,
+    target: float,
+    delta: float = 0.0,
+    purpose: Purpose | None = None,
+    lo: float = 1e-3,
+    hi: float = 100.0,
+) -> float | None:
     """Smallest epsilon (to 1%) at which the predicted metric is <= ``target``, by bisection on the
     predictor (monotone in epsilon); None when even ``hi`` does not reach it."""
     if not (isinstance(target, (int, float)) and 0 < target < 1):
@@ -313,6 +379,7 @@ def smallest_epsilon(name: str, schema: Schema, *, n: int, target: float, delta:
     def score(eps: float) -> float:
         p = predict(name, Setting(schema, int(n), eps, float(delta)), purpose)
         return p.score if p.score is not None and p.status not in ("would-fail", "unavailable") else math.inf
+
     if score(hi) > target:
         return None
     if score(lo) <= target:
@@ -332,9 +399,11 @@ def round_up(x: float, digits: int = 3) -> float:
 def summary_text(result: Recommendation, smallest: float | None = None, target: float | None = None) -> str:
     """A few lines for a person (the CLI's default output)."""
     s = result.setting
-    lines = [f"Purpose: {result.purpose.describe()}; n = {s.n:,}, epsilon = {s.epsilon:g}, delta = {s.delta:g}",
-             f"Recommended: {result.recommended or 'none'}. {result.reason}",
-             f"Predicted accuracy ({result.metric}; lower is better; public inputs only):"]
+    lines = [
+        f"Purpose: {result.purpose.describe()}; n = {s.n:,}, epsilon = {s.epsilon:g}, delta = {s.delta:g}",
+        f"Recommended: {result.recommended or 'none'}. {result.reason}",
+        f"Predicted accuracy ({result.metric}; lower is better; public inputs only):",
+    ]
     for p in result.items:
         value = f"{p.score:6.1%}" if p.score is not None else "   n/a"
         note = f"  ({p.reason})" if p.reason else ""
@@ -342,9 +411,14 @@ def summary_text(result: Recommendation, smallest: float | None = None, target: 
         lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}{variant}")
     if result.model_note:
         lines.append(result.model_note)
-        lines += [f"  {p.mechanism:<16} model accuracy (ROC AUC): {p.model_quality['text']}"
-                  for p in result.items if p.model_quality]
+        lines += [
+            f"  {p.mechanism:<16} model accuracy (ROC AUC): {p.model_quality['text']}"
+            for p in result.items
+            if p.model_quality
+        ]
     if target is not None:
-        lines.append(f"Smallest epsilon for {result.recommended} within {target:.1%}: "
-                     + (f"{smallest:g}" if smallest is not None else "not reached below epsilon 100"))
+        lines.append(
+            f"Smallest epsilon for {result.recommended} within {target:.1%}: "
+            + (f"{smallest:g}" if smallest is not None else "not reached below epsilon 100")
+        )
     return "\n".join(lines)

@@ -29,8 +29,10 @@ DRAW = (0.5, 1.0e-6)  # a draw of more rows: sampling only (post-processing), ``
 # Tables wider than any release a ranged mechanism was calibrated on: an extrapolation in the columns.
 WIDE_RANGE = (0.1, 10.0)
 # The low end of a Private-PGM mechanism's range (its RuntimeModel.range_reason says why).
-WARM_WORKER = ("a worker that has run it before reuses its compiled Private-PGM programs and takes a fraction of "
-               "a fresh worker's time")
+WARM_WORKER = (
+    "a worker that has run it before reuses its compiled Private-PGM programs and takes a fraction of "
+    "a fresh worker's time"
+)
 
 
 def param_or_default(params: dict, name: str, default):
@@ -38,8 +40,9 @@ def param_or_default(params: dict, name: str, default):
     return default if value in (None, "") else value
 
 
-def rows_times_columns(*, n: int, schema: Schema, params: dict, epsilon: float | None = None,
-                       delta: float | None = None) -> float:
+def rows_times_columns(
+    *, n: int, schema: Schema, params: dict, epsilon: float | None = None, delta: float | None = None
+) -> float:
     """One pass over the table per column: ``n d``."""
     return float(n * max(1, len(schema.kept)))
 
@@ -96,8 +99,12 @@ class Estimate:
     def to_dict(self) -> dict:
         text = describe_range(self.low, self.high) if self.low is not None else describe_seconds(self.seconds)
         text += "" if self.calibrated else " (rough: not calibrated for this mechanism)"
-        out = {"seconds": round(self.seconds, 1), "text": text, "calibrated": self.calibrated,
-               "basis": "public inputs only (n, columns, parameters); see docs/operations.md"}
+        out = {
+            "seconds": round(self.seconds, 1),
+            "text": text,
+            "calibrated": self.calibrated,
+            "basis": "public inputs only (n, columns, parameters); see docs/operations.md",
+        }
         if self.low is not None:
             out.update(low_seconds=round(self.low, 1), high_seconds=round(self.high, 1), range_reason=self.range_reason)
         return out
@@ -121,16 +128,25 @@ def time_range(mechanism: str, seconds: float, columns: int) -> tuple[float, flo
     return seconds * lo, seconds * hi, why
 
 
-def work(mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float | None = None,
-         delta: float | None = None) -> float:
+def work(
+    mechanism: str, *, n: int, schema: Schema, params: dict, epsilon: float | None = None, delta: float | None = None
+) -> float:
     """The mechanism's work measure (its RuntimeModel) for a table of ``n`` rows."""
     if n < 0:
         raise ValueError(f"n must be a non-negative row count, got n={n!r}")
     return model_of(mechanism).work(n=n, schema=schema, params=params, epsilon=epsilon, delta=delta)
 
 
-def estimate(mechanism: str, *, n: int, schema: Schema, params: dict | None = None,
-             threads: int = 1, epsilon: float | None = None, delta: float | None = None) -> Estimate:
+def estimate(
+    mechanism: str,
+    *,
+    n: int,
+    schema: Schema,
+    params: dict | None = None,
+    threads: int = 1,
+    epsilon: float | None = None,
+    delta: float | None = None,
+) -> Estimate:
     """Predicted wall seconds of one release on ``threads`` job threads (only a model with ``threads`` set
     has its slope divided: the others run on one thread). ``epsilon`` and ``delta`` matter to a work
     measure that grows with the budget; without them it assumes epsilon 1."""
@@ -166,7 +182,9 @@ def describe_seconds(seconds: float) -> str:
 
 def describe_range(low: float, high: float) -> str:
     """'between 3 min and 30 min' (each end rounded like :func:`describe_seconds`)."""
+
     def short(seconds: float) -> str:
         return describe_seconds(seconds).replace("about ", "")
+
     low_text, high_text = short(low), short(high)
     return describe_seconds(high) if low_text == high_text else f"between {low_text} and {high_text}"

@@ -8,6 +8,8 @@ several mechanisms share are here.
 
 from __future__ import annotations
 
-NOISE_TYPE_HELP = ("Noise family. 'laplace': pure epsilon-DP, no delta. 'gaussian': needs a delta but adds much less "
-                   "noise when many columns or tables share the budget (the recommendation picks it when it predicts "
-                   "better). No effect on time.")
+NOISE_TYPE_HELP = (
+    "Noise family. 'laplace': pure epsilon-DP, no delta. 'gaussian': needs a delta but adds much less "
+    "noise when many columns or tables share the budget (the recommendation picks it when it predicts "
+    "better). No effect on time."
+)

@@ -27,14 +27,38 @@ from .backend import XLA_DEFAULT_FLAGS, load_mbi, release_freed_memory, xla_defa
 from .estimation import estimate, optimisation_level, release_programs
 from .junction_tree import JunctionTreeSize
 from .marginal_oracles import Factor, candidate_marginals, eliminate, pair_marginals
-from .measurement import (QUALITY_L1_SENSITIVITY, CellTable, Clique, Measurement, Measurements, measure,
-                          rho_of_measurement, sigma_for_rho)
+from .measurement import (
+    QUALITY_L1_SENSITIVITY,
+    CellTable,
+    Clique,
+    Measurement,
+    Measurements,
+    measure,
+    rho_of_measurement,
+    sigma_for_rho,
+)
 from .model import ModelTables
 
 __all__ = [
-    "XLA_DEFAULT_FLAGS", "load_mbi", "release_freed_memory", "xla_default_flags",
-    "estimate", "optimisation_level", "release_programs",
-    "JunctionTreeSize", "Factor", "candidate_marginals", "eliminate", "pair_marginals",
-    "QUALITY_L1_SENSITIVITY", "CellTable", "Clique",
-    "Measurement", "Measurements", "measure", "rho_of_measurement", "sigma_for_rho", "ModelTables",
+    "XLA_DEFAULT_FLAGS",
+    "load_mbi",
+    "release_freed_memory",
+    "xla_default_flags",
+    "estimate",
+    "optimisation_level",
+    "release_programs",
+    "JunctionTreeSize",
+    "Factor",
+    "candidate_marginals",
+    "eliminate",
+    "pair_marginals",
+    "QUALITY_L1_SENSITIVITY",
+    "CellTable",
+    "Clique",
+    "Measurement",
+    "Measurements",
+    "measure",
+    "rho_of_measurement",
+    "sigma_for_rho",
+    "ModelTables",
 ]

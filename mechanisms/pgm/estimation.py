@@ -56,24 +56,31 @@ def _compiled_estimate(mbi):
                 loss2, grad2 = value_and_grad(mu2)
                 accept = first | (loss - loss2 >= 0.5 * alpha * grad.dot(mu - mu2))
                 alpha2 = jax.lax.select(first, alpha, jax.lax.select(accept, 1.01 * alpha, 0.5 * alpha))
-                return jax.lax.cond(accept, lambda: (mu2, theta2, alpha2, loss2, grad2),
-                                    lambda: (mu, theta, alpha2, loss, grad))
+                return jax.lax.cond(
+                    accept, lambda: (mu2, theta2, alpha2, loss2, grad2), lambda: (mu, theta, alpha2, loss, grad)
+                )
 
             zero = jax.tree_util.tree_map(jnp.zeros_like, potentials)  # replaced at step 0
-            mu, theta, *_ = jax.lax.fori_loop(0, iters + 1, step, (
-                zero, potentials, jnp.asarray(alpha, dtype=jnp.float64), jnp.zeros((), jnp.float64), zero))
+            mu, theta, *_ = jax.lax.fori_loop(
+                0,
+                iters + 1,
+                step,
+                (zero, potentials, jnp.asarray(alpha, dtype=jnp.float64), jnp.zeros((), jnp.float64), zero),
+            )
             return mbi.MarkovRandomField(potentials=theta, marginals=mu, total=known_total)
 
         static = ("estimator", "domain")
-        _COMPILED["run"] = {0: jax.jit(run, static_argnames=static),  # XLA_DEFAULT_FLAGS' level 0
-                            2: jax.jit(run, static_argnames=static,
-                                       compiler_options={"xla_backend_optimization_level": 2})}
+        _COMPILED["run"] = {
+            0: jax.jit(run, static_argnames=static),  # XLA_DEFAULT_FLAGS' level 0
+            2: jax.jit(run, static_argnames=static, compiler_options={"xla_backend_optimization_level": 2}),
+        }
         # level 0 (small, compile-bound programs): mbi's CPU default, Hugin message passing, the cheaper to
         # compile; level 2 (large, execution-bound): mbi's message_passing_implicit, which never holds the
         # super-cliques' tables and ran 2.3x faster on credit_default_taiwan (IMPLICIT_MAX_CLIQUES_PER_NODE)
         _COMPILED["estimator"] = {
             0: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_hugin),
-            2: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_implicit)}
+            2: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_implicit),
+        }
     return _COMPILED["run"], _COMPILED["estimator"]
 
 
@@ -97,8 +104,16 @@ def optimisation_level(model_mib: float, iters: int) -> int:
     return 2 if model_mib * iters >= OPTIMISE_MIB_ITERS else 0
 
 
-def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Measurements, *, total: int,
-             iters: int, warm_start=None):
+def estimate(
+    mbi,
+    sizes: dict[str, int],
+    names: Sequence[str],
+    measurements: Measurements,
+    *,
+    total: int,
+    iters: int,
+    warm_start=None,
+):
     """Private-PGM mirror descent over the noisy measurements (post-processing): ``iters`` steps with
     mbi's Armijo line search from zero potentials or from ``warm_start``'s, the public n as total."""
     import jax.numpy as jnp
@@ -119,8 +134,9 @@ def estimate(mbi, sizes: dict[str, int], names: Sequence[str], measurements: Mea
         nodes = len(mbi.junction_tree.make_junction_tree(domain, loss_fn.cliques)[0].nodes)
         if len(loss_fn.cliques) > IMPLICIT_MAX_CLIQUES_PER_NODE * nodes:
             estimator = estimators[0]
-    model = runs[level](estimator, domain, loss_fn, float(total), warm,
-                        jnp.asarray(int(iters)))  # iters traced: one program
+    model = runs[level](
+        estimator, domain, loss_fn, float(total), warm, jnp.asarray(int(iters))
+    )  # iters traced: one program
     release_freed_memory()
     return model
 

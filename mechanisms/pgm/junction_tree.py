@@ -49,11 +49,11 @@ class JunctionTreeSize:
         return nbr
 
     def size_mb(self, cliques: Iterable[Clique]) -> float:
-        return self.cells(self.neighbourhoods(self.masks(cliques))) * 8 / 2 ** 20
+        return self.cells(self.neighbourhoods(self.masks(cliques))) * 8 / 2**20
 
     def size_mb_plus(self, nbr: list[int], clique: Clique) -> float:
         """``size_mb`` of the cliques whose closed neighbourhoods are ``nbr``, plus ``clique``."""
-        return self.cells(self.neighbourhoods(self.masks([clique]), list(nbr))) * 8 / 2 ** 20
+        return self.cells(self.neighbourhoods(self.masks([clique]), list(nbr))) * 8 / 2**20
 
     def _prod(self, mask: int) -> int:
         out = 1

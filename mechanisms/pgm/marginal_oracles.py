@@ -48,8 +48,10 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
     model. Before round 42 of a credit_default_taiwan release at epsilon 1 (24 columns; a 49.6 MiB
     junction tree; 198 of 290 candidates in no tree clique): eliminations 7.7 s, this 1.4 s.
     ``tests/mechanisms/pgm/test_pgm.py`` checks all three agree."""
-    tables = {tuple(cl): np.asarray(model.marginals[cl].datavector(flatten=False), dtype=np.float64)
-              for cl in model.marginals.cliques}
+    tables = {
+        tuple(cl): np.asarray(model.marginals[cl].datavector(flatten=False), dtype=np.float64)
+        for cl in model.marginals.cliques
+    }
     out: dict[Clique, np.ndarray] = {}
     todo = _projected(tables, candidates, 1.0, out)
     if not todo:
@@ -59,22 +61,26 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
     if JunctionTreeSize(list(domain), [domain[a] for a in domain]).size_mb(cliques) >= PROPAGATE_MIN_MIB:
         jtree, _ = mbi.junction_tree.make_junction_tree(domain, cliques)
         nodes = tuple(tuple(c) for c in jtree.nodes)
-        probs = dict(zip(nodes, (np.asarray(t, dtype=np.float64) for t in _jtree_marginals(mbi, model.potentials,
-                                                                                             nodes))))
+        probs = dict(
+            zip(nodes, (np.asarray(t, dtype=np.float64) for t in _jtree_marginals(mbi, model.potentials, nodes)))
+        )
         rest = _projected(probs, todo, total, out)
         pairs = pair_marginals(probs, [tuple(e) for e in jtree.edges], [c for c in rest if len(c) == 2])
         for cand, table in pairs.items():
             out[cand] = (table * total).ravel()
         todo = [c for c in rest if len(c) != 2]
-    factors = [(tuple(cl), np.asarray(model.potentials[cl].datavector(flatten=False), dtype=np.float64))
-               for cl in model.potentials.cliques]
+    factors = [
+        (tuple(cl), np.asarray(model.potentials[cl].datavector(flatten=False), dtype=np.float64))
+        for cl in model.potentials.cliques
+    ]
     for cand in todo:
         out[cand] = eliminate(factors, cand, total).ravel()
     return out
 
 
-def _projected(tables: dict[Clique, np.ndarray], candidates: Sequence[Clique], scale: float,
-               out: dict[Clique, np.ndarray]) -> list[Clique]:
+def _projected(
+    tables: dict[Clique, np.ndarray], candidates: Sequence[Clique], scale: float, out: dict[Clique, np.ndarray]
+) -> list[Clique]:
     """Put into ``out`` each candidate's projection of ``tables`` (x ``scale``, flattened); return the
     candidates that no table contains."""
     rest = []
@@ -87,8 +93,9 @@ def _projected(tables: dict[Clique, np.ndarray], candidates: Sequence[Clique], s
     return rest
 
 
-def pair_marginals(probs: dict[Clique, np.ndarray], edges: Sequence[tuple[Clique, Clique]],
-                   pairs: Sequence[Clique]) -> dict[Clique, np.ndarray]:
+def pair_marginals(
+    probs: dict[Clique, np.ndarray], edges: Sequence[tuple[Clique, Clique]], pairs: Sequence[Clique]
+) -> dict[Clique, np.ndarray]:
     """P(a, b) for each pair of attributes of a calibrated junction tree (a forest): ``probs``
     maps each tree clique to its marginal (axes in the clique's order, consistent on separators),
     ``edges`` joins cliques whose separators are their intersections.
@@ -142,8 +149,12 @@ def pair_marginals(probs: dict[Clique, np.ndarray], edges: Sequence[tuple[Clique
             if common is not None:
                 found[(a, b)] = _marginal(probs[common], common, (a, b))
                 need.discard(b)
-        front = [(c, v, _marginal(probs[c], c, (a,) + _common(c, v))) for c in holding for v in nbrs[c]
-                 if a not in v and attrs_beyond(c, v) & need]
+        front = [
+            (c, v, _marginal(probs[c], c, (a,) + _common(c, v)))
+            for c in holding
+            for v in nbrs[c]
+            if a not in v and attrs_beyond(c, v) & need
+        ]
         while front:
             came, c, message = front.pop()  # message over (a,) + the separator, in ``came``'s order
             sep = _common(came, c)
@@ -151,16 +162,29 @@ def pair_marginals(probs: dict[Clique, np.ndarray], edges: Sequence[tuple[Clique
             for b in [b for b in c if b in need]:
                 extra = () if b in sep else (b,)
                 k = conditional(c, sep, extra)
-                found[(a, b)] = np.einsum(message, labels, k, [label[x] for x in sep + extra], [label[a], label[b]],
-                                          optimize=True)
+                found[(a, b)] = np.einsum(
+                    message, labels, k, [label[x] for x in sep + extra], [label[a], label[b]], optimize=True
+                )
                 need.discard(b)
             for v in nbrs[c]:
                 if v != came and attrs_beyond(c, v) & need:
                     out_sep = _common(c, v)
                     extra = tuple(x for x in out_sep if x not in sep)
                     k = conditional(c, sep, extra)
-                    front.append((c, v, np.einsum(message, labels, k, [label[x] for x in sep + extra],
-                                                  [label[a]] + [label[x] for x in out_sep], optimize=True)))
+                    front.append(
+                        (
+                            c,
+                            v,
+                            np.einsum(
+                                message,
+                                labels,
+                                k,
+                                [label[x] for x in sep + extra],
+                                [label[a]] + [label[x] for x in out_sep],
+                                optimize=True,
+                            ),
+                        )
+                    )
         for b in need:  # in another tree of the forest
             pa = _marginal(probs[holding[0]], holding[0], (a,))
             holder = next(c for c in probs if b in c)

@@ -19,7 +19,7 @@ import numpy as np
 from ..noise import Noise
 
 MARGINAL_L2_SENSITIVITY = math.sqrt(2.0)  # replace-one: one count -1, another +1
-MARGINAL_RHO_PER_INV_VAR = MARGINAL_L2_SENSITIVITY ** 2 / 2  # rho = this / sigma^2 = 1 / sigma^2
+MARGINAL_RHO_PER_INV_VAR = MARGINAL_L2_SENSITIVITY**2 / 2  # rho = this / sigma^2 = 1 / sigma^2
 QUALITY_L1_SENSITIVITY = 2.0  # replace-one: || x - xhat ||_1 moves by at most 2 (per unit weight)
 
 Clique = tuple[str, ...]
@@ -27,7 +27,7 @@ Clique = tuple[str, ...]
 
 def rho_of_measurement(sigma: float) -> float:
     """zCDP cost of one marginal measured with discrete Gaussian noise of std ``sigma`` (see above)."""
-    return MARGINAL_RHO_PER_INV_VAR / sigma ** 2
+    return MARGINAL_RHO_PER_INV_VAR / sigma**2
 
 
 def sigma_for_rho(rho: float) -> float:
@@ -38,6 +38,7 @@ def sigma_for_rho(rho: float) -> float:
 # ------------------------------------------------------------------------------------------------
 # The private table as cells
 # ------------------------------------------------------------------------------------------------
+
 
 class CellTable:
     """Cell indices of the private table (n x d, int) and exact marginal counts (fit only)."""
@@ -92,7 +93,7 @@ class Measurements:
     def add(self, m: Measurement) -> None:
         for i, old in enumerate(self.items):
             if old.clique == m.clique and old.weights is None and m.weights is None:
-                w_old, w_new = old.sigma ** -2, m.sigma ** -2
+                w_old, w_new = old.sigma**-2, m.sigma**-2
                 values = (old.values * w_old + m.values * w_new) / (w_old + w_new)
                 self.items[i] = Measurement(m.clique, values, (w_old + w_new) ** -0.5)
                 return
@@ -108,6 +109,7 @@ class Measurements:
             if m.weights is None:
                 out.append(mbi.LinearMeasurement(m.values, m.clique, stddev=m.sigma))
             else:
-                out.append(mbi.LinearMeasurement(m.values, m.clique, stddev=m.sigma,
-                                                 query=mbi.WeightedQuery(m.weights)))
+                out.append(
+                    mbi.LinearMeasurement(m.values, m.clique, stddev=m.sigma, query=mbi.WeightedQuery(m.weights))
+                )
         return out

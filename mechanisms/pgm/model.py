@@ -76,8 +76,9 @@ class ModelTables:
         return out
 
     @classmethod
-    def from_summary(cls, summary: dict, names: Sequence[str], sizes: dict[str, int],
-                     prefix: str = "model") -> "ModelTables":
+    def from_summary(
+        cls, summary: dict, names: Sequence[str], sizes: dict[str, int], prefix: str = "model"
+    ) -> "ModelTables":
         cliques = [tuple(c) for c in summary[f"{prefix}_cliques"]]
         tables = [np.asarray(summary[f"{prefix}_table_{i}"], dtype=np.float64) for i in range(len(cliques))]
         return cls(list(names), dict(sizes), cliques, tables, list(summary[f"{prefix}_order"]))

@@ -13,9 +13,22 @@ from tests.samples import SAMPLES
 
 
 def _row(ds, fam, mech, eps, rep, tvd2, tstr, seconds=1.0):
-    return {"dataset": ds, "family": fam, "mechanism": mech, "epsilon": eps, "rep": rep, "status": "ok",
-            "seconds": seconds, "peak_rss_mib": 100.0, "tvd_1way": tvd2 / 2, "tvd_2way": tvd2,
-            "assoc_diff": 0.1, "pmse_cart": 0.2, "tstr": tstr, "trtr": 0.9}
+    return {
+        "dataset": ds,
+        "family": fam,
+        "mechanism": mech,
+        "epsilon": eps,
+        "rep": rep,
+        "status": "ok",
+        "seconds": seconds,
+        "peak_rss_mib": 100.0,
+        "tvd_1way": tvd2 / 2,
+        "tvd_2way": tvd2,
+        "assoc_diff": 0.1,
+        "pmse_cart": 0.2,
+        "tstr": tstr,
+        "trtr": 0.9,
+    }
 
 
 def test_plan_runs_two_whole_repetitions_before_the_slow_peers():
@@ -23,12 +36,13 @@ def test_plan_runs_two_whole_repetitions_before_the_slow_peers():
     assert len(order) == 3 * 2 * 2 * 3 + 2  # reps x datasets x epsilons x (2 mechanisms + MST) + AIM per dataset
     slow_at = [i for i, t in enumerate(order) if t[0] == "smartnoise-slow"]
     reps_before = {t[4] for t in order[: slow_at[0]]}
-    reps_after = {t[4] for t in order[slow_at[-1] + 1:]}
+    reps_after = {t[4] for t in order[slow_at[-1] + 1 :]}
     assert reps_before == {0, 1} and reps_after == {2}
     assert [order[i][1:4] for i in slow_at] == [("aim", "a", 1.0), ("aim", "b", 1.0)]
     assert len(set(order)) == len(order)  # no run twice
-    every = compare.plan(["a", "b"], ["baseline"], ["mst"], ["aim"], [0.1, 1.0], [0.1, 1.0], reps=3,
-                         slow_datasets=["b"], slow_reps=3)
+    every = compare.plan(
+        ["a", "b"], ["baseline"], ["mst"], ["aim"], [0.1, 1.0], [0.1, 1.0], reps=3, slow_datasets=["b"], slow_reps=3
+    )
     slow = [t for t in every if t[0] == "smartnoise-slow"]
     assert sorted((t[3], t[4]) for t in slow) == [(0.1, 0), (0.1, 1), (0.1, 2), (1.0, 0), (1.0, 1), (1.0, 2)]
     assert {t[2] for t in slow} == {"b"}
@@ -39,8 +53,16 @@ def test_summary_compares_best_dpportal_with_best_peer():
     rows += [_row("d", "dpportal", "dpmerf", 1.0, r, 0.20, 0.80, seconds=30) for r in range(3)]
     rows += [_row("d", "smartnoise", "mst", 1.0, r, 0.15, 0.70, seconds=50) for r in range(3)]
     rows += [_row("d", "smartnoise", "aim", 1.0, 0, 0.08, 0.75, seconds=900)]
-    rows += [{"dataset": "d", "family": "smartnoise", "mechanism": "mwem", "epsilon": 1.0, "rep": 0,
-              "status": "error: Unable to allocate 259. PiB"}]
+    rows += [
+        {
+            "dataset": "d",
+            "family": "smartnoise",
+            "mechanism": "mwem",
+            "epsilon": 1.0,
+            "rep": 0,
+            "status": "error: Unable to allocate 259. PiB",
+        }
+    ]
     body, best = report.tables(rows)
     line = report.summary(best).splitlines()[2]
     # 2-way TVD: baseline mean 0.11 vs AIM 0.08 -> behind by 0.03; TSTR: dpmerf 0.80 vs AIM 0.75 -> ahead
@@ -63,9 +85,14 @@ def test_resume_skips_finished_runs_and_report_only_needs_a_log(tmp_path, monkey
     done = _row("german_credit", "dpportal", "baseline", 1.0, 0, 0.2, 0.5)
     (tmp_path / "compare-t.jsonl").write_text(json.dumps(done) + "\n")
     ran = []
-    monkeypatch.setattr(compare, "run_task", lambda task: ran.append(task) or
-                        {**_row(task["dataset"], task["family"], task["mechanism"], task["epsilon"], task["rep"],
-                                0.3, 0.5)})
+    monkeypatch.setattr(
+        compare,
+        "run_task",
+        lambda task: (
+            ran.append(task)
+            or {**_row(task["dataset"], task["family"], task["mechanism"], task["epsilon"], task["rep"], 0.3, 0.5)}
+        ),
+    )
     monkeypatch.setattr(compare, "BENCH_PY", str(tmp_path / "no-peer-venv"))
     monkeypatch.setattr(report, "ROOT", tmp_path)
     (tmp_path / "docs").mkdir()
@@ -82,13 +109,31 @@ def test_resume_skips_finished_runs_and_report_only_needs_a_log(tmp_path, monkey
 
         def submit(self, fn, task):
             from concurrent.futures import Future
+
             f = Future()
             f.set_result(compare.run_task(task))
             return f
 
     monkeypatch.setattr(compare, "ProcessPoolExecutor", Inline)
-    assert compare.main(["--name", "t", "--resume", "--datasets", "german_credit", "--mechanisms", "baseline",
-                         "--epsilons", "1", "--reps", "2", "--peers"]) == 0
+    assert (
+        compare.main(
+            [
+                "--name",
+                "t",
+                "--resume",
+                "--datasets",
+                "german_credit",
+                "--mechanisms",
+                "baseline",
+                "--epsilons",
+                "1",
+                "--reps",
+                "2",
+                "--peers",
+            ]
+        )
+        == 0
+    )
     assert [(t["mechanism"], t["rep"]) for t in ran] == [("baseline", 1)]  # rep 0 was in the log
     lines = (tmp_path / "compare-t.jsonl").read_text().splitlines()
     assert len(lines) == 2

@@ -16,9 +16,13 @@ from dpportal import broker
 def _connection(tmp_path, transport):
     folder = tmp_path / "queue"
     folder.mkdir(exist_ok=True)
-    opts = {"data_folder_in": str(folder), "data_folder_out": str(folder),
-            "processed_folder": str(tmp_path / "processed"), "store_processed": False,
-            "control_folder": str(tmp_path / "control")}  # exchange files; kombu's default is ./control
+    opts = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(tmp_path / "processed"),
+        "store_processed": False,
+        "control_folder": str(tmp_path / "control"),
+    }  # exchange files; kombu's default is ./control
     (tmp_path / "processed").mkdir(exist_ok=True)
     return Connection("filesystem://", transport=transport, transport_options=opts), folder
 
@@ -75,7 +79,7 @@ def test_kombus_own_channel_shows_an_empty_message_while_it_writes(tmp_path, mon
     assert seen and list(seen[0].values()) == [0]
 
 
-@pytest.mark.parametrize("bad", ["", "{\"trunc"])
+@pytest.mark.parametrize("bad", ["", '{"trunc'])
 def test_an_empty_or_torn_file_is_what_kills_kombus_consumer(tmp_path, bad):
     """Why the partial file matters: kombu's consumer decodes whatever it moved away, and raises."""
     conn, folder = _connection(tmp_path, broker.Transport)

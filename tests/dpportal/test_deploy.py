@@ -94,17 +94,29 @@ def _expand(value: str) -> str:
 def test_settings_read_the_environment_compose_sets(compose, tmp_path):
     env = {k: _expand(v) for k, v in compose["services"]["web"]["environment"].items()}
     env["DPPORTAL_DATA_DIR"] = str(tmp_path)  # /data does not exist here; the variable itself is checked
-    code = ("import json; from django.conf import settings as s; d = s.DATABASES['default']; print(json.dumps("
-            "[d['ENGINE'], d['HOST'], d['PORT'], d['NAME'], d['USER'], s.CELERY_BROKER_URL, s.SECRET_KEY, "
-            "s.ALLOWED_HOSTS, str(s.DATA_DIR), s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'], "
-            "s.CELERY_TASK_TIME_LIMIT]))")
-    out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], cwd=ROOT,
-                         env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "dpportal.settings",
-                              "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=60)
+    code = (
+        "import json; from django.conf import settings as s; d = s.DATABASES['default']; print(json.dumps("
+        "[d['ENGINE'], d['HOST'], d['PORT'], d['NAME'], d['USER'], s.CELERY_BROKER_URL, s.SECRET_KEY, "
+        "s.ALLOWED_HOSTS, str(s.DATA_DIR), s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'], "
+        "s.CELERY_TASK_TIME_LIMIT]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); " + code],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "dpportal.settings", "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     engine, host, port, name, user, broker, key, hosts, data_dir, visibility, limit = json.loads(out.stdout)
-    assert (engine, host, port, name, user) == ("django.db.backends.postgresql", "postgres", "5432", "dpportal",
-                                                "dpportal")
+    assert (engine, host, port, name, user) == (
+        "django.db.backends.postgresql",
+        "postgres",
+        "5432",
+        "dpportal",
+        "dpportal",
+    )
     assert broker == "redis://redis:6379/0" and key == "test-DJANGO_SECRET_KEY"
     assert hosts == ["localhost", "127.0.0.1"] and data_dir == str(tmp_path)
     assert visibility > limit  # a long job is never redelivered while it still runs
@@ -112,8 +124,13 @@ def test_settings_read_the_environment_compose_sets(compose, tmp_path):
 
 def test_database_urls_are_parsed_without_a_dependency():
     pg = parse_database_url("postgresql://u%40x:p%2Fw@db.example:6543/name?sslmode=require")
-    assert (pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"], pg["NAME"]) == ("u@x", "p/w", "db.example", "6543",
-                                                                                 "name")
+    assert (pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"], pg["NAME"]) == (
+        "u@x",
+        "p/w",
+        "db.example",
+        "6543",
+        "name",
+    )
     assert pg["OPTIONS"] == {"sslmode": "require"}
     assert parse_database_url("sqlite:////abs/db.sqlite3")["NAME"] == "/abs/db.sqlite3"
     assert parse_database_url("sqlite:///rel.sqlite3")["NAME"] == "rel.sqlite3"
@@ -143,9 +160,21 @@ def test_the_make_targets_and_ci_entry_exist():
 
 
 def test_the_deploy_check_passes_with_production_settings(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DPPORTAL_DATA_DIR": str(tmp_path),
-           "DJANGO_SECRET_KEY": "k" * 20 + "-production-test-key-with-enough-length-and-variety-8472",
-           "DJANGO_SECURE_COOKIES": "1", "DJANGO_SECURE_SSL_REDIRECT": "1", "DJANGO_SECURE_HSTS_SECONDS": "31536000"}
-    out = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "DPPORTAL_DATA_DIR": str(tmp_path),
+        "DJANGO_SECRET_KEY": "k" * 20 + "-production-test-key-with-enough-length-and-variety-8472",
+        "DJANGO_SECURE_COOKIES": "1",
+        "DJANGO_SECURE_SSL_REDIRECT": "1",
+        "DJANGO_SECURE_HSTS_SECONDS": "31536000",
+    }
+    out = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr

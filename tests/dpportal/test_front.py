@@ -20,8 +20,9 @@ class Upstream:
 
     async def handle(self, reader, writer):
         head = await reader.readuntil(b"\r\n\r\n")
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                       if line.lower().startswith(b"content-length:")), 0)
+        length = next(
+            (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+        )
         self.requests.append(head + await reader.readexactly(length))
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         await writer.drain()
@@ -32,8 +33,9 @@ async def _with_front(tmp_path, scenario, *, upstream_up=True, max_body=1000):
     upstream = Upstream()
     sock = str(tmp_path / "up.sock")
     up_server = await asyncio.start_unix_server(upstream.handle, sock) if upstream_up else None
-    server = await asyncio.start_server(Front(sock, max_body, str(tmp_path)).handle, "127.0.0.1", 0,
-                                        limit=front_module.HEAD_LIMIT)
+    server = await asyncio.start_server(
+        Front(sock, max_body, str(tmp_path)).handle, "127.0.0.1", 0, limit=front_module.HEAD_LIMIT
+    )
     port = server.sockets[0].getsockname()[1]
     try:
         return await scenario(port), upstream.requests
@@ -60,8 +62,11 @@ def run(tmp_path, data, **kw):
 
 
 def test_a_complete_request_reaches_the_application_with_the_client_address(tmp_path):
-    answer, seen = run(tmp_path, b"POST /x HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6\r\nConnection: keep-alive\r\n"
-                                 b"Content-Length: 5\r\n\r\nhello")
+    answer, seen = run(
+        tmp_path,
+        b"POST /x HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6\r\nConnection: keep-alive\r\n"
+        b"Content-Length: 5\r\n\r\nhello",
+    )
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
     assert len(seen) == 1 and seen[0].endswith(b"\r\n\r\nhello")
     head = seen[0].lower()
@@ -69,14 +74,17 @@ def test_a_complete_request_reaches_the_application_with_the_client_address(tmp_
     assert b"connection: close" in head and b"keep-alive" not in head
 
 
-@pytest.mark.parametrize("request_bytes, status", [
-    (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"411"),
-    (b"POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", b"413"),
-    (b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", b"400"),
-    (b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", b"400"),
-    (b"GARBAGE\r\n\r\n", b"400"),
-    (b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
-])
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"411"),
+        (b"POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", b"413"),
+        (b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", b"400"),
+        (b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", b"400"),
+        (b"GARBAGE\r\n\r\n", b"400"),
+        (b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
+    ],
+)
 def test_bad_requests_are_answered_by_the_front(tmp_path, request_bytes, status):
     answer, seen = run(tmp_path, request_bytes)
     assert answer.startswith(b"HTTP/1.1 " + status), answer[:100]
@@ -115,15 +123,15 @@ def test_no_application_server_is_a_502_not_a_hang(tmp_path):
 
 def test_behind_a_tls_proxy_its_forwarded_headers_pass(tmp_path):
     async def scenario(port):
-        return await _exchange(port, b"GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6, 10.1.1.1\r\n"
-                                     b"X-Forwarded-Proto: https\r\n\r\n")
+        return await _exchange(
+            port, b"GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6, 10.1.1.1\r\nX-Forwarded-Proto: https\r\n\r\n"
+        )
 
     async def go():
         upstream = Upstream()
         sock = str(tmp_path / "p.sock")
         up = await asyncio.start_unix_server(upstream.handle, sock)
-        server = await asyncio.start_server(Front(sock, 1000, str(tmp_path), behind_proxy=True).handle,
-                                            "127.0.0.1", 0)
+        server = await asyncio.start_server(Front(sock, 1000, str(tmp_path), behind_proxy=True).handle, "127.0.0.1", 0)
         try:
             await scenario(server.sockets[0].getsockname()[1])
         finally:

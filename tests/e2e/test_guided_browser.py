@@ -28,7 +28,7 @@ def wide_csv(path: Path, rows: int = 5000, columns: int = 40) -> None:
     cols = {}
     for j in range(columns // 2):
         cols[f"num{j:02d}"] = rng.integers(0, 1000, rows).astype(str)
-        cols[f"cat{j:02d}"] = rng.choice(["red", "green", "blue", "grey"], rows, p=[.4, .3, .2, .1])
+        cols[f"cat{j:02d}"] = rng.choice(["red", "green", "blue", "grey"], rows, p=[0.4, 0.3, 0.2, 0.1])
     names = list(cols)
     lines = [",".join(names)] + [",".join(cols[n][i] for n in names) for i in range(rows)]
     path.write_text("\n".join(lines) + "\n")
@@ -39,8 +39,7 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"guided-{name}.png"), full_page=name != "2-schema")
 
 
-def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced(live_server, eager_tasks,
-                                                                                tmp_path):
+def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced(live_server, eager_tasks, tmp_path):
     chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -83,8 +82,11 @@ def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced
         failing = page.locator("#predictions tr.status-would-fail")
         assert failing.count() >= 3  # the joint-domain mechanisms, last, with their reason
         assert "near-uniform" in failing.first.inner_text()
-        assert page.locator("#predictions tbody tr").last.get_attribute("class").startswith(("status-would-fail",
-                                                                                              "status-unavailable"))
+        assert (
+            page.locator("#predictions tbody tr")
+            .last.get_attribute("class")
+            .startswith(("status-would-fail", "status-unavailable"))
+        )
         shot(page, "4-recommendation")
         # 2. epsilon by accuracy: take the smallest epsilon predicted to reach 15%
         smallest = page.inner_text("#smallest-epsilon strong")

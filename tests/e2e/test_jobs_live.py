@@ -52,14 +52,23 @@ def _submit(stack, ds, token, body) -> tuple[dict, float]:
 
 
 def test_short_jobs_pass_a_running_fit_and_cancel_stops_it(stack):
-    _, data = stack.json("POST", "/api/auth/token/", json_body={"username": "jobs-steward", "password": "jobs-pass-1357"})
+    _, data = stack.json(
+        "POST", "/api/auth/token/", json_body={"username": "jobs-steward", "password": "jobs-pass-1357"}
+    )
     token = data["token"]
-    _, ds = stack.json("POST", "/api/datasets/", token=token, fields={"name": "people"},
-                       files={"file": ("people.csv", SMALL_CSV.encode())})
+    _, ds = stack.json(
+        "POST",
+        "/api/datasets/",
+        token=token,
+        fields={"name": "people"},
+        files={"file": ("people.csv", SMALL_CSV.encode())},
+    )
     ds = ds["id"]
     assert stack.json("PUT", f"/api/datasets/{ds}/schema/", token=token, json_body=SMALL_SCHEMA)[0] == 200
-    assert stack.json("PUT", f"/api/datasets/{ds}/budget/", token=token,
-                      json_body={"epsilon": "10", "delta": "1e-5"})[0] == 200
+    assert (
+        stack.json("PUT", f"/api/datasets/{ds}/budget/", token=token, json_body={"epsilon": "10", "delta": "1e-5"})[0]
+        == 200
+    )
 
     fit, _ = _submit(stack, ds, token, LONG_FIT)
     assert fit["queue"] == "synthesis" and fit["estimate_seconds"] > 5

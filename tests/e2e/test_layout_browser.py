@@ -41,7 +41,8 @@ def census_like_csv(path: Path, rows: int = 400) -> None:
         cols[f"household_income_component_{j:02d}"] = rng.integers(0, 100_000, rows).astype(str)
         cols[f"weeks_worked_in_year_{j:02d}"] = rng.integers(0, 53, rows).astype(str)
         cols[f"detailed_occupation_recode_{j:02d}"] = rng.choice(
-            ["Not in universe", "Executive admin and managerial", "Precision production craft & repair"], rows)
+            ["Not in universe", "Executive admin and managerial", "Precision production craft & repair"], rows
+        )
     cols["migration_code_change_in_msa_reported_by_household_reference_person"] = rng.choice(["?", "Nonmover"], rows)
     del cols["detailed_occupation_recode_13"]
     names = list(cols)
@@ -54,8 +55,7 @@ def assert_fits(page, where: str) -> None:
     assert page.evaluate(OVERFLOW) == [], where
 
 
-def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(live_server, eager_tasks,
-                                                                                 tmp_path):
+def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(live_server, eager_tasks, tmp_path):
     chromium = require_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -65,8 +65,9 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
     errors, external = [], []
     with sync_playwright() as p:
         # scroll bars as a desktop chromium draws them (headless hides them): the page gets 1280 px less the bar
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS,
-                                    ignore_default_args=["--hide-scrollbars"])
+        browser = p.chromium.launch(
+            executable_path=chromium, args=CHROMIUM_ARGS, ignore_default_args=["--hide-scrollbars"]
+        )
         page = browser.new_page(viewport={"width": WIDTH, "height": 900})
         watch_page(page, live_server.url, errors, external)
         page.goto(live_server.url + "/")

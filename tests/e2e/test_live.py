@@ -29,24 +29,39 @@ def template_db(tmp_path_factory):
 
 
 def api_walkthrough(stack: Stack) -> None:
-    status, data = stack.json("POST", "/api/auth/token/",
-                              json_body={"username": "live-steward", "password": "live-pass-2468"})
+    status, data = stack.json(
+        "POST", "/api/auth/token/", json_body={"username": "live-steward", "password": "live-pass-2468"}
+    )
     assert status == 201, data
     token = data["token"]
-    status, ds = stack.json("POST", "/api/datasets/", token=token, fields={"name": "people"},
-                            files={"file": ("people.csv", SMALL_CSV.encode())})
+    status, ds = stack.json(
+        "POST",
+        "/api/datasets/",
+        token=token,
+        fields={"name": "people"},
+        files={"file": ("people.csv", SMALL_CSV.encode())},
+    )
     assert status == 201, ds
     assert ds["schema_draft"]["draft"] is True and ds["rows"] == 6
     status, data = stack.json("PUT", f"/api/datasets/{ds['id']}/schema/", token=token, json_body=SMALL_SCHEMA)
     assert status == 200 and data["schema_confirmed"], data
-    status, data = stack.json("PUT", f"/api/datasets/{ds['id']}/budget/", token=token,
-                              json_body={"epsilon": "1", "delta": "0"})
+    status, data = stack.json(
+        "PUT", f"/api/datasets/{ds['id']}/budget/", token=token, json_body={"epsilon": "1", "delta": "0"}
+    )
     assert status == 200 and data["epsilon"]["remaining"] == "1", data
-    status, data = stack.json("POST", f"/api/datasets/{ds['id']}/releases/", token=token,
-                              json_body={"mechanism": "baseline", "epsilon": "2", "rows": 10})
+    status, data = stack.json(
+        "POST",
+        f"/api/datasets/{ds['id']}/releases/",
+        token=token,
+        json_body={"mechanism": "baseline", "epsilon": "2", "rows": 10},
+    )
     assert status == 400 and "over budget" in data["error"]
-    status, rel = stack.json("POST", f"/api/datasets/{ds['id']}/releases/", token=token,
-                             json_body={"mechanism": "baseline", "epsilon": "0.5", "params": {}, "rows": 25})
+    status, rel = stack.json(
+        "POST",
+        f"/api/datasets/{ds['id']}/releases/",
+        token=token,
+        json_body={"mechanism": "baseline", "epsilon": "0.5", "params": {}, "rows": 25},
+    )
     assert status == 201, rel
     done = stack.wait_release(rel["id"], token)
     assert done["status"] == "done", (done, stack.logs())
@@ -76,8 +91,11 @@ def test_the_api_path_with_a_real_redis_broker(tmp_path, template_db):
     redis = shutil.which("redis-server")
     assert redis, "redis-server is missing: run scripts/ensure-system-packages.sh (make test does)"
     port = free_port()
-    server = subprocess.Popen([redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                               "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     stack = None
     try:
         wait_for_port(port, server)

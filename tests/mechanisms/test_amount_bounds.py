@@ -13,9 +13,26 @@ from mechanisms.accounting import check_delta, check_epsilon, exact
 from mechanisms.base import ParamSpec
 
 
-@pytest.mark.parametrize("value", ["1e30000000", "-1e30000000", "1e-400", "1e400", "1e31", "1e-31", 10**31, 1e308,
-                                   5e-324, Decimal("1e999999"), "9" * 41, "1/" + "9" * 38, Fraction(1, 10**40),
-                                   10**100000], ids=lambda v: f"{type(v).__name__}-{str(v)[:12] if not isinstance(v, int) or v < 10**50 else 'huge'}")
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1e30000000",
+        "-1e30000000",
+        "1e-400",
+        "1e400",
+        "1e31",
+        "1e-31",
+        10**31,
+        1e308,
+        5e-324,
+        Decimal("1e999999"),
+        "9" * 41,
+        "1/" + "9" * 38,
+        Fraction(1, 10**40),
+        10**100000,
+    ],
+    ids=lambda v: f"{type(v).__name__}-{str(v)[:12] if not isinstance(v, int) or v < 10**50 else 'huge'}",
+)
 def test_out_of_range_amounts_are_refused_in_microseconds(value):
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match="between 1e-30 and 1e30|at most 40"):
@@ -23,9 +40,19 @@ def test_out_of_range_amounts_are_refused_in_microseconds(value):
     assert time.perf_counter() - t0 < 0.01
 
 
-@pytest.mark.parametrize("value, expected", [("0.1", Fraction(1, 10)), ("1/9", Fraction(1, 9)), ("1e-30", Fraction(1, 10**30)),
-                                             ("1e30", Fraction(10**30)), ("0e-1000", Fraction(0)), (0.5, Fraction(1, 2)),
-                                             (3, Fraction(3)), (" 2 ", Fraction(2))])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("0.1", Fraction(1, 10)),
+        ("1/9", Fraction(1, 9)),
+        ("1e-30", Fraction(1, 10**30)),
+        ("1e30", Fraction(10**30)),
+        ("0e-1000", Fraction(0)),
+        (0.5, Fraction(1, 2)),
+        (3, Fraction(3)),
+        (" 2 ", Fraction(2)),
+    ],
+)
 def test_amounts_in_range_are_exact(value, expected):
     assert exact(value) == expected
 
@@ -61,10 +88,18 @@ def test_int_parameters_are_bounded(value):
         ParamSpec("k", "int", 1, "k").coerce(value)
 
 
-@pytest.mark.parametrize("text, message", [("[" * 50_000 + "]" * 50_000, "deeper"), ("[" * 33 + "]" * 33, "deeper"),
-                                           ('{"a": 1' + "0" * 5000 + "}", "limit is 100"),
-                                           ('{"a": 1' + "0" * 400 + "}", "limit is 100"),
-                                           ("{", "not valid JSON"), (b"\xff", "not UTF-8")], ids=range(6))
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[" * 50_000 + "]" * 50_000, "deeper"),
+        ("[" * 33 + "]" * 33, "deeper"),
+        ('{"a": 1' + "0" * 5000 + "}", "limit is 100"),
+        ('{"a": 1' + "0" * 400 + "}", "limit is 100"),
+        ("{", "not valid JSON"),
+        (b"\xff", "not UTF-8"),
+    ],
+    ids=range(6),
+)
 def test_safejson_refuses_hostile_text_fast(text, message):
     t0 = time.perf_counter()
     with pytest.raises(safejson.JsonLimitError, match=message):

@@ -16,9 +16,11 @@ def test_clopper_pearson_brackets_the_proportion():
 def _count_release(scale_factor: float, seed: int):
     noise = Noise.seeded(seed)
     eps = 1.0
+
     # one count, replace-one sensitivity 1 for a single cell count (the record moves in or out)
     def draw(true_count):
         return lambda k: noise.laplace_int(np.full(k, true_count), scale=scale_factor / eps)
+
     return draw(10), draw(11)
 
 

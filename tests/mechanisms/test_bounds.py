@@ -70,8 +70,13 @@ def test_seeded_estimates_cover_the_bulk_of_ages_and_incomes():
     income = np.clip(rng.lognormal(10.5, 0.6, 10_000), 0, 250_000).round(2)
     frame = pd.DataFrame({"age": ages.astype(str), "income": income.astype(str)})
     for seed in range(20):
-        res = B.estimate_bounds([frame.iloc[:5000], frame.iloc[5000:]], ["age", "income"], epsilon=1.0,
-                                noise=Noise.seeded(seed), markers=[""])["columns"]
+        res = B.estimate_bounds(
+            [frame.iloc[:5000], frame.iloc[5000:]],
+            ["age", "income"],
+            epsilon=1.0,
+            noise=Noise.seeded(seed),
+            markers=[""],
+        )["columns"]
         assert (res["age"]["lower"], res["age"]["upper"]) == (10.0, 100.0), res
         assert res["income"]["lower"] in (2_000.0, 5_000.0, 10_000.0), res
         assert res["income"]["upper"] in (100_000.0, 200_000.0), res
@@ -79,8 +84,9 @@ def test_seeded_estimates_cover_the_bulk_of_ages_and_incomes():
 
 
 def test_too_few_values_for_the_epsilon_give_no_estimate():
-    res = B.estimate_bounds([pd.DataFrame({"a": ["5", "6", "7"]})], ["a"], epsilon=0.01, noise=Noise.seeded(0),
-                            markers=[""])
+    res = B.estimate_bounds(
+        [pd.DataFrame({"a": ["5", "6", "7"]})], ["a"], epsilon=0.01, noise=Noise.seeded(0), markers=[""]
+    )
     assert res["columns"]["a"] == {"lower": None, "upper": None, "coverage": None, "reliable": False}
 
 
@@ -90,7 +96,7 @@ def test_values_spread_over_thin_bins_are_flagged_unreliable():
     counts = np.zeros(B.N_BINS, dtype=int)
     zero_bin = int(np.searchsorted(B.EDGES, 0.0, side="right"))
     counts[zero_bin] = 600
-    counts[zero_bin + 12: zero_bin + 30] = 150  # values from 1 to 1e6, 150 per bin
+    counts[zero_bin + 12 : zero_bin + 30] = 150  # values from 1 to 1e6, 150 per bin
     lo, hi = B.bounds_from_noisy(counts, 300)
     assert (lo, hi) == (0.0, 0.001) and B.coverage(counts, lo, hi) < B.MIN_COVERAGE
 
@@ -104,8 +110,9 @@ def test_the_secure_backend_runs_through_opendp():
     assert lo is not None and lo <= 150 and hi >= 1500
 
 
-@pytest.mark.parametrize("kw, message", [({"epsilon": 0}, "epsilon must be positive"),
-                                         ({"epsilon": 1, "beta": 1.5}, "beta must lie in")])
+@pytest.mark.parametrize(
+    "kw, message", [({"epsilon": 0}, "epsilon must be positive"), ({"epsilon": 1, "beta": 1.5}, "beta must lie in")]
+)
 def test_bad_arguments_are_named(kw, message):
     with pytest.raises(ValueError, match=message):
         B.estimate_bounds([], ["a"], noise=Noise.seeded(0), markers=[""], **kw)

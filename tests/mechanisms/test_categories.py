@@ -16,8 +16,9 @@ def frame(n_rare: int = 1) -> pd.DataFrame:
 
 
 def test_frequent_labels_are_released_a_unique_one_and_missing_markers_are_not():
-    out = categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0),
-                                         markers=["?"])
+    out = categories.discover_categories(
+        [frame()], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=["?"]
+    )
     assert out["columns"]["job"]["categories"] == ["clerk", "nurse"]
     assert out["threshold"] == 1 + int(np.ceil(2 * np.log(2e6)))  # 31 at epsilon 1 per column
     assert set(out["columns"]["job"]["noisy_counts"]) == {"clerk", "nurse"}
@@ -25,8 +26,9 @@ def test_frequent_labels_are_released_a_unique_one_and_missing_markers_are_not()
 
 def test_codes_come_back_in_numeric_order_and_epsilon_and_delta_split_over_columns():
     codes = pd.DataFrame({"c": [str(v) for v in [10, 2, 33] * 200], "d": ["x"] * 600})
-    out = categories.discover_categories([codes], ["c", "d"], epsilon=2.0, delta=1e-6, noise=Noise.seeded(1),
-                                         markers=[])
+    out = categories.discover_categories(
+        [codes], ["c", "d"], epsilon=2.0, delta=1e-6, noise=Noise.seeded(1), markers=[]
+    )
     assert out["columns"]["c"]["categories"] == ["2", "10", "33"]
     assert out["epsilon_per_column"] == 1.0 and out["delta_per_column"] == 5e-7
 
@@ -38,8 +40,9 @@ def singleton_release_rate(threshold_fn, draws: int = 3000) -> float:
     categories.threshold = threshold_fn
     try:
         for seed in range(draws):
-            out = categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=0.2, noise=Noise.seeded(seed),
-                                                 markers=["?"])
+            out = categories.discover_categories(
+                [frame()], ["job"], epsilon=1.0, delta=0.2, noise=Noise.seeded(seed), markers=["?"]
+            )
             hits += "astronaut" in out["columns"]["job"]["categories"]
     finally:
         categories.threshold = real

@@ -7,8 +7,10 @@ import pytest
 from mechanisms.runner import build
 from mechanisms.schema import Column, Schema
 
-WIDE = Schema(columns=tuple(Column(f"c{i}", "categorical", categories=tuple("abcdefghij")) for i in range(8))
-              + (Column("x", "continuous", lower=0, upper=1),))
+WIDE = Schema(
+    columns=tuple(Column(f"c{i}", "categorical", categories=tuple("abcdefghij")) for i in range(8))
+    + (Column("x", "continuous", lower=0, upper=1),)
+)
 
 
 def test_kdtree_grid_flooded_by_empty_cells_is_refused_at_build_time_given_n():
@@ -29,8 +31,12 @@ def test_privhp_and_the_default_hook_accept_a_sound_plan():
 def _wide_schema(k: int):
     from mechanisms.schema import Column, Schema
 
-    return Schema(columns=(Column("x", "continuous", lower=0, upper=1),
-                           Column("c", "categorical", categories=tuple(f"v{i}" for i in range(k)))))
+    return Schema(
+        columns=(
+            Column("x", "continuous", lower=0, upper=1),
+            Column("c", "categorical", categories=tuple(f"v{i}" for i in range(k))),
+        )
+    )
 
 
 def test_dpmerf_with_100000_categories_is_refused_by_its_memory_plan():
@@ -49,8 +55,9 @@ def test_the_memory_plan_accepts_a_normal_table_and_grows_with_the_categories():
 
     small = build("dpmerf", _wide_schema(10), epsilon=1, delta=1e-6, n=48_842, memory_limit=8 * 2**30)
     assert small.planned_memory_bytes(48_842) < 2**30
-    assert build("dpmerf", _wide_schema(1000), epsilon=1, delta=1e-6).planned_memory_bytes(48_842) > \
-        small.planned_memory_bytes(48_842)
+    assert build("dpmerf", _wide_schema(1000), epsilon=1, delta=1e-6).planned_memory_bytes(
+        48_842
+    ) > small.planned_memory_bytes(48_842)
     # the 74.5 GiB that np.eye(100_000) needed in fit is inside the estimate (conservative)
     big = build("dpmerf", _wide_schema(100_000), epsilon=1, delta=1e-6)
     assert big.planned_memory_bytes(48_842) >= 8 * 100_000**2

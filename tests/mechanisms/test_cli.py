@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mechanisms", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mechanisms", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_list_prints_a_readable_summary_by_default():
@@ -47,8 +48,20 @@ def test_schema_draft_is_marked_as_a_draft(files):
 def test_synthesize_writes_the_csv_and_prints_the_cost(files):
     data, schema, tmp = files
     out_csv = tmp / "out.csv"
-    out = cli("synthesize", "baseline", "--data", str(data), "--schema", str(schema), "--epsilon", "1",
-              "--rows", "40", "--out", str(out_csv))
+    out = cli(
+        "synthesize",
+        "baseline",
+        "--data",
+        str(data),
+        "--schema",
+        str(schema),
+        "--epsilon",
+        "1",
+        "--rows",
+        "40",
+        "--out",
+        str(out_csv),
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert (report["epsilon"], report["delta"], report["guarantee"], report["rows"]) == (1.0, 0.0, "pure", 40)
@@ -56,13 +69,16 @@ def test_synthesize_writes_the_csv_and_prints_the_cost(files):
     assert len(out_csv.read_text().strip().splitlines()) == 41
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--epsilon", "-1"], "epsilon must be positive"),
-    (["--epsilon", "1", "--mech", "nope"], "unknown mechanism 'nope'"),
-    (["--epsilon", "1", "--param", "k=1"], "unknown parameter(s) for 'baseline'"),
-    (["--epsilon", "1", "--schema-missing-column"], "column(s) missing from the data: ['zzz']"),
-    (["--epsilon", "1", "--draft"], "the schema is a draft"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--epsilon", "-1"], "epsilon must be positive"),
+        (["--epsilon", "1", "--mech", "nope"], "unknown mechanism 'nope'"),
+        (["--epsilon", "1", "--param", "k=1"], "unknown parameter(s) for 'baseline'"),
+        (["--epsilon", "1", "--schema-missing-column"], "column(s) missing from the data: ['zzz']"),
+        (["--epsilon", "1", "--draft"], "the schema is a draft"),
+    ],
+)
 def test_errors_exit_non_zero_with_one_line_naming_the_problem(files, args, message, capsys):
     """In-process (the same main() the subprocess runs; quicker than a fresh interpreter per case)."""
     from mechanisms.__main__ import main
@@ -71,7 +87,7 @@ def test_errors_exit_non_zero_with_one_line_naming_the_problem(files, args, mess
     mech = "baseline"
     if "--mech" in args:
         mech = args[args.index("--mech") + 1]
-        args = args[:args.index("--mech")]
+        args = args[: args.index("--mech")]
     if "--schema-missing-column" in args:
         s = json.loads(json.dumps(SMALL_SCHEMA))
         s["columns"].append({"name": "zzz", "kind": "excluded"})

@@ -15,8 +15,21 @@ from tests.data import SMALL_CSV
 
 def synth(files, *extra, out=None):
     data, schema, tmp = files
-    return main(["synthesize", "baseline", "--data", str(data), "--schema", str(schema), "--epsilon", "1",
-                 "--out", str(out or tmp / "o.csv"), *extra])
+    return main(
+        [
+            "synthesize",
+            "baseline",
+            "--data",
+            str(data),
+            "--schema",
+            str(schema),
+            "--epsilon",
+            "1",
+            "--out",
+            str(out or tmp / "o.csv"),
+            *extra,
+        ]
+    )
 
 
 def one_error(capsys) -> str:
@@ -41,15 +54,35 @@ def test_a_seeded_run_says_it_is_not_differentially_private(files, capsys):
 
 
 def test_a_huge_schema_file_is_refused_without_reading_it_whole(files, capsys):
-    assert main(["synthesize", "baseline", "--data", str(files[0]), "--schema", "/dev/zero", "--epsilon", "1",
-                 "--out", str(files[2] / "o.csv")]) == 2
+    assert (
+        main(
+            [
+                "synthesize",
+                "baseline",
+                "--data",
+                str(files[0]),
+                "--schema",
+                "/dev/zero",
+                "--epsilon",
+                "1",
+                "--out",
+                str(files[2] / "o.csv"),
+            ]
+        )
+        == 2
+    )
     assert "is larger than the limit of 5,242,880 bytes" in one_error(capsys)
     assert not (files[2] / "o.csv").exists()
 
 
-@pytest.mark.parametrize("rows, message", [("0", "--rows must be between 1 and 1,000,000"),
-                                           ("-5", "--rows must be between 1 and 1,000,000"),
-                                           ("100000000", "--rows must be between 1 and 1,000,000")])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ("0", "--rows must be between 1 and 1,000,000"),
+        ("-5", "--rows must be between 1 and 1,000,000"),
+        ("100000000", "--rows must be between 1 and 1,000,000"),
+    ],
+)
 def test_row_counts_are_bounded(files, capsys, rows, message):
     assert synth(files, "--rows", rows) == 2
     assert message in one_error(capsys) and not (files[2] / "o.csv").exists()
@@ -92,11 +125,18 @@ def test_nul_cells_are_refused(files, capsys):
     assert "contains NUL bytes" in one_error(capsys)
 
 
-@pytest.mark.parametrize("where, message", [("missing/o.csv", "does not exist"), ("", "is a directory"),
-                                            ("ro/o.csv", "is not writable"),
-                                            ("/proc/version", "--out '/proc/version'")])
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("missing/o.csv", "does not exist"),
+        ("", "is a directory"),
+        ("ro/o.csv", "is not writable"),
+        ("/proc/version", "--out '/proc/version'"),
+    ],
+)
 def test_an_unwritable_out_is_refused_before_reading_data(files, capsys, where, message):
     import os
+
     tmp = files[2]
     (tmp / "ro").mkdir()
     os.chmod(tmp / "ro", 0o500)

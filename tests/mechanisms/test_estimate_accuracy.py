@@ -43,8 +43,13 @@ def test_the_committed_table_covers_three_tables_and_aim_with_each_workload_and_
 @pytest.mark.slow
 def test_a_short_run_through_the_api_writes_the_table(tmp_path):
     out = tmp_path / "estimates.md"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.calibration.estimate_accuracy", "--only", "baseline", "--out",
-                          str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.calibration.estimate_accuracy", "--only", "baseline", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     table = out.read_text()
     assert table.count("| baseline |") == 3 and "3 of 3 pass" in table

@@ -25,11 +25,18 @@ def census(n: int = 4000, seed: int = 7) -> pd.DataFrame:
     weeks = np.where(rng.random(n) < 0.45, 0, rng.integers(1, 53, n))
     industry = rng.integers(0, 52, n)
     income = np.where(gains > 5000, "50000+", "- 50000")
-    worker = rng.choice(["Private", "Self", "?"], n, p=[.7, .2, .1])
+    worker = rng.choice(["Private", "Self", "?"], n, p=[0.7, 0.2, 0.1])
     weight = (rng.lognormal(7, 0.6, n)).round(2)
-    return pd.DataFrame({"capital gains": gains.astype(str), "weeks worked": weeks.astype(str),
-                         "industry code": industry.astype(str), "worker": worker, "weight": weight.astype(str),
-                         "income": income})
+    return pd.DataFrame(
+        {
+            "capital gains": gains.astype(str),
+            "weeks worked": weeks.astype(str),
+            "industry code": industry.astype(str),
+            "worker": worker,
+            "weight": weight.astype(str),
+            "income": income,
+        }
+    )
 
 
 RAW = census()
@@ -43,6 +50,7 @@ def exported(schema: Schema, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- the draft suggests a full-resolution column model ---------------------------------------------
+
 
 def test_the_draft_suggests_per_value_cells_codes_special_values_log_bins_decimals_and_the_marker():
     s = draft_schema(census(12_000))  # 12,000 rows x 6 columns: up to 141 cells per numeric column
@@ -66,6 +74,7 @@ def test_small_tables_get_no_more_cells_than_a_reference_release_resolves():
 
 
 # -- encoding -----------------------------------------------------------------------------------------
+
 
 def test_special_values_are_cells_of_their_own_and_come_back_exactly():
     col = Column("g", "integer", lower=0, upper=100_000, bins=20, special=(0, 99_999), scale="log")
@@ -100,10 +109,16 @@ def test_log_scale_unit_encoding_round_trips_and_straddles_zero():
     assert np.allclose(col.unit_inverse(u), x, rtol=1e-9, atol=1e-6)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(special=(5,), upper=4), "outside"), (dict(special=(1.5,)), "integers"), (dict(special=(1, 1)), "unique"),
-    (dict(scale="cubic"), "scale"), (dict(decimals=2), "continuous columns"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(special=(5,), upper=4), "outside"),
+        (dict(special=(1.5,)), "integers"),
+        (dict(special=(1, 1)), "unique"),
+        (dict(scale="cubic"), "scale"),
+        (dict(decimals=2), "continuous columns"),
+    ],
+)
 def test_a_bad_numeric_model_is_refused_naming_it(bad, message):
     kw = dict(name="x", kind="integer", lower=0, upper=10) | bad
     with pytest.raises(SchemaError, match=message):
@@ -118,6 +133,7 @@ def test_the_schema_json_round_trips_the_new_fields_and_old_schemas_keep_their_f
 
 
 # -- the exported file -----------------------------------------------------------------------------
+
 
 def test_the_export_writes_labels_verbatim_missing_as_uploaded_and_numbers_as_declared():
     schema = draft_schema(RAW).confirmed()
@@ -138,6 +154,7 @@ def test_the_fidelity_check_catches_a_formula_guard_rewriting_labels():
 
 
 # -- a release at full resolution passes a statistician's first checks ----------------------------
+
 
 @pytest.fixture(scope="module")
 def released():
@@ -168,8 +185,13 @@ def test_the_coarse_column_model_fails_the_same_checks(released):
     import dataclasses
 
     schema, reference, train, _ = released
-    coarse = Schema(columns=tuple(dataclasses.replace(c, bins=10, special=(), scale="linear", decimals=None)
-                                  if c.is_numeric else c for c in schema.columns), missing_output="?")
+    coarse = Schema(
+        columns=tuple(
+            dataclasses.replace(c, bins=10, special=(), scale="linear", decimals=None) if c.is_numeric else c
+            for c in schema.columns
+        ),
+        missing_output="?",
+    )
     mech = build("mst", coarse, epsilon=1.0, delta=1e-5, noise=Noise.seeded(3), n=len(train))
     synthetic = exported(coarse, run(mech, TableSource.from_frame(coarse, train), len(train)).synthetic)
     syn = fidelity.report(schema, reference, synthetic, train)["synthetic"]
@@ -187,19 +209,33 @@ def test_the_floor_of_identical_tables_is_zero_and_the_worst_column_is_named():
 
 # -- dates ---------------------------------------------------------------------------------------------
 
+
 def dated(n: int = 600, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     day = pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 3000, n), unit="D")
     stamp = day + pd.to_timedelta(rng.integers(0, 86_400, n), unit="s")
-    return pd.DataFrame({"opened": day.strftime("%d/%m/%Y"), "seen": stamp.strftime("%Y-%m-%d %H:%M:%S"),
-                         "kind": rng.choice(["a", "b"], n)})
+    return pd.DataFrame(
+        {
+            "opened": day.strftime("%d/%m/%Y"),
+            "seen": stamp.strftime("%Y-%m-%d %H:%M:%S"),
+            "kind": rng.choice(["a", "b"], n),
+        }
+    )
 
 
 def test_dates_are_a_kind_with_iso_bounds_a_granularity_and_the_upload_format():
     s = draft_schema(dated())
     d = s.to_dict()["columns"][0]
-    assert d == {"name": "opened", "kind": "date", "lower": "2015-01-01", "upper": "2023-12-31", "granularity": "day",
-                 "format": "%d/%m/%Y", "bins": 20, "fill": None}  # bounds widened to whole years
+    assert d == {
+        "name": "opened",
+        "kind": "date",
+        "lower": "2015-01-01",
+        "upper": "2023-12-31",
+        "granularity": "day",
+        "format": "%d/%m/%Y",
+        "bins": 20,
+        "fill": None,
+    }  # bounds widened to whole years
     assert s.to_dict()["columns"][1]["granularity"] == "second" and Schema.from_json(s.to_json()) == s
 
 
@@ -214,20 +250,43 @@ def test_synthetic_dates_are_written_in_the_upload_format_within_the_bounds():
     assert fidelity.report(schema, raw, out, raw)["synthetic"]["foreign_labels"]["share"] == 0
 
 
-@pytest.mark.parametrize("column, message", [
-    ({"lower": "2020-13-01"}, "not an ISO date"), ({"granularity": "fortnight"}, "granularity must be one of"),
-    ({"format": "no percent"}, "strftime pattern"), ({"upper": "2019-01-01"}, "upper must exceed lower"),
-])
+@pytest.mark.parametrize(
+    "column, message",
+    [
+        ({"lower": "2020-13-01"}, "not an ISO date"),
+        ({"granularity": "fortnight"}, "granularity must be one of"),
+        ({"format": "no percent"}, "strftime pattern"),
+        ({"upper": "2019-01-01"}, "upper must exceed lower"),
+    ],
+)
 def test_a_bad_date_column_is_refused_naming_it(column, message):
-    d = {"name": "d", "kind": "date", "lower": "2020-01-01", "upper": "2024-12-31", "granularity": "day",
-         "format": "%Y-%m-%d"} | column
+    d = {
+        "name": "d",
+        "kind": "date",
+        "lower": "2020-01-01",
+        "upper": "2024-12-31",
+        "granularity": "day",
+        "format": "%Y-%m-%d",
+    } | column
     with pytest.raises(SchemaError, match=message):
         Schema.from_dict({"columns": [d]})
 
 
 def test_a_value_not_in_the_date_format_is_named():
-    schema = Schema.from_dict({"columns": [{"name": "d", "kind": "date", "lower": "2020-01-01", "upper": "2024-12-31",
-                                            "granularity": "day", "format": "%Y-%m-%d"}]})
+    schema = Schema.from_dict(
+        {
+            "columns": [
+                {
+                    "name": "d",
+                    "kind": "date",
+                    "lower": "2020-01-01",
+                    "upper": "2024-12-31",
+                    "granularity": "day",
+                    "format": "%Y-%m-%d",
+                }
+            ]
+        }
+    )
     with pytest.raises(ValueError, match=r"not dates in the format '%Y-%m-%d' \(e.g. '31/12/2021'\)"):
         schema.prepare(pd.DataFrame({"d": ["2021-01-01", "31/12/2021"]}))
 

@@ -16,8 +16,12 @@ from mechanisms.guidance.runtime import RuntimeModel
 from mechanisms.schema import Column, Schema
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0, bins=4),
-                        Column("c", "categorical", categories=("a", "b", "c"))))
+SMALL = Schema(
+    columns=(
+        Column("x", "continuous", lower=0.0, upper=1.0, bins=4),
+        Column("c", "categorical", categories=("a", "b", "c")),
+    )
+)
 
 
 @pytest.mark.parametrize("name", registry.names())
@@ -51,8 +55,14 @@ class Incomplete(Mechanism):
 
 
 def test_a_mechanism_missing_parts_is_named_and_refused_by_the_registry(monkeypatch):
-    assert Incomplete.missing_parts() == ["near_uniform", "runtime_model", "tstr_measured", "speed_rank",
-                                          "target_how", "steward_help[width]"]
+    assert Incomplete.missing_parts() == [
+        "near_uniform",
+        "runtime_model",
+        "tstr_measured",
+        "speed_rank",
+        "target_how",
+        "steward_help[width]",
+    ]
     monkeypatch.setitem(registry._ENTRIES, "incomplete", f"{__name__}:Incomplete")
     with pytest.raises(TypeError, match=r"'incomplete' does not declare \['near_uniform'"):
         registry.get("incomplete")

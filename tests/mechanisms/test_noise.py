@@ -122,6 +122,11 @@ def test_secure_noise_does_not_import_scikit_learn_through_opendp():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", SECURE_DRAWS], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", SECURE_DRAWS],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout.strip()
     assert out == "opendp.measurements"

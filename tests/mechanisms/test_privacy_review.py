@@ -23,9 +23,13 @@ from mechanisms.noise import Noise
 from mechanisms.synthesizers.privhp import PrivHP
 from mechanisms.schema import Column, Schema, SchemaMismatch, TableSource
 
-SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
-                         Column("y", "continuous", lower=0.0, upper=1.0),
-                         Column("c", "categorical", categories=("a", "b"))))
+SCHEMA = Schema(
+    columns=(
+        Column("x", "continuous", lower=0.0, upper=1.0),
+        Column("y", "continuous", lower=0.0, upper=1.0),
+        Column("c", "categorical", categories=("a", "b")),
+    )
+)
 
 
 def _neighbours(n: int = 400, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -45,14 +49,17 @@ def _trace(cls, frame: pd.DataFrame, **params) -> tuple[list, dict]:
     return trace, mech.privacy_cost().details
 
 
-@pytest.mark.parametrize("cls,params", [
-    (Baseline, {}),
-    (KDTreeGrid, {"width": 0.1, "threshold": 3.0}),
-    (KDTreeAdaptive, {"levels_independent": 2, "levels_adaptive": 4, "threshold": 3.0}),
-    (PrivHP, {"depth": 8}),
-    (DensityLP, {"m": 200}),
-    (DensityLP, {"reference": "uniform", "m": 200}),
-])
+@pytest.mark.parametrize(
+    "cls,params",
+    [
+        (Baseline, {}),
+        (KDTreeGrid, {"width": 0.1, "threshold": 3.0}),
+        (KDTreeAdaptive, {"levels_independent": 2, "levels_adaptive": 4, "threshold": 3.0}),
+        (PrivHP, {"depth": 8}),
+        (DensityLP, {"m": 200}),
+        (DensityLP, {"reference": "uniform", "m": 200}),
+    ],
+)
 def test_progress_messages_do_not_depend_on_the_data(cls, params):
     d, d2 = _neighbours()
     trace, _ = _trace(cls, d, **params)
@@ -61,24 +68,31 @@ def test_progress_messages_do_not_depend_on_the_data(cls, params):
     assert trace == trace2  # e.g. kdtree-grid once printed the number of non-empty cells
 
 
-@pytest.mark.parametrize("cls,params", [
-    (Baseline, {}),
-    (KDTreeGrid, {"width": 0.1, "threshold": 3.0}),
-    (PrivHP, {"depth": 8}),
-])
+@pytest.mark.parametrize(
+    "cls,params",
+    [
+        (Baseline, {}),
+        (KDTreeGrid, {"width": 0.1, "threshold": 3.0}),
+        (PrivHP, {"depth": 8}),
+    ],
+)
 def test_privacy_details_do_not_depend_on_the_data(cls, params):
     d, d2 = _neighbours()
     assert _trace(cls, d, **params)[1] == _trace(cls, d2, **params)[1]
 
 
-NUMERIC = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
-                          Column("y", "continuous", lower=0.0, upper=1.0)))
+NUMERIC = Schema(
+    columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0))
+)
 
 
-@pytest.mark.parametrize("name,params", [
-    ("pmse", {"iterations": 100, "burn_in": 100, "m": 1}),
-    ("dpmerf", {"epochs": 30, "features": 20}),
-])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("pmse", {"iterations": 100, "burn_in": 100, "m": 1}),
+        ("dpmerf", {"epochs": 30, "features": 20}),
+    ],
+)
 def test_progress_of_the_numeric_mechanisms_does_not_depend_on_the_data(name, params):
     from mechanisms import registry
 
@@ -86,8 +100,14 @@ def test_progress_of_the_numeric_mechanisms_does_not_depend_on_the_data(name, pa
     traces = []
     for frame in (d, d2):
         trace: list[tuple[float, str]] = []
-        mech = registry.get(name)(NUMERIC, epsilon=1.0, delta=1e-5 if registry.get(name).needs_delta else 0.0,
-                                  noise=Noise.seeded(3), progress=lambda f, s, t=trace: t.append((f, s)), **params)
+        mech = registry.get(name)(
+            NUMERIC,
+            epsilon=1.0,
+            delta=1e-5 if registry.get(name).needs_delta else 0.0,
+            noise=Noise.seeded(3),
+            progress=lambda f, s, t=trace: t.append((f, s)),
+            **params,
+        )
         mech.fit(TableSource.from_frame(NUMERIC, frame))
         traces.append(trace)
     assert traces[0] and traces[0] == traces[1]
@@ -138,8 +158,16 @@ def _quarters(counts) -> TableSource:
 
 
 def _left_splits_only(seed: int, counts, scale_factor: float) -> bool:
-    mech = KDTreeAdaptive(ONE_AXIS, epsilon=4.0, noise=Noise.seeded(seed), split=0.25, levels_independent=1,
-                          levels_adaptive=1, tau=20.0, threshold=1.0)
+    mech = KDTreeAdaptive(
+        ONE_AXIS,
+        epsilon=4.0,
+        noise=Noise.seeded(seed),
+        split=0.25,
+        levels_independent=1,
+        levels_adaptive=1,
+        tau=20.0,
+        threshold=1.0,
+    )
     resolve = mech._resolve
 
     def mutated(n):  # scale_factor 1: the real mechanism
@@ -161,7 +189,7 @@ def test_adaptive_split_decisions_hold_their_epsilon_and_a_half_scale_mutant_is_
 
     d, d2 = [10, 10, 10, 10], [9, 10, 11, 10]
     hits = sum(_left_splits_only(s, d, scale_factor) for s in range(AUDIT_RUNS))
-    hits2 = sum(_left_splits_only(10 ** 7 + s, d2, scale_factor) for s in range(AUDIT_RUNS))
+    hits2 = sum(_left_splits_only(10**7 + s, d2, scale_factor) for s in range(AUDIT_RUNS))
     eps_lb = epsilon_lower_bound(hits, hits2, AUDIT_RUNS)
     assert (eps_lb > 1.0) is caught, f"epsilon lower bound {eps_lb:.3f} against the claim eps' = 1"
     if not caught:

@@ -23,11 +23,13 @@ def cores(monkeypatch):
 
     def set_cores(n: int) -> None:
         monkeypatch.setattr(resources, "available_cores", lambda: n)
+
     return set_cores
 
 
-@pytest.mark.parametrize("n_cores, concurrency, expected", [(2, None, 2), (2, "2", 1), (8, "3", 2), (2, "4", 1),
-                                                            (16, "4", 4)])
+@pytest.mark.parametrize(
+    "n_cores, concurrency, expected", [(2, None, 2), (2, "2", 1), (8, "3", 2), (2, "4", 1), (16, "4", 4)]
+)
 def test_each_job_gets_its_share_of_the_cores(cores, monkeypatch, n_cores, concurrency, expected):
     cores(n_cores)
     if concurrency:
@@ -72,8 +74,15 @@ print(json.dumps({"torch": torch.get_num_threads(), "pools": pools, "xla": os.en
 @pytest.mark.slow
 def test_limit_threads_reaches_torch_blas_and_xla():
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "4", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
-    out = subprocess.run([sys.executable, "-c", LIMIT_SCRIPT, "1"], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", LIMIT_SCRIPT, "1"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["torch"] == 1 and got["pools"] and set(got["pools"]) == {1}, got
     assert got["omp"] == got["openblas"] == "1"
@@ -87,11 +96,14 @@ def test_limit_threads_refuses_a_bad_count():
 
 @pytest.mark.slow
 def test_dpmerf_sizes_torch_through_resources():
-    script = ("import os, torch; torch.set_num_threads(2); from mechanisms.synthesizers import dpmerf; t = dpmerf._torch(); "
-              "print(t.get_num_threads(), os.environ['OMP_NUM_THREADS'])")
+    script = (
+        "import os, torch; torch.set_num_threads(2); from mechanisms.synthesizers import dpmerf; t = dpmerf._torch(); "
+        "print(t.get_num_threads(), os.environ['OMP_NUM_THREADS'])"
+    )
     env = {"PATH": "/usr/bin:/bin", resources.THREADS_ENV: "1"}
-    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.split() == ["1", "1"]
 
 
@@ -111,9 +123,15 @@ def test_flags_appended_after_the_thread_flags_reach_xla(tmp_path):
     flag: the optimisation-level and fusion flags would never apply. A flag appended last must take effect
     (here --xla_dump_to, which writes the compiled program's HLO); with the old token it writes nothing."""
     dump = tmp_path / "dump"
-    subprocess.run([sys.executable, "-c", FLAGS_SCRIPT, str(dump)], cwd=REPO,
-                   env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
-                   timeout=120, check=True)
+    subprocess.run(
+        [sys.executable, "-c", FLAGS_SCRIPT, str(dump)],
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert dump.is_dir() and any(dump.iterdir()), "XLA ignored a flag written after the thread flags"
 
 
@@ -130,8 +148,10 @@ print(json.dumps({"pool": sum("XLAEigen" in n for n in names), "cpus": len(os.sc
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
-                    reason="needs an affinity mask of two or more CPUs")
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs an affinity mask of two or more CPUs",
+)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.slow
 def test_xla_intra_op_pool_has_the_jobs_threads_and_every_thread_all_cpus(threads):
@@ -142,8 +162,9 @@ def test_xla_intra_op_pool_has_the_jobs_threads_and_every_thread_all_cpus(thread
     generation is split into as many parts as the job has threads (XLA's default, 32 parts on a pool of
     one thread per CPU, compiled a one-thread job's programs on both cores)."""
     env = {"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu", "DPPORTAL_THREADS_PER_JOB": str(threads)}
-    out = subprocess.run([sys.executable, "-c", POOL_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", POOL_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     got = json.loads(out.strip().splitlines()[-1])
     assert got["pool"] == threads
     assert got["masks"] == [got["cpus"]], "a thread kept the narrowed affinity mask"
@@ -154,9 +175,11 @@ def test_limit_memory_turns_an_allocation_past_it_into_a_memory_error():
     import subprocess
     import sys
 
-    code = ("import numpy as np\nfrom mechanisms.resources import limit_memory\n"
-            "assert not limit_memory(0)\nassert limit_memory(512)\n"
-            "small = np.ones(2**24)\n"  # 128 MiB: within the limit
-            "try:\n    np.ones(2**27)\nexcept MemoryError:\n    print('MemoryError')\n")  # 1 GiB: past it
+    code = (
+        "import numpy as np\nfrom mechanisms.resources import limit_memory\n"
+        "assert not limit_memory(0)\nassert limit_memory(512)\n"
+        "small = np.ones(2**24)\n"  # 128 MiB: within the limit
+        "try:\n    np.ones(2**27)\nexcept MemoryError:\n    print('MemoryError')\n"
+    )  # 1 GiB: past it
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "MemoryError", out.stderr[-500:]

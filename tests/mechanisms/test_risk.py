@@ -31,14 +31,22 @@ def _ids_table(n: int = 1000):
     """A table where every record is unique on an identifier column: a release that keeps its exact
     one-way counts reveals who was in it."""
     ids = [f"p{i}" for i in range(n)]
-    schema = Schema.from_dict({"version": 1, "draft": False, "columns": [
-        {"name": "id", "kind": "categorical", "categories": ids},
-        {"name": "x", "kind": "integer", "lower": 0, "upper": 9, "bins": 10}]})
+    schema = Schema.from_dict(
+        {
+            "version": 1,
+            "draft": False,
+            "columns": [
+                {"name": "id", "kind": "categorical", "categories": ids},
+                {"name": "x", "kind": "integer", "lower": 0, "upper": 9, "bins": 10},
+            ],
+        }
+    )
     raw = pd.DataFrame({"id": ids, "x": [str(i % 10) for i in range(n)]})
     return schema, schema.prepare(raw)
 
 
 # -- the statistics ---------------------------------------------------------------------------------
+
 
 def test_auc_and_tpr_at_fpr_match_their_definitions():
     rng = np.random.default_rng(0)
@@ -77,6 +85,7 @@ def test_zero_and_scaled_noise_are_what_they_say():
 
 # -- the report -------------------------------------------------------------------------------------
 
+
 def test_the_control_is_detected_and_baseline_stays_below_its_claim(adult):
     schema, prepared = adult
     rep = risk.risk_report(schema, prepared, "baseline", epsilon=1.0, runs=2, noise=Noise.seeded(3))
@@ -90,14 +99,14 @@ def test_the_control_is_detected_and_baseline_stays_below_its_claim(adult):
     assert rep["theoretical_advantage"] == pytest.approx(math.tanh(0.5), abs=1e-4)
     assert "at most" in rep["summary"] and "46.2%" in rep["summary"] and "FAILURE" not in rep["summary"]
     assert {x["secret"] for x in rep["attribute_inference"]} and all(
-        0 <= x["risk"] <= 1 for x in rep["attribute_inference"])
+        0 <= x["risk"] <= 1 for x in rep["attribute_inference"]
+    )
 
 
 @pytest.mark.slow
 def test_mst_at_epsilon_one_stays_below_its_claim(adult):
     schema, prepared = adult
-    rep = risk.risk_report(schema, prepared.iloc[:1200], "mst", epsilon=1.0, delta=1e-6, runs=1,
-                           noise=Noise.seeded(4))
+    rep = risk.risk_report(schema, prepared.iloc[:1200], "mst", epsilon=1.0, delta=1e-6, runs=1, noise=Noise.seeded(4))
     assert rep["status"] == "done" and rep["claimed_delta"] == 1e-6
     assert all(a["epsilon_lower_bound"] <= 1.0 for a in rep["attacks"]) and not rep["guarantee_failed"]
     assert [c["release"] for c in rep["control"]].count("noise switched off") == len(risk.ATTACKS)
@@ -108,8 +117,9 @@ def test_a_broken_variant_is_caught_and_the_correct_one_is_not():
     claim (measured 2.71 at these seeds; above 1 needed); with the right scale it stays below (0)."""
     schema, prepared = _ids_table()
     kw = dict(epsilon=1.0, runs=4, noise_off_control=False)
-    broken = risk.risk_report(schema, prepared, "baseline", noise=Noise.seeded(0),
-                              attack_noise=ScaledNoise(0.1, seed=1), **kw)
+    broken = risk.risk_report(
+        schema, prepared, "baseline", noise=Noise.seeded(0), attack_noise=ScaledNoise(0.1, seed=1), **kw
+    )
     assert broken["epsilon_lower_bound"] > 1.0 and broken["guarantee_failed"]
     assert "FAILURE" in broken["summary"]
     right = risk.risk_report(schema, prepared, "baseline", noise=Noise.seeded(0), **kw)
@@ -147,22 +157,54 @@ def test_the_cli_prints_the_report_as_json(tmp_path, capsys):
     schema, prepared = _ids_table(200)
     (tmp_path / "s.json").write_text(schema.to_json())
     pd.DataFrame({"id": prepared["id"], "x": prepared["x"].astype(int)}).to_csv(tmp_path / "d.csv", index=False)
-    rc = main(["risk", "--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--mechanism",
-               "baseline", "--epsilon", "1", "--delta", "1e-6", "--params", '{"noise_type": "gaussian"}',
-               "--runs", "1", "--seed", "2"])
+    rc = main(
+        [
+            "risk",
+            "--data",
+            str(tmp_path / "d.csv"),
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--mechanism",
+            "baseline",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--params",
+            '{"noise_type": "gaussian"}',
+            "--runs",
+            "1",
+            "--seed",
+            "2",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["status"] == "done" and out["claimed_epsilon"] == 1.0 and out["claimed_delta"] == 1e-6
     assert {a["name"] for a in out["attacks"]} == set(risk.ATTACKS)
     assert all({"auc", "tpr_at_fpr", "epsilon_lower_bound"} <= set(a) for a in out["attacks"] + out["control"])
-    rc = main(["risk", "--data", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--mechanism",
-               "baseline", "--epsilon", "1", "--params", "[1]"])
+    rc = main(
+        [
+            "risk",
+            "--data",
+            str(tmp_path / "d.csv"),
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--mechanism",
+            "baseline",
+            "--epsilon",
+            "1",
+            "--params",
+            "[1]",
+        ]
+    )
     assert rc == 2 and "JSON object" in capsys.readouterr().err
 
 
 def test_a_time_budget_skips_refits_after_the_first(adult):
     schema, prepared = adult
-    rep = risk.risk_report(schema, prepared.iloc[:600], "baseline", epsilon=1.0, runs=3, noise=Noise.seeded(5),
-                           time_budget=0.0)
+    rep = risk.risk_report(
+        schema, prepared.iloc[:600], "baseline", epsilon=1.0, runs=3, noise=Noise.seeded(5), time_budget=0.0
+    )
     assert rep["status"] == "done" and rep["runs"] == 1 and rep["runs_requested"] == 3
     assert rep["skipped_for_time"] == ["shadow", "noise off", "private", "private"]
     assert {c["release"] for c in rep["control"]} == {"members themselves"}  # the free control stays
@@ -195,6 +237,7 @@ def test_anonymeter_style_attacks_find_a_copied_table(adult):
 
 
 # -- the attacks added for vulnerable records, informed attackers, shadow models, singling out -------
+
 
 def test_vulnerability_ranks_records_in_rare_cells_first():
     cells = np.array([[0, 0], [0, 0], [0, 1], [1, 2]] * 5 + [[2, 3]])  # the last record: rare in both columns
@@ -272,8 +315,9 @@ def test_a_broken_baseline_is_caught_on_a_real_table_and_the_correct_one_is_not(
     baseline stays at or below its claim (measured 0)."""
     schema, prepared = adult
     kwargs = dict(epsilon=1.0, runs=30, noise_off_control=False, shadow=False)
-    broken = risk.risk_report(schema, prepared, "baseline", noise=Noise.seeded(0),
-                              attack_noise=ScaledNoise(0.1, seed=0), **kwargs)
+    broken = risk.risk_report(
+        schema, prepared, "baseline", noise=Noise.seeded(0), attack_noise=ScaledNoise(0.1, seed=0), **kwargs
+    )
     assert broken["guarantee_failed"] and broken["epsilon_lower_bound"] > 1.0
     assert max(a["epsilon_lower_bound"] for a in broken["attacks"] if a["name"] == "cell_count") > 1.0
     honest = risk.risk_report(schema, prepared, "baseline", noise=Noise.seeded(0), **kwargs)

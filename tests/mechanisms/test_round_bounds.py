@@ -10,14 +10,17 @@ import pytest
 from mechanisms.draft import draft_schema, round_bounds, round_step
 
 
-@pytest.mark.parametrize("lo, hi, integer, expected", [
-    (17, 90, True, (0, 100)),  # the documented example: ages
-    (0, 1_234_567, False, (0, 1_500_000)),
-    (1950, 2020, True, (1940, 2020)),
-    (-5, 35, False, (-20, 40)),
-    (0.12, 0.87, False, (0.0, 1.0)),
-    (52000.5, 61000, False, (52000, 62000)),
-])
+@pytest.mark.parametrize(
+    "lo, hi, integer, expected",
+    [
+        (17, 90, True, (0, 100)),  # the documented example: ages
+        (0, 1_234_567, False, (0, 1_500_000)),
+        (1950, 2020, True, (1940, 2020)),
+        (-5, 35, False, (-20, 40)),
+        (0.12, 0.87, False, (0.0, 1.0)),
+        (52000.5, 61000, False, (52000, 62000)),
+    ],
+)
 def test_documented_examples(lo, hi, integer, expected):
     assert round_bounds(lo, hi, integer=integer) == expected
 

@@ -22,8 +22,13 @@ COLUMNS = (
 RULES = [
     {"forbid": {"age": [0, 14], "income": ["50000+"]}, "name": "children earn under 50k"},
     {"order": ["weeks", "age"]},
-    {"hierarchy": {"child": "detailed", "parent": "major", "map": {"33": "Retail", "34": "Retail", "41": "Public",
-                                                                   "0": "None"}}},
+    {
+        "hierarchy": {
+            "child": "detailed",
+            "parent": "major",
+            "map": {"33": "Retail", "34": "Retail", "41": "Public", "0": "None"},
+        }
+    },
 ]
 
 
@@ -39,8 +44,9 @@ def table(n: int = 3000, seed: int = 0) -> pd.DataFrame:
     income = np.where((age >= 15) & (rng.random(n) < 0.3), "50000+", "- 50000")
     detailed = rng.choice(["33", "34", "41", "0"], n)
     major = pd.Series(detailed).map({"33": "Retail", "34": "Retail", "41": "Public", "0": "None"})
-    return pd.DataFrame({"age": age.astype(str), "weeks": weeks.astype(str), "income": income,
-                         "major": major, "detailed": detailed})
+    return pd.DataFrame(
+        {"age": age.astype(str), "weeks": weeks.astype(str), "income": income, "major": major, "detailed": detailed}
+    )
 
 
 def test_rules_round_trip_through_the_schema_json():
@@ -48,17 +54,20 @@ def test_rules_round_trip_through_the_schema_json():
     assert Schema.from_json(s.to_json()) == s and [r.to_dict() for r in s.rules] == RULES
 
 
-@pytest.mark.parametrize("rules, message", [
-    ([{"forbid": {"age": [0, 100]}}], "forbids every record"),
-    ([{"forbid": {"income": ["- 50000", "50000+"]}}], "forbids every record"),
-    ([{"order": ["age", "nope"]}], "no column 'nope'"),
-    ([{"order": ["age", "income"]}], "needs continuous or integer"),
-    ([{"forbid": {"income": ["rich"]}}], "not categories of 'income'"),
-    ([{"hierarchy": {"child": "detailed", "parent": "major", "map": {"99": "Retail"}}}], "does not declare"),
-    ([{"forbid": {"age": [0, 50]}}, {"forbid": {"age": [51, 100]}}], "together leave no record"),
-    ([{"order": ["age", "weeks"]}, {"forbid": {"weeks": [0, 52], "age": [0, 52]}}], "together leave no record"),
-    ([{"forbid": {}, "order": ["a", "b"]}], "exactly one of"),
-])
+@pytest.mark.parametrize(
+    "rules, message",
+    [
+        ([{"forbid": {"age": [0, 100]}}], "forbids every record"),
+        ([{"forbid": {"income": ["- 50000", "50000+"]}}], "forbids every record"),
+        ([{"order": ["age", "nope"]}], "no column 'nope'"),
+        ([{"order": ["age", "income"]}], "needs continuous or integer"),
+        ([{"forbid": {"income": ["rich"]}}], "not categories of 'income'"),
+        ([{"hierarchy": {"child": "detailed", "parent": "major", "map": {"99": "Retail"}}}], "does not declare"),
+        ([{"forbid": {"age": [0, 50]}}, {"forbid": {"age": [51, 100]}}], "together leave no record"),
+        ([{"order": ["age", "weeks"]}, {"forbid": {"weeks": [0, 52], "age": [0, 52]}}], "together leave no record"),
+        ([{"forbid": {}, "order": ["a", "b"]}], "exactly one of"),
+    ],
+)
 def test_malformed_or_unsatisfiable_rules_are_refused_naming_them(rules, message):
     with pytest.raises(SchemaError, match=message):
         schema_with(rules)
@@ -66,9 +75,15 @@ def test_malformed_or_unsatisfiable_rules_are_refused_naming_them(rules, message
 
 def test_violations_find_each_kind_of_broken_row():
     s = schema_with(RULES)
-    rows = pd.DataFrame({"age": [10.0, 40, 30, 40], "weeks": [5.0, 50, 3, 3],
-                         "income": ["50000+", "- 50000", "- 50000", "- 50000"],
-                         "major": ["Retail", "Retail", "Public", "Retail"], "detailed": ["33", "33", "33", "34"]})
+    rows = pd.DataFrame(
+        {
+            "age": [10.0, 40, 30, 40],
+            "weeks": [5.0, 50, 3, 3],
+            "income": ["50000+", "- 50000", "- 50000", "- 50000"],
+            "major": ["Retail", "Retail", "Public", "Retail"],
+            "detailed": ["33", "33", "33", "34"],
+        }
+    )
     assert violations(s, rows).tolist() == [True, True, True, False]
 
 
@@ -95,7 +110,14 @@ def test_the_fidelity_report_counts_rule_violations():
 
 def test_a_model_that_cannot_satisfy_the_rules_stops_with_a_message():
     s = schema_with([{"forbid": {"age": [0, 99]}}])
-    draw = lambda k: pd.DataFrame({"age": np.zeros(k), "weeks": np.zeros(k), "income": ["- 50000"] * k,  # noqa: E731
-                                   "major": ["None"] * k, "detailed": ["0"] * k})
+    draw = lambda k: pd.DataFrame(
+        {
+            "age": np.zeros(k),
+            "weeks": np.zeros(k),
+            "income": ["- 50000"] * k,  # noqa: E731
+            "major": ["None"] * k,
+            "detailed": ["0"] * k,
+        }
+    )
     with pytest.raises(RuntimeError, match="almost no probability"):
         sample_conforming(draw, s, 10)

@@ -11,12 +11,14 @@ from mechanisms.schema import Column, Schema, SchemaError, SchemaMismatch
 
 
 def _schema():
-    return Schema(columns=(
-        Column("age", "integer", lower=0, upper=100, bins=10, fill=0),
-        Column("income", "continuous", lower=0.0, upper=1000.0, bins=4),
-        Column("colour", "categorical", categories=("red", "blue", "other"), other="other"),
-        Column("id", "excluded"),
-    ))
+    return Schema(
+        columns=(
+            Column("age", "integer", lower=0, upper=100, bins=10, fill=0),
+            Column("income", "continuous", lower=0.0, upper=1000.0, bins=4),
+            Column("colour", "categorical", categories=("red", "blue", "other"), other="other"),
+            Column("id", "excluded"),
+        )
+    )
 
 
 def test_it_rejects_inverted_bounds_naming_the_column():
@@ -30,8 +32,14 @@ def test_it_rejects_duplicate_column_names():
 
 
 def test_prepare_clips_out_of_bound_values_and_never_widens_the_box():
-    raw = pd.DataFrame({"age": ["150", "-3", "?"], "income": ["5000", "1e9", "10"],
-                        "colour": ["red", "green", ""], "id": ["1", "2", "3"]})
+    raw = pd.DataFrame(
+        {
+            "age": ["150", "-3", "?"],
+            "income": ["5000", "1e9", "10"],
+            "colour": ["red", "green", ""],
+            "id": ["1", "2", "3"],
+        }
+    )
     p = _schema().prepare(raw)
     assert p["age"].tolist() == [100, 0, 0]  # clipped, missing -> fill
     assert p["income"].tolist() == [1000.0, 1000.0, 10.0]
@@ -54,8 +62,9 @@ def test_prepare_names_the_problem_when_data_does_not_fit():
 
 def test_unit_encoding_round_trips_on_public_bounds():
     s = _schema()
-    p = s.prepare(pd.DataFrame({"age": ["20", "70"], "income": ["250", "1000"], "colour": ["blue", "red"],
-                                "id": ["a", "b"]}))
+    p = s.prepare(
+        pd.DataFrame({"age": ["20", "70"], "income": ["250", "1000"], "colour": ["blue", "red"], "id": ["a", "b"]})
+    )
     u = s.to_unit(p)
     np.testing.assert_allclose(u, [[0.2, 0.25, 1], [0.7, 1.0, 0]])
     back = s.from_unit(u)
@@ -65,8 +74,16 @@ def test_unit_encoding_round_trips_on_public_bounds():
 
 def test_cell_encoding_uses_public_bins_and_decodes_inside_the_bin():
     s = _schema()
-    p = s.prepare(pd.DataFrame({"age": ["0", "99", "100"], "income": ["0", "499", "1000"],
-                                "colour": ["red", "blue", "other"], "id": ["", "", ""]}))
+    p = s.prepare(
+        pd.DataFrame(
+            {
+                "age": ["0", "99", "100"],
+                "income": ["0", "499", "1000"],
+                "colour": ["red", "blue", "other"],
+                "id": ["", "", ""],
+            }
+        )
+    )
     cells = s.to_cells(p)
     assert cells.tolist() == [[0, 0, 0], [9, 1, 1], [9, 3, 2]]
     out = s.from_cells(np.repeat(cells, 200, axis=0), np.random.default_rng(0))

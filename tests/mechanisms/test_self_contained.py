@@ -16,8 +16,12 @@ OUTSIDE = re.compile(r"""(\.\./shared|parent\s*/\s*["']shared["']|/work/shared)"
 
 def test_no_test_and_not_the_api_walkthrough_reads_the_shared_folder():
     files = [p for p in (REPO / "tests").rglob("*.py") if p.name != Path(__file__).name] + [REPO / "docs" / "api.md"]
-    offenders = [f"{p.relative_to(REPO)}:{i}" for p in files
-                 for i, line in enumerate(p.read_text().splitlines(), 1) if OUTSIDE.search(line)]
+    offenders = [
+        f"{p.relative_to(REPO)}:{i}"
+        for p in files
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert offenders == []
 
 

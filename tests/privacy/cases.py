@@ -30,8 +30,12 @@ from mechanisms.schema import Column, Schema
 from tests.privacy.harness import Call, Case, Claim
 
 ONE_CAT = Schema(columns=(Column("c", "categorical", categories=("a", "b", "c")),))
-TWO_CATS = Schema(columns=(Column("a", "categorical", categories=("x", "y", "z")),
-                           Column("b", "categorical", categories=("x", "y", "z"))))
+TWO_CATS = Schema(
+    columns=(
+        Column("a", "categorical", categories=("x", "y", "z")),
+        Column("b", "categorical", categories=("x", "y", "z")),
+    )
+)
 UNIT = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),))
 
 
@@ -47,10 +51,12 @@ def _cats_frame() -> pd.DataFrame:
 
 def _halve_scales(module: str, function: str = "laplace_scale"):
     """Mutant: the module's noise-scale function returns half the scale (noise halved: twice the loss)."""
+
     def apply(monkeypatch):
         mod = importlib.import_module(module)
         real = getattr(mod, function)
         monkeypatch.setattr(mod, function, lambda *a, **kw: real(*a, **kw) / 2)
+
     return apply
 
 
@@ -59,11 +65,13 @@ def _set(module: str, **constants):
         mod = importlib.import_module(module)
         for k, v in constants.items():
             monkeypatch.setattr(mod, k, v)
+
     return apply
 
 
 # -- PrivHP: its noise is drawn into zeros before the pass, so the summary is built from its exact
 #    counters (the same route as tests/mechanisms/synthesizers/test_privhp.py) -------------------------------------
+
 
 def _privhp_summary(case: Case, seed: int) -> list[tuple[Call, Call]]:
     from mechanisms.synthesizers import privhp
@@ -94,12 +102,20 @@ def _privhp_summary(case: Case, seed: int) -> list[tuple[Call, Call]]:
             break
     assert best, "no collision-free neighbour"
     p = mech.plan
-    pairs = [(Call("laplace_int", best[0][0][l].ravel().astype(float), p.counter_scale(l + 1)),
-              Call("laplace_int", best[1][0][l].ravel().astype(float), p.counter_scale(l + 1)))
-             for l in range(p.pruning_level)]
-    pairs += [(Call("laplace_int", best[0][1][s].ravel().astype(float), p.sketch_scale(p.pruning_level + 1 + s)),
-               Call("laplace_int", best[1][1][s].ravel().astype(float), p.sketch_scale(p.pruning_level + 1 + s)))
-              for s in range(p.sketch_levels)]
+    pairs = [
+        (
+            Call("laplace_int", best[0][0][l].ravel().astype(float), p.counter_scale(l + 1)),
+            Call("laplace_int", best[1][0][l].ravel().astype(float), p.counter_scale(l + 1)),
+        )
+        for l in range(p.pruning_level)
+    ]
+    pairs += [
+        (
+            Call("laplace_int", best[0][1][s].ravel().astype(float), p.sketch_scale(p.pruning_level + 1 + s)),
+            Call("laplace_int", best[1][1][s].ravel().astype(float), p.sketch_scale(p.pruning_level + 1 + s)),
+        )
+        for s in range(p.sketch_levels)
+    ]
     return pairs
 
 
@@ -119,8 +135,7 @@ def _pmse_sampler(case: Case, seed: int):
     mech = pmse.PMSEMechanism(case.schema, epsilon=case.epsilon, noise=Noise.seeded(seed), **case.params)
     model = mech._model()
     Z = np.random.default_rng(seed).standard_normal((case.params.get("m", 5), n, model.d))
-    grid = [np.r_[b, math.log(v)] for b in np.linspace(0.05, 0.95, PMSE_GRID // 4)
-            for v in (0.002, 0.01, 0.04, 0.09)]
+    grid = [np.r_[b, math.log(v)] for b in np.linspace(0.05, 0.95, PMSE_GRID // 4) for v in (0.002, 0.01, 0.04, 0.09)]
     X = mech._unit(case.schema.prepare(case.frame))
     utility = pmse.PMSEUtility(X, model, Z, depth=1, alpha=None, pairwise=False)
     u_d = np.array([utility(t) for t in grid])
@@ -135,8 +150,9 @@ def _pmse_sampler(case: Case, seed: int):
     noise = Noise.seeded(10_000 + seed)
 
     def draws(u):
-        return lambda k: loss[pmse.exponential_mechanism_grid(u, epsilon=case.epsilon, sensitivity=1.0 / n,
-                                                              noise=noise, size=k)]
+        return lambda k: loss[
+            pmse.exponential_mechanism_grid(u, epsilon=case.epsilon, sensitivity=1.0 / n, noise=noise, size=k)
+        ]
 
     return draws(u_d), draws(u_d2), Claim("epsilon", case.epsilon)
 
@@ -146,8 +162,9 @@ def _pmse_mutant(monkeypatch):
     from mechanisms.synthesizers import pmse
 
     real = pmse.log_weight
-    monkeypatch.setattr(pmse, "log_weight", lambda u, *, epsilon, sensitivity: real(
-        u, epsilon=epsilon, sensitivity=sensitivity / 2))
+    monkeypatch.setattr(
+        pmse, "log_weight", lambda u, *, epsilon, sensitivity: real(u, epsilon=epsilon, sensitivity=sensitivity / 2)
+    )
 
 
 def _dpmerf_mutant(monkeypatch):
@@ -161,28 +178,64 @@ def _dpmerf_mutant(monkeypatch):
 _UNIT_VALUES = [0.05 * (i % 19) + 0.02 for i in range(19)] + [0.5]
 
 CASES: dict[str, Case] = {
-    "baseline": Case("baseline", ONE_CAT, _frame("c", ["a"] * 10 + ["b"] * 10 + ["c"] * 10),
-                     [(0, {"c": "b"}), (0, {"c": "c"})], mutant=_halve_scales("mechanisms.synthesizers.baseline")),
-    "kdtree-grid": Case("kdtree-grid", UNIT, _frame("x", [0.1, 0.35, 0.6, 0.85] * 10),
-                        [(0, {"x": "0.85"}), (0, {"x": "0.35"})], mutant=_set("mechanisms.synthesizers.kdtree", COUNT_SENSITIVITY=1),
-                        params={"width": 0.25, "threshold": 1.0}),
-    "kdtree-adaptive": Case("kdtree-adaptive", UNIT, _frame("x", [(k + 0.5) / 8 for k in range(8)] * 30),
-                            [(0, {"x": str(15 / 16)}), (0, {"x": str(3 / 16)})],
-                            mutant=_halve_scales("mechanisms.synthesizers.kdtree"),
-                            params={"levels_independent": 1, "levels_adaptive": 2, "tau": 0.0, "threshold": 1.0}),
-    "privhp": Case("privhp", UNIT, _frame("x", np.linspace(0.01, 0.99, 20).round(4)),
-                   [(0, {"x": str(y)}) for y in np.linspace(0.3, 0.99, 50).round(4)],
-                   mutant=_set("mechanisms.synthesizers.privhp", COUNTER_SENSITIVITY=1, SKETCH_ROW_SENSITIVITY=1),
-                   params={"depth": 2, "pruning_level": 1, "k": 1, "width": 4, "sketch_depth": 2},
-                   summary=_privhp_summary),
-    "density-lp": Case("density-lp", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                       mutant=_halve_scales("mechanisms.synthesizers.density_lp"), params={"reference": "histogram", "m": 20}),
-    "dpmerf": Case("dpmerf", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                   mutant=_dpmerf_mutant,
-                   params={"epochs": 1, "features": 10}, delta=1e-5),
-    "pmse": Case("pmse", UNIT, _frame("x", _UNIT_VALUES),
-                 [], mutant=_pmse_mutant,
-                 params={"m": 2, "features": "columns"}, sampler=_pmse_sampler),
+    "baseline": Case(
+        "baseline",
+        ONE_CAT,
+        _frame("c", ["a"] * 10 + ["b"] * 10 + ["c"] * 10),
+        [(0, {"c": "b"}), (0, {"c": "c"})],
+        mutant=_halve_scales("mechanisms.synthesizers.baseline"),
+    ),
+    "kdtree-grid": Case(
+        "kdtree-grid",
+        UNIT,
+        _frame("x", [0.1, 0.35, 0.6, 0.85] * 10),
+        [(0, {"x": "0.85"}), (0, {"x": "0.35"})],
+        mutant=_set("mechanisms.synthesizers.kdtree", COUNT_SENSITIVITY=1),
+        params={"width": 0.25, "threshold": 1.0},
+    ),
+    "kdtree-adaptive": Case(
+        "kdtree-adaptive",
+        UNIT,
+        _frame("x", [(k + 0.5) / 8 for k in range(8)] * 30),
+        [(0, {"x": str(15 / 16)}), (0, {"x": str(3 / 16)})],
+        mutant=_halve_scales("mechanisms.synthesizers.kdtree"),
+        params={"levels_independent": 1, "levels_adaptive": 2, "tau": 0.0, "threshold": 1.0},
+    ),
+    "privhp": Case(
+        "privhp",
+        UNIT,
+        _frame("x", np.linspace(0.01, 0.99, 20).round(4)),
+        [(0, {"x": str(y)}) for y in np.linspace(0.3, 0.99, 50).round(4)],
+        mutant=_set("mechanisms.synthesizers.privhp", COUNTER_SENSITIVITY=1, SKETCH_ROW_SENSITIVITY=1),
+        params={"depth": 2, "pruning_level": 1, "k": 1, "width": 4, "sketch_depth": 2},
+        summary=_privhp_summary,
+    ),
+    "density-lp": Case(
+        "density-lp",
+        TWO_CATS,
+        _cats_frame(),
+        [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
+        mutant=_halve_scales("mechanisms.synthesizers.density_lp"),
+        params={"reference": "histogram", "m": 20},
+    ),
+    "dpmerf": Case(
+        "dpmerf",
+        TWO_CATS,
+        _cats_frame(),
+        [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
+        mutant=_dpmerf_mutant,
+        params={"epochs": 1, "features": 10},
+        delta=1e-5,
+    ),
+    "pmse": Case(
+        "pmse",
+        UNIT,
+        _frame("x", _UNIT_VALUES),
+        [],
+        mutant=_pmse_mutant,
+        params={"m": 2, "features": "columns"},
+        sampler=_pmse_sampler,
+    ),
 }
 
 
@@ -190,35 +243,54 @@ CASES: dict[str, Case] = {
 #    so recording works; the selection steps (Gumbel noisy max) are not audited. Active once the two are
 #    registered (checked against the lead's branch: both within the claim, both mutants caught). ------
 
+
 def _halve_measurement_noise(module: str):
     """Mutant: the select-measure loop measures with half the Gaussian std it accounts for."""
+
     def apply(monkeypatch):
         mod = importlib.import_module(module)
         real = mod.measure
         monkeypatch.setattr(mod, "measure", lambda noise, counts, sigma: real(noise, counts, sigma / 2))
+
     return apply
 
 
 _PGM_CASES = {
-    "aim": Case("aim", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                mutant=_halve_measurement_noise("mechanisms.synthesizers.aim"), delta=1e-5,
-                params={"max_rounds": 2, "iters": 50}),
-    "mst": Case("mst", TWO_CATS, _cats_frame(), [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
-                # compress=False: on 30 rows every noisy count is below 3 sigma, so compression (post-processing)
-                # would merge each column into one cell and leave only the 1-way measurements to audit
-                mutant=_halve_measurement_noise("mechanisms.synthesizers.mst"), delta=1e-5, params={"iters": 100, "compress": False}),
+    "aim": Case(
+        "aim",
+        TWO_CATS,
+        _cats_frame(),
+        [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
+        mutant=_halve_measurement_noise("mechanisms.synthesizers.aim"),
+        delta=1e-5,
+        params={"max_rounds": 2, "iters": 50},
+    ),
+    "mst": Case(
+        "mst",
+        TWO_CATS,
+        _cats_frame(),
+        [(0, {"a": "z", "b": "z"}), (0, {"a": "y"})],
+        # compress=False: on 30 rows every noisy count is below 3 sigma, so compression (post-processing)
+        # would merge each column into one cell and leave only the 1-way measurements to audit
+        mutant=_halve_measurement_noise("mechanisms.synthesizers.mst"),
+        delta=1e-5,
+        params={"iters": 100, "compress": False},
+    ),
 }
 CASES.update({name: case for name, case in _PGM_CASES.items() if name in registry.names()})
 
 
 # -- Gaussian (zCDP) modes of baseline and density-lp: active once the mechanisms have ``noise_type`` ----
 
+
 def _quadruple_rho(module: str):
     """Mutant: the module converts (epsilon, delta) to 4x the zCDP rho it may spend (noise std halved)."""
+
     def apply(monkeypatch):
         mod = importlib.import_module(module)
         real = mod.zcdp_rho
         monkeypatch.setattr(mod, "zcdp_rho", lambda *a, **kw: 4 * real(*a, **kw))
+
     return apply
 
 
@@ -228,41 +300,64 @@ def _has_noise_type(name: str) -> bool:
 
 if _has_noise_type("baseline"):
     CASES["baseline-gaussian"] = Case(
-        "baseline", ONE_CAT, CASES["baseline"].frame, CASES["baseline"].candidates,
-        mutant=_quadruple_rho("mechanisms.synthesizers.baseline"), delta=1e-5, params={"noise_type": "gaussian"})
+        "baseline",
+        ONE_CAT,
+        CASES["baseline"].frame,
+        CASES["baseline"].candidates,
+        mutant=_quadruple_rho("mechanisms.synthesizers.baseline"),
+        delta=1e-5,
+        params={"noise_type": "gaussian"},
+    )
 if _has_noise_type("density-lp"):
     CASES["density-lp-gaussian"] = Case(
-        "density-lp", TWO_CATS, _cats_frame(), CASES["density-lp"].candidates,
-        mutant=_quadruple_rho("mechanisms.synthesizers.density_lp"), delta=1e-5,
-        params={"reference": "histogram", "m": 20, "noise_type": "gaussian"})
+        "density-lp",
+        TWO_CATS,
+        _cats_frame(),
+        CASES["density-lp"].candidates,
+        mutant=_quadruple_rho("mechanisms.synthesizers.density_lp"),
+        delta=1e-5,
+        params={"reference": "histogram", "m": 20, "noise_type": "gaussian"},
+    )
 
 
 # -- Private bounds estimation (mechanisms/bounds.py): a DP release charged like one, though
 #    not a registered mechanism. Two columns; the replaced record moves bins in both. ------------------
 
+
 def _run_bounds(case: Case, frame: pd.DataFrame, noise: Noise) -> None:
     from mechanisms import bounds
 
-    bounds.estimate_bounds([frame], list(frame.columns), epsilon=case.epsilon, noise=noise, markers=[""],
-                           n=len(frame))
+    bounds.estimate_bounds([frame], list(frame.columns), epsilon=case.epsilon, noise=noise, markers=[""], n=len(frame))
 
 
-CASES["bounds"] = Case("bounds", TWO_CATS, pd.DataFrame({"u": [str(v) for v in [3, 30, 300] * 10],
-                                                         "v": [str(v) for v in [-4, 0.5, 7000] * 10]}),
-                       [(0, {"u": "-70", "v": "0.003"}), (0, {"u": "3000"})],
-                       mutant=_halve_scales("mechanisms.bounds"), runner=_run_bounds)
+CASES["bounds"] = Case(
+    "bounds",
+    TWO_CATS,
+    pd.DataFrame({"u": [str(v) for v in [3, 30, 300] * 10], "v": [str(v) for v in [-4, 0.5, 7000] * 10]}),
+    [(0, {"u": "-70", "v": "0.003"}), (0, {"u": "3000"})],
+    mutant=_halve_scales("mechanisms.bounds"),
+    runner=_run_bounds,
+)
 
 
 # -- Private category discovery (mechanisms/categories.py): the noisy label counts are audited on neighbours
 #    whose labels all occur in both tables (the calls line up); the threshold's delta has its own test in
 #    tests/mechanisms/test_categories.py. ------------------------------------------------------------------
 
+
 def _run_categories(case: Case, frame: pd.DataFrame, noise: Noise) -> None:
     from mechanisms import categories
 
-    categories.discover_categories([frame], list(frame.columns), epsilon=case.epsilon, delta=1e-6, noise=noise,
-                                   markers=[""])
+    categories.discover_categories(
+        [frame], list(frame.columns), epsilon=case.epsilon, delta=1e-6, noise=noise, markers=[""]
+    )
 
 
-CASES["categories"] = Case("categories", TWO_CATS, _cats_frame(), [(0, {"a": "y", "b": "z"}), (0, {"a": "z"})],
-                           mutant=_halve_scales("mechanisms.categories"), runner=_run_categories)
+CASES["categories"] = Case(
+    "categories",
+    TWO_CATS,
+    _cats_frame(),
+    [(0, {"a": "y", "b": "z"}), (0, {"a": "z"})],
+    mutant=_halve_scales("mechanisms.categories"),
+    runner=_run_categories,
+)

@@ -55,6 +55,7 @@ ALPHA = 0.01  # false-alarm probability of each audit (99% bounds)
 # Recording the noisy summary
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Call:
     kind: str  # the Noise method: laplace_int | laplace_float | gaussian_int | gaussian_float
@@ -93,8 +94,9 @@ class RecordingNoise(Noise):
         return super().gaussian_float(values, scale=scale)
 
 
-def record(cls, schema: Schema, frame: pd.DataFrame, params: dict, *, epsilon: float, delta: float,
-           seed: int = 0) -> list[Call]:
+def record(
+    cls, schema: Schema, frame: pd.DataFrame, params: dict, *, epsilon: float, delta: float, seed: int = 0
+) -> list[Call]:
     noise = RecordingNoise(seed)
     mech = cls(schema, epsilon=epsilon, delta=delta, noise=noise, **params)
     mech.fit(TableSource.from_frame(schema, frame))
@@ -122,6 +124,7 @@ def separation(pairs: list[tuple[Call, Call]]) -> float:
 # ----------------------------------------------------------------------------------------------
 # Claims
 # ----------------------------------------------------------------------------------------------
+
 
 def gdp_delta(mu: float, epsilon: float) -> float:
     """delta(epsilon) of mu-GDP (Balle & Wang 2018, Theorem 8): exact for a Gaussian release."""
@@ -151,12 +154,13 @@ class Claim:
 # The audit
 # ----------------------------------------------------------------------------------------------
 
+
 def _loss(pairs: list[tuple[Call, Call]], draws: list[np.ndarray]) -> np.ndarray:
     """Privacy loss ln p_D(y) / p_D'(y) of each draw under the nominal laws (summed over the calls)."""
     total = 0.0
     for (a, b), y in zip(pairs, draws):
         if a.gaussian:
-            total = total + (((y - b.values) ** 2 - (y - a.values) ** 2) / (2 * a.scale ** 2)).sum(axis=1)
+            total = total + (((y - b.values) ** 2 - (y - a.values) ** 2) / (2 * a.scale**2)).sum(axis=1)
         else:
             total = total + ((np.abs(y - b.values) - np.abs(y - a.values)) / a.scale).sum(axis=1)
     return np.asarray(total, dtype=np.float64)
@@ -178,6 +182,7 @@ def summary_sampler(pairs: list[tuple[Call, Call]], side: int, noise: Noise) -> 
                 x = np.rint(x).astype(np.int64)
             ys.append(getattr(noise, c.kind)(x, scale=c.scale).astype(np.float64))
         return _loss(pairs, ys)
+
     return draw
 
 
@@ -200,8 +205,14 @@ def _bound(claim_kind: str, ka: int, kb: int, n: int) -> float:
     return max(0.0, float(norm.ppf(lo) - norm.ppf(hi)))
 
 
-def audit(draw_d: Callable[[int], np.ndarray], draw_d2: Callable[[int], np.ndarray], claim_kind: str, *,
-          pilot: int = PILOT, n: int = DRAWS) -> float:
+def audit(
+    draw_d: Callable[[int], np.ndarray],
+    draw_d2: Callable[[int], np.ndarray],
+    claim_kind: str,
+    *,
+    pilot: int = PILOT,
+    n: int = DRAWS,
+) -> float:
     """Lower bound (epsilon or mu) from threshold events {s >= t} / {s <= t} chosen on a pilot batch
     (the event whose pilot lower bound is largest), counted on a fresh batch of ``n`` per side."""
     a, b = draw_d(pilot), draw_d2(pilot)
@@ -211,7 +222,7 @@ def audit(draw_d: Callable[[int], np.ndarray], draw_d2: Callable[[int], np.ndarr
             ka, kb = int(np.sum(side * a >= side * t)), int(np.sum(side * b >= side * t))
             if min(ka, kb) < 20:
                 continue
-            for (k1, k2, swap) in ((ka, kb, False), (kb, ka, True)):
+            for k1, k2, swap in ((ka, kb, False), (kb, ka, True)):
                 score = _bound(claim_kind, k1, k2, pilot)  # the pilot's own LOWER bound: no lucky tail events
                 if score > best:
                     best, event = score, (t, side, swap)
@@ -226,6 +237,7 @@ def audit(draw_d: Callable[[int], np.ndarray], draw_d2: Callable[[int], np.ndarr
 # ----------------------------------------------------------------------------------------------
 # Cases
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
@@ -259,8 +271,15 @@ class Case:
             return noise.calls
         from mechanisms import registry
 
-        return record(registry.get(self.mechanism), self.schema, frame, self.params, epsilon=self.epsilon,
-                      delta=self.delta, seed=seed)
+        return record(
+            registry.get(self.mechanism),
+            self.schema,
+            frame,
+            self.params,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            seed=seed,
+        )
 
     def worst_pair(self, seed: int = 0) -> list[tuple[Call, Call]]:
         base = self.record(self.frame, seed)

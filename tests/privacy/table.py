@@ -22,8 +22,10 @@ def rows() -> list[str]:
             case.mutant(mp)
             lb_mutant, _ = case.run(seed=1)
         caught = "yes" if lb_mutant > claim.value else "NO"
-        out.append(f"| {name} | {claim.kind} ≤ {claim.value:.3f} | {lb:.3f} | {lb_mutant:.3f} | {caught} | "
-                   f"{time.perf_counter() - t0:.1f} s |")
+        out.append(
+            f"| {name} | {claim.kind} ≤ {claim.value:.3f} | {lb:.3f} | {lb_mutant:.3f} | {caught} | "
+            f"{time.perf_counter() - t0:.1f} s |"
+        )
     return out
 
 

@@ -51,19 +51,29 @@ def burst(port: int, token: str, n: int = CONCURRENT) -> tuple[list[int], list[s
 
 def token_for(port: int, username: str, password: str) -> str:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("POST", "/api/auth/token/", json.dumps({"username": username, "password": password}),
-                 {"Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/api/auth/token/",
+        json.dumps({"username": username, "password": password}),
+        {"Content-Type": "application/json"},
+    )
     return json.loads(conn.getresponse().read())["token"]
 
 
 def test_make_run_answers_32_concurrent_api_requests(tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEV")}
-    env.update(PY=sys.executable, PORT=str(port), DPPORTAL_DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1",
-               DJANGO_SETTINGS_MODULE="dpportal.settings")
+    env.update(
+        PY=sys.executable,
+        PORT=str(port),
+        DPPORTAL_DATA_DIR=str(tmp_path),
+        PYTHONUNBUFFERED="1",
+        DJANGO_SETTINGS_MODULE="dpportal.settings",
+    )
     log = open(tmp_path / "run.log", "w+")
-    proc = subprocess.Popen(["bash", "scripts/run.sh"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "scripts/run.sh"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         wait_for_port(port, proc, timeout=90)
         text = (tmp_path / "run.log").read_text()

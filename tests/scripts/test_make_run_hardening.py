@@ -29,12 +29,25 @@ SLOW_CLIENTS = 100
 def run_sh(tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEV")}
-    env.update(PY=sys.executable, PORT=str(port), DPPORTAL_DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1",
-               DJANGO_SETTINGS_MODULE="dpportal.settings", DPPORTAL_HEARTBEAT_SECONDS="0.5",
-               DPPORTAL_STALE_SECONDS="4", DPPORTAL_SWEEP_SECONDS="1")
+    env.update(
+        PY=sys.executable,
+        PORT=str(port),
+        DPPORTAL_DATA_DIR=str(tmp_path),
+        PYTHONUNBUFFERED="1",
+        DJANGO_SETTINGS_MODULE="dpportal.settings",
+        DPPORTAL_HEARTBEAT_SECONDS="0.5",
+        DPPORTAL_STALE_SECONDS="4",
+        DPPORTAL_SWEEP_SECONDS="1",
+    )
     log_path = tmp_path / "run.log"
-    proc = subprocess.Popen(["bash", "scripts/run.sh"], cwd=ROOT, env=env, stdout=open(log_path, "w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "scripts/run.sh"],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log_path, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         wait_for_port(port, proc, timeout=90)
         password = re.search(r"password: (\S+)", log_path.read_text()).group(1)
@@ -63,8 +76,12 @@ def _request(port, method, path, token=None, body=None, content_type=None, timeo
 def _slow_client(port, token=None) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     path, auth = ("/api/datasets/", f"Authorization: Token {token}\r\n") if token else ("/accounts/login/", "")
-    s.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: csrftoken=x\r\n{auth}"
-               "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 157286400\r\n\r\n-").encode())
+    s.sendall(
+        (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: csrftoken=x\r\n{auth}"
+            "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 157286400\r\n\r\n-"
+        ).encode()
+    )
     return s
 
 
@@ -112,9 +129,14 @@ def _worker_pids(proc, queue: str) -> list[int]:
 
 
 def _release(port, token, dataset, mechanism, epsilon, delta, params, rows=50):
-    status, body = _request(port, "POST", f"/api/datasets/{dataset}/releases/", token, json.dumps(
-        {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "params": params, "rows": rows}),
-        "application/json")
+    status, body = _request(
+        port,
+        "POST",
+        f"/api/datasets/{dataset}/releases/",
+        token,
+        json.dumps({"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "params": params, "rows": rows}),
+        "application/json",
+    )
     assert status == 201, body
     return json.loads(body)["id"]
 
@@ -137,8 +159,17 @@ def test_a_killed_worker_is_restarted_and_its_release_settled(run_sh):
     dataset = json.loads(answer)["id"]
     schema = json.dumps({**json.loads(answer)["schema_draft"], "draft": False})
     assert _request(port, "PUT", f"/api/datasets/{dataset}/schema/", token, schema, "application/json")[0] == 200
-    assert _request(port, "PUT", f"/api/datasets/{dataset}/budget/", token, json.dumps(
-        {"epsilon": "5", "delta": "1e-5"}), "application/json")[0] == 200
+    assert (
+        _request(
+            port,
+            "PUT",
+            f"/api/datasets/{dataset}/budget/",
+            token,
+            json.dumps({"epsilon": "5", "delta": "1e-5"}),
+            "application/json",
+        )[0]
+        == 200
+    )
     long_fit = _release(port, token, dataset, "dpmerf", "1", "1e-6", {"epochs": 100000})
     assert _wait(port, token, long_fit, ("running", "done", "failed"), 120)["status"] == "running"
     time.sleep(2)  # into the fit: it has read the data
@@ -166,11 +197,22 @@ def test_a_child_that_keeps_exiting_stops_the_run_instead_of_looping(tmp_path):
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "DEV")}
-    env.update(PY=sys.executable, PORT=str(taken.getsockname()[1]), DPPORTAL_DATA_DIR=str(tmp_path),
-               DJANGO_SETTINGS_MODULE="dpportal.settings")
+    env.update(
+        PY=sys.executable,
+        PORT=str(taken.getsockname()[1]),
+        DPPORTAL_DATA_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="dpportal.settings",
+    )
     try:
-        out = subprocess.run(["bash", "scripts/run.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=240, start_new_session=True)
+        out = subprocess.run(
+            ["bash", "scripts/run.sh"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            start_new_session=True,
+        )
     finally:
         taken.close()
     assert out.returncode == 1

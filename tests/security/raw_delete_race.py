@@ -51,6 +51,7 @@ def main() -> None:
                 outcomes[key] += 1
             else:
                 errors.append(key)
+
     for _ in range(args.rounds):
         dataset = ready_dataset(owner, epsilon_cap="100")
         barrier = threading.Barrier(args.threads + 1)

@@ -77,8 +77,12 @@ class Case:
 
 
 def upload_body():
-    return {"name": "t", "markers": "?", "empty_is_missing": "on",
-            "file": csv_file("age,city,income,note\n34,Paris,1,x\n40,Lyon,2,y\n", "t.csv")}
+    return {
+        "name": "t",
+        "markers": "?",
+        "empty_is_missing": "on",
+        "file": csv_file("age,city,income,note\n34,Paris,1,x\n40,Lyon,2,y\n", "t.csv"),
+    }
 
 
 SCHEMA_JSON = json.dumps(SMALL_SCHEMA)
@@ -86,88 +90,142 @@ SCHEMA_JSON = json.dumps(SMALL_SCHEMA)
 # route (as get_resolver spells it) -> the calls made on it
 MATRIX: dict[str, list[Case]] = {
     "": [Case("get", "/", _row(LOGIN, 302, 302, 302, 302, 302))],
-    "accounts/login/": [Case("get", "/accounts/login/", everyone(200)),
-                        Case("post", "/accounts/login/", everyone(200), {"username": "x", "password": "y"})],
-    "accounts/logout/": [Case("get", "/accounts/logout/", everyone(405)),
-                         Case("post", "/accounts/logout/", everyone(302))],
+    "accounts/login/": [
+        Case("get", "/accounts/login/", everyone(200)),
+        Case("post", "/accounts/login/", everyone(200), {"username": "x", "password": "y"}),
+    ],
+    "accounts/logout/": [
+        Case("get", "/accounts/logout/", everyone(405)),
+        Case("post", "/accounts/logout/", everyone(302)),
+    ],
     "accounts/password/": [Case("get", "/accounts/password/", web_user())],
     "accounts/password/done/": [Case("get", "/accounts/password/done/", web_user())],
-    "accounts/tokens/": [Case("get", "/accounts/tokens/", web_user()),
-                         Case("post", "/accounts/tokens/", _row(LOGIN, 404, 404, 404, 404, 404), {"revoke": "0"})],
+    "accounts/tokens/": [
+        Case("get", "/accounts/tokens/", web_user()),
+        Case("post", "/accounts/tokens/", _row(LOGIN, 404, 404, 404, 404, 404), {"revoke": "0"}),
+    ],
     # API
-    "api/auth/token/": [Case("get", "/api/auth/token/", everyone(405)),
-                        Case("post", "/api/auth/token/", everyone(400), '{"username": "x", "password": "y"}',
-                             "application/json")],
+    "api/auth/token/": [
+        Case("get", "/api/auth/token/", everyone(405)),
+        Case("post", "/api/auth/token/", everyone(400), '{"username": "x", "password": "y"}', "application/json"),
+    ],
     "api/auth/tokens/": [Case("get", "/api/auth/tokens/", api_user())],
     "api/auth/tokens/<int:pk>/": [Case("delete", "/api/auth/tokens/{t}/", api_owner())],
     "api/mechanisms/": [Case("get", "/api/mechanisms/", api_user())],
-    "api/datasets/<int:pk>/recommendation/": [Case("get", "/api/datasets/{d}/recommendation/?epsilon=1",
-                                                   api_owner())],
-    "api/datasets/": [Case("get", "/api/datasets/", api_user()),
-                      Case("post", "/api/datasets/", api_steward(201), "upload")],
+    "api/datasets/<int:pk>/recommendation/": [Case("get", "/api/datasets/{d}/recommendation/?epsilon=1", api_owner())],
+    "api/datasets/": [
+        Case("get", "/api/datasets/", api_user()),
+        Case("post", "/api/datasets/", api_steward(201), "upload"),
+    ],
     "api/datasets/<int:pk>/": [Case("get", "/api/datasets/{d}/", api_viewer())],
-    "api/datasets/<int:pk>/schema/": [Case("get", "/api/datasets/{d}/schema/", api_owner()),
-                                      Case("put", "/api/datasets/{d}/schema/", api_owner(), SCHEMA_JSON,
-                                           "application/json")],
-    "api/datasets/<int:pk>/raw/": [Case("get", "/api/datasets/{d}/raw/", everyone(405)),
-                                   Case("delete", "/api/datasets/{d}/raw/", api_owner())],
-    "api/datasets/<int:pk>/budget/": [Case("get", "/api/datasets/{d}/budget/", api_owner()),
-                                      Case("put", "/api/datasets/{d}/budget/", api_owner(), '{"epsilon": "5"}',
-                                           "application/json")],
+    "api/datasets/<int:pk>/schema/": [
+        Case("get", "/api/datasets/{d}/schema/", api_owner()),
+        Case("put", "/api/datasets/{d}/schema/", api_owner(), SCHEMA_JSON, "application/json"),
+    ],
+    "api/datasets/<int:pk>/raw/": [
+        Case("get", "/api/datasets/{d}/raw/", everyone(405)),
+        Case("delete", "/api/datasets/{d}/raw/", api_owner()),
+    ],
+    "api/datasets/<int:pk>/budget/": [
+        Case("get", "/api/datasets/{d}/budget/", api_owner()),
+        Case("put", "/api/datasets/{d}/budget/", api_owner(), '{"epsilon": "5"}', "application/json"),
+    ],
     "api/datasets/<int:pk>/releases/": [
         Case("get", "/api/datasets/{d}/releases/", api_viewer()),
-        Case("post", "/api/datasets/{d}/releases/", api_owner(201),
-             '{"mechanism": "baseline", "epsilon": "0.1", "rows": 5}', "application/json")],
+        Case(
+            "post",
+            "/api/datasets/{d}/releases/",
+            api_owner(201),
+            '{"mechanism": "baseline", "epsilon": "0.1", "rows": 5}',
+            "application/json",
+        ),
+    ],
     "api/datasets/<int:pk>/ledger/": [Case("get", "/api/datasets/{d}/ledger/", api_owner())],
     "api/datasets/<int:pk>/releases/estimate/": [
-        Case("post", "/api/datasets/{d}/releases/estimate/", api_owner(), '{"mechanism": "baseline", "epsilon": "0.1"}',
-             "application/json")],
-    "api/datasets/<int:pk>/bounds/": [Case("post", "/api/datasets/{d}/bounds/", api_owner(201),
-                                           '{"columns": ["age"], "epsilon": "0.01"}', "application/json")],
-    "api/releases/<int:pk>/": [Case("get", "/api/releases/{r}/", api_viewer()),
-                               Case("patch", "/api/releases/{r}/", api_owner(), '{"note": "n"}', "application/json")],
+        Case(
+            "post",
+            "/api/datasets/{d}/releases/estimate/",
+            api_owner(),
+            '{"mechanism": "baseline", "epsilon": "0.1"}',
+            "application/json",
+        )
+    ],
+    "api/datasets/<int:pk>/bounds/": [
+        Case(
+            "post",
+            "/api/datasets/{d}/bounds/",
+            api_owner(201),
+            '{"columns": ["age"], "epsilon": "0.01"}',
+            "application/json",
+        )
+    ],
+    "api/releases/<int:pk>/": [
+        Case("get", "/api/releases/{r}/", api_viewer()),
+        Case("patch", "/api/releases/{r}/", api_owner(), '{"note": "n"}', "application/json"),
+    ],
     "api/releases/<int:pk>/cancel/": [Case("post", "/api/releases/{r}/cancel/", api_owner(409))],  # {r} is done
-    "api/releases/<int:pk>/draws/": [Case("post", "/api/releases/{r}/draws/", api_owner(201), '{"rows": 5}',
-                                          "application/json")],
+    "api/releases/<int:pk>/draws/": [
+        Case("post", "/api/releases/{r}/draws/", api_owner(201), '{"rows": 5}', "application/json")
+    ],
     "api/releases/<int:pk>/synthetic.csv": [Case("get", "/api/releases/{r}/synthetic.csv", api_viewer())],
-    "api/releases/<int:pk>/synthetic-spreadsheet.csv": [Case("get", "/api/releases/{r}/synthetic-spreadsheet.csv",
-                                                             api_viewer())],
+    "api/releases/<int:pk>/synthetic-spreadsheet.csv": [
+        Case("get", "/api/releases/{r}/synthetic-spreadsheet.csv", api_viewer())
+    ],
     "api/releases/<int:pk>/manifest.json": [Case("get", "/api/releases/{r}/manifest.json", api_viewer())],
     # datasets (web)
     "datasets/": [Case("get", "/datasets/", web_user())],
-    "datasets/upload/": [Case("get", "/datasets/upload/", web_steward()),
-                         Case("post", "/datasets/upload/", web_steward(302), "upload")],
+    "datasets/upload/": [
+        Case("get", "/datasets/upload/", web_steward()),
+        Case("post", "/datasets/upload/", web_steward(302), "upload"),
+    ],
     "datasets/<int:pk>/": [Case("get", "/datasets/{d}/", web_viewer())],
-    "datasets/<int:pk>/schema/": [Case("get", "/datasets/{d}/schema/", web_owner()),
-                                  Case("post", "/datasets/{d}/schema/", web_owner(), {"markers": "?"})],
+    "datasets/<int:pk>/schema/": [
+        Case("get", "/datasets/{d}/schema/", web_owner()),
+        Case("post", "/datasets/{d}/schema/", web_owner(), {"markers": "?"}),
+    ],
     "datasets/<int:pk>/schema.json": [Case("get", "/datasets/{d}/schema.json", web_owner())],
-    "datasets/<int:pk>/schema/dp-bounds/": [Case("post", "/datasets/{d}/schema/dp-bounds/", web_owner(302),
-                                                 {"bounds_columns": "age", "bounds_epsilon": "0.01"})],
-    "datasets/<int:pk>/schema/import/": [Case("post", "/datasets/{d}/schema/import/", web_owner(302),
-                                              {"schema_text": SCHEMA_JSON})],
-    "datasets/<int:pk>/budget/": [Case("get", "/datasets/{d}/budget/", web_owner()),
-                                  Case("post", "/datasets/{d}/budget/", web_owner(302),
-                                       {"preset": "custom", "epsilon": "3", "delta": "1e-5"})],
-    "datasets/<int:pk>/raw/delete/": [Case("post", "/datasets/{d}/raw/delete/", web_owner(302),
-                                           {"confirm": "delete"})],
-    "datasets/<int:pk>/grants/": [Case("post", "/datasets/{d}/grants/", web_owner(302),
-                                       {"username": "stan", "action": "grant"})],
+    "datasets/<int:pk>/schema/dp-bounds/": [
+        Case(
+            "post",
+            "/datasets/{d}/schema/dp-bounds/",
+            web_owner(302),
+            {"bounds_columns": "age", "bounds_epsilon": "0.01"},
+        )
+    ],
+    "datasets/<int:pk>/schema/import/": [
+        Case("post", "/datasets/{d}/schema/import/", web_owner(302), {"schema_text": SCHEMA_JSON})
+    ],
+    "datasets/<int:pk>/budget/": [
+        Case("get", "/datasets/{d}/budget/", web_owner()),
+        Case("post", "/datasets/{d}/budget/", web_owner(302), {"preset": "custom", "epsilon": "3", "delta": "1e-5"}),
+    ],
+    "datasets/<int:pk>/raw/delete/": [Case("post", "/datasets/{d}/raw/delete/", web_owner(302), {"confirm": "delete"})],
+    "datasets/<int:pk>/grants/": [
+        Case("post", "/datasets/{d}/grants/", web_owner(302), {"username": "stan", "action": "grant"})
+    ],
     "datasets/<int:pk>/releases/new/": [
         Case("get", "/datasets/{d}/releases/new/", web_owner()),
-        Case("post", "/datasets/{d}/releases/new/", web_owner(302),
-             {"mechanism": "baseline", "epsilon": "0.1", "delta": "0", "rows": "5"})],
+        Case(
+            "post",
+            "/datasets/{d}/releases/new/",
+            web_owner(302),
+            {"mechanism": "baseline", "epsilon": "0.1", "delta": "0", "rows": "5"},
+        ),
+    ],
     # releases (web)
     "releases/<int:pk>/": [Case("get", "/releases/{r}/", web_viewer())],
     "releases/<int:pk>/status.json": [Case("get", "/releases/{r}/status.json", web_viewer())],
     "releases/<int:pk>/synthetic.csv": [Case("get", "/releases/{r}/synthetic.csv", web_viewer())],
-    "releases/<int:pk>/synthetic-spreadsheet.csv": [Case("get", "/releases/{r}/synthetic-spreadsheet.csv",
-                                                         web_viewer())],
+    "releases/<int:pk>/synthetic-spreadsheet.csv": [
+        Case("get", "/releases/{r}/synthetic-spreadsheet.csv", web_viewer())
+    ],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
     "releases/<int:pk>/report/": [Case("get", "/releases/{r}/report/", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
     "releases/<int:pk>/cancel/": [Case("post", "/releases/{r}/cancel/", web_owner(302))],
-    "releases/<int:pk>/edit/": [Case("post", "/releases/{r}/edit/", web_owner(302),
-                                     {"action": "label", "title": "t", "note": ""})],
+    "releases/<int:pk>/edit/": [
+        Case("post", "/releases/{r}/edit/", web_owner(302), {"action": "label", "title": "t", "note": ""})
+    ],
     # ledger (steward-only)
     "datasets/<int:pk>/ledger/": [Case("get", "/datasets/{d}/ledger/", web_owner())],
     "datasets/<int:pk>/ledger.csv": [Case("get", "/datasets/{d}/ledger.csv", web_owner())],
@@ -179,8 +237,9 @@ MATRIX: dict[str, list[Case]] = {
     "releases/<int:pk>/evaluation.json": [Case("get", "/releases/{r}/evaluation.json", web_owner())],
     "releases/<int:pk>/evaluate/": [Case("post", "/releases/{r}/evaluate/", web_owner(302))],
     "datasets/<int:pk>/dashboard/": [Case("get", "/datasets/{d}/dashboard/", web_owner())],
-    "datasets/<int:pk>/dashboard/target/": [Case("post", "/datasets/{d}/dashboard/target/", web_owner(302),
-                                                 {"target": "city"})],
+    "datasets/<int:pk>/dashboard/target/": [
+        Case("post", "/datasets/{d}/dashboard/target/", web_owner(302), {"target": "city"})
+    ],
     "datasets/<int:pk>/compare/": [Case("get", "/datasets/{d}/compare/?a={r}&b={r}", web_owner())],
 }
 
@@ -208,10 +267,17 @@ def test_every_url_pattern_has_an_entry():
 def people(world):
     from django.contrib.auth import get_user_model
 
-    staff = get_user_model().objects.create_user("sam-staff", password="x-staff-pass-1", is_staff=True,
-                                                  is_superuser=True)
-    return {"anon": None, "stranger": world.stranger_analyst, "analyst": world.analyst,
-            "other": world.other_steward, "staff": staff, "owner": world.owner}
+    staff = get_user_model().objects.create_user(
+        "sam-staff", password="x-staff-pass-1", is_staff=True, is_superuser=True
+    )
+    return {
+        "anon": None,
+        "stranger": world.stranger_analyst,
+        "analyst": world.analyst,
+        "other": world.other_steward,
+        "staff": staff,
+        "owner": world.owner,
+    }
 
 
 def _owner_token(world) -> int:
@@ -252,8 +318,9 @@ def test_access_matrix(world, people, route):
             resp = _call(world, people[persona], case)
             want = case.expect[persona]
             if resp.status_code != want:
-                failures.append(f"{case.method.upper()} {case.url} as {persona}: got {resp.status_code}, "
-                                f"expected {want}")
+                failures.append(
+                    f"{case.method.upper()} {case.url} as {persona}: got {resp.status_code}, expected {want}"
+                )
             elif want == LOGIN and persona == "anon" and not case.url.startswith("/accounts/"):
                 if "/accounts/login/" not in resp["Location"]:
                     failures.append(f"{case.url} as anon redirects to {resp['Location']}, not the login page")
@@ -271,8 +338,14 @@ def test_nothing_changes_when_non_owners_call_every_url(world, people, settings)
 
     def state():
         ds.refresh_from_db()
-        return (ledger.remaining(ds), ds.releases.count(), sorted(ds.analysts.values_list("pk", flat=True)),
-                ds.schema, ds.has_raw, stored_files(settings.DATA_DIR))
+        return (
+            ledger.remaining(ds),
+            ds.releases.count(),
+            sorted(ds.analysts.values_list("pk", flat=True)),
+            ds.schema,
+            ds.has_raw,
+            stored_files(settings.DATA_DIR),
+        )
 
     before = state()
     for cases in MATRIX.values():

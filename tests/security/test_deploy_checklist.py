@@ -29,10 +29,15 @@ PRODUCTION_ENV = {
 
 
 def _run(args: list[str], env: dict, tmp_path) -> subprocess.CompletedProcess:
-    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "dpportal.settings", "PYTHONPATH": str(ROOT),
-            "DPPORTAL_DATA_DIR": str(tmp_path)}
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True,
-                          timeout=120)
+    base = {
+        "PATH": "/usr/bin:/bin",
+        "DJANGO_SETTINGS_MODULE": "dpportal.settings",
+        "PYTHONPATH": str(ROOT),
+        "DPPORTAL_DATA_DIR": str(tmp_path),
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_deploy_passes_with_production_environment(tmp_path):
@@ -49,11 +54,13 @@ def test_check_deploy_fails_without_it(tmp_path):
 
 
 def test_production_settings_follow_the_checklist(tmp_path):
-    code = ("import json, django; django.setup(); from django.conf import settings as s; print(json.dumps({k: "
-            "getattr(s, k) for k in ['DEBUG', 'SECRET_KEY', 'ALLOWED_HOSTS', 'SESSION_COOKIE_SECURE', "
-            "'CSRF_COOKIE_SECURE', 'SECURE_SSL_REDIRECT', 'SECURE_HSTS_SECONDS', 'SECURE_HSTS_INCLUDE_SUBDOMAINS', "
-            "'SESSION_COOKIE_HTTPONLY', 'SESSION_COOKIE_SAMESITE', 'CSRF_COOKIE_SAMESITE', 'X_FRAME_OPTIONS', "
-            "'SECURE_CONTENT_TYPE_NOSNIFF', 'SECURE_PROXY_SSL_HEADER', 'CSRF_TRUSTED_ORIGINS']}, default=list))")
+    code = (
+        "import json, django; django.setup(); from django.conf import settings as s; print(json.dumps({k: "
+        "getattr(s, k) for k in ['DEBUG', 'SECRET_KEY', 'ALLOWED_HOSTS', 'SESSION_COOKIE_SECURE', "
+        "'CSRF_COOKIE_SECURE', 'SECURE_SSL_REDIRECT', 'SECURE_HSTS_SECONDS', 'SECURE_HSTS_INCLUDE_SUBDOMAINS', "
+        "'SESSION_COOKIE_HTTPONLY', 'SESSION_COOKIE_SAMESITE', 'CSRF_COOKIE_SAMESITE', 'X_FRAME_OPTIONS', "
+        "'SECURE_CONTENT_TYPE_NOSNIFF', 'SECURE_PROXY_SSL_HEADER', 'CSRF_TRUSTED_ORIGINS']}, default=list))"
+    )
     out = _run(["-c", code], PRODUCTION_ENV, tmp_path)
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout)
@@ -85,8 +92,12 @@ def test_without_an_env_key_the_secret_key_lives_in_the_private_data_dir(tmp_pat
 
 def test_the_password_validators_and_hasher_follow_the_checklist():
     names = {v["NAME"].rsplit(".", 1)[1] for v in django_settings.AUTH_PASSWORD_VALIDATORS}
-    assert names >= {"UserAttributeSimilarityValidator", "MinimumLengthValidator", "CommonPasswordValidator",
-                     "NumericPasswordValidator"}
+    assert names >= {
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    }
     from django.contrib.auth.password_validation import validate_password
     from django.core.exceptions import ValidationError
 
@@ -98,7 +109,9 @@ def test_the_password_validators_and_hasher_follow_the_checklist():
 # -- secrets never in the repository -----------------------------------------------------------------
 SECRET_PATTERNS = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----|SECRET_KEY\s*=\s*['\"][^'\"]{8,}['\"]|AKIA[0-9A-Z]{16}"
-    r"|(?:password|passwd|api_key|token)\s*=\s*['\"][A-Za-z0-9+/_\-]{20,}['\"]", re.I)
+    r"|(?:password|passwd|api_key|token)\s*=\s*['\"][A-Za-z0-9+/_\-]{20,}['\"]",
+    re.I,
+)
 
 
 def _tracked_files() -> list[str]:
@@ -110,14 +123,22 @@ def _tracked_files() -> list[str]:
 
 def test_no_secrets_or_private_data_files_are_tracked():
     files = _tracked_files()
-    forbidden = [f for f in files if re.search(r"(^|/)(\.env|secret_key|.*\.sqlite3|.*\.pem|.*\.key)$", f)
-                 or f.startswith(("var/", "test-artifacts/"))]
+    forbidden = [
+        f
+        for f in files
+        if re.search(r"(^|/)(\.env|secret_key|.*\.sqlite3|.*\.pem|.*\.key)$", f)
+        or f.startswith(("var/", "test-artifacts/"))
+    ]
     assert not forbidden, forbidden
     hits = []
     for f in files:
         path = ROOT / f
-        if path.suffix in {".py", ".yml", ".yaml", ".toml", ".cfg", ".ini", ".env", ".sh", ".md", ".txt", ".json"} \
-                and path.is_file() and path.stat().st_size < 2_000_000 and not f.startswith("tests/"):  # test fixtures
+        if (
+            path.suffix in {".py", ".yml", ".yaml", ".toml", ".cfg", ".ini", ".env", ".sh", ".md", ".txt", ".json"}
+            and path.is_file()
+            and path.stat().st_size < 2_000_000
+            and not f.startswith("tests/")
+        ):  # test fixtures
             hits += [f"{f}: {m.group(0)[:40]}" for m in SECRET_PATTERNS.finditer(path.read_text(errors="ignore"))]
     assert not hits, hits
 
@@ -188,8 +209,9 @@ def test_a_post_with_the_token_passes(world):
     client.force_login(world.owner)
     page = client.get(f"/datasets/{world.dataset.pk}/")
     token = page.cookies["csrftoken"].value
-    resp = client.post(f"/datasets/{world.dataset.pk}/grants/", {"username": "stan", "action": "grant",
-                                                                 "csrfmiddlewaretoken": token})
+    resp = client.post(
+        f"/datasets/{world.dataset.pk}/grants/", {"username": "stan", "action": "grant", "csrfmiddlewaretoken": token}
+    )
     assert resp.status_code == 302
 
 
@@ -209,6 +231,5 @@ def test_the_api_uses_tokens_not_the_session_cookie(world):
     """API views are CSRF-exempt, so they must never act on a session cookie alone."""
     client = Client(enforce_csrf_checks=True)
     client.force_login(world.owner)
-    resp = client.put(f"/api/datasets/{world.dataset.pk}/budget/", '{"epsilon": "9"}',
-                      content_type="application/json")
+    resp = client.put(f"/api/datasets/{world.dataset.pk}/budget/", '{"epsilon": "9"}', content_type="application/json")
     assert resp.status_code == 401

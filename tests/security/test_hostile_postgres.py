@@ -19,11 +19,26 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 def test_the_hostile_input_suite_passes_on_postgresql(postgres_url):
     env = {**os.environ, "DATABASE_URL": postgres_url}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-                           "tests/security/test_hostile_input.py", "tests/security/test_login_throttle.py",
-                           "tests/dpportal/api/test_api_tokens.py", "tests/dpportal/ledger/test_amount_forms.py"],
-                          cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            "tests/security/test_hostile_input.py",
+            "tests/security/test_login_throttle.py",
+            "tests/dpportal/api/test_api_tokens.py",
+            "tests/dpportal/ledger/test_amount_forms.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     tail = proc.stdout[-3000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and "failed" not in tail

@@ -39,8 +39,16 @@ def test_the_sweep_removes_work_folders_of_releases_not_running(world, settings)
     done = rel / f"{world.release.pk}.tmp"
     done.mkdir()
     _old(done)
-    running = Release.objects.create(dataset=world.dataset, created_by=world.owner, mechanism="baseline",
-                                     epsilon="0.1", delta="0", rows=5, schema={}, status=Release.RUNNING)
+    running = Release.objects.create(
+        dataset=world.dataset,
+        created_by=world.owner,
+        mechanism="baseline",
+        epsilon="0.1",
+        delta="0",
+        rows=5,
+        schema={},
+        status=Release.RUNNING,
+    )
     busy = rel / f"{running.pk}.tmp"
     busy.mkdir()
     _old(busy)

@@ -24,16 +24,18 @@ def _web(password, username="olivia", addr="10.0.0.1"):
 
 
 def _api(password, username="olivia", addr="10.0.0.1"):
-    return Client(REMOTE_ADDR=addr).post("/api/auth/token/", json.dumps({"username": username, "password": password}),
-                                         content_type="application/json")
+    return Client(REMOTE_ADDR=addr).post(
+        "/api/auth/token/", json.dumps({"username": username, "password": password}), content_type="application/json"
+    )
 
 
 def test_the_web_form_refuses_after_the_limit_even_the_right_password(user, monkeypatch):
     for _ in range(3):
         assert _web("wrong").status_code == 200
     checked = []
-    monkeypatch.setattr("django.contrib.auth.hashers.MD5PasswordHasher.verify",
-                        lambda self, *a: checked.append(1) or True)
+    monkeypatch.setattr(
+        "django.contrib.auth.hashers.MD5PasswordHasher.verify", lambda self, *a: checked.append(1) or True
+    )
     resp = _web(PASSWORD)
     assert resp.status_code == 429 and "too many failed logins" in resp.content.decode()
     assert int(resp["Retry-After"]) > 0 and not checked  # refused before any password check
@@ -66,6 +68,7 @@ def test_a_success_clears_the_count_and_old_failures_expire(user, settings):
     for _ in range(3):
         _web("wrong")
     from datetime import timedelta
+
     LoginFailure.objects.update(at=LoginFailure.objects.first().at - timedelta(seconds=5))
     assert _web(PASSWORD).status_code == 302
 
@@ -73,7 +76,8 @@ def test_a_success_clears_the_count_and_old_failures_expire(user, settings):
 def test_the_address_comes_from_the_front_only_over_its_unix_socket(user):
     def via(remote, forwarded):
         return Client(REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded).post(
-            "/accounts/login/", {"username": "olivia", "password": "wrong"})
+            "/accounts/login/", {"username": "olivia", "password": "wrong"}
+        )
 
     for _ in range(3):
         via("", "10.9.9.9")  # gunicorn on its Unix socket: no REMOTE_ADDR, the front's X-Forwarded-For counts
@@ -93,8 +97,10 @@ def test_the_sweep_forgets_failures_past_the_window(user, settings):
         _web("wrong", username=f"someone{i}")
     assert LoginFailure.objects.count() == 6  # per address and per address and username
     from hashlib import sha256
+
     LoginFailure.objects.filter(scope__endswith=sha256(b"someone0").hexdigest()).update(
-        at=LoginFailure.objects.first().at - timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS + 1))
+        at=LoginFailure.objects.first().at - timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS + 1)
+    )
     assert forget_old() == 1  # what the sweep calls (dpportal/releases/sweeper.py)
     assert LoginFailure.objects.count() == 5
 

@@ -43,8 +43,11 @@ def test_no_new_release_after_deletion_but_free_draws_still_work(world):
     world.client(world.owner).post(f"/datasets/{world.dataset.pk}/raw/delete/", {"confirm": "delete"})
     world.dataset.refresh_from_db()
     with pytest.raises(release_services.ReleaseRequestError, match="raw data of this dataset was deleted"):
-        release_services.plan_release(world.dataset, world.owner, release_services.ReleaseRequest(
-            mechanism="baseline", epsilon="0.1", delta="0", params={}, rows=5))
+        release_services.plan_release(
+            world.dataset,
+            world.owner,
+            release_services.ReleaseRequest(mechanism="baseline", epsilon="0.1", delta="0", params={}, rows=5),
+        )
     draw = release_services.draw_more(world.release, world.owner, 7)
     assert release_services.claim(draw.pk)
     release_services.execute(draw.pk)
@@ -76,10 +79,10 @@ def test_deletion_waits_for_running_jobs(world):
 @pytest.mark.parametrize("who", ["analyst", "stranger_analyst", "other_steward", "outsider"])
 def test_nobody_else_can_delete_and_gets_404(world, who):
     user = getattr(world, who)
-    assert world.client(user).post(f"/datasets/{world.dataset.pk}/raw/delete/",
-                                   {"confirm": "delete"}).status_code == 404
-    assert world.client(None).delete(f"/api/datasets/{world.dataset.pk}/raw/",
-                                     **world.api(user)).status_code == 404
+    assert (
+        world.client(user).post(f"/datasets/{world.dataset.pk}/raw/delete/", {"confirm": "delete"}).status_code == 404
+    )
+    assert world.client(None).delete(f"/api/datasets/{world.dataset.pk}/raw/", **world.api(user)).status_code == 404
     world.dataset.refresh_from_db()
     assert world.dataset.has_raw and world.dataset.raw_path().is_file()
 
@@ -100,8 +103,14 @@ def test_deleting_the_raw_file_while_releases_are_requested_never_errors_and_nev
     with tempfile.TemporaryDirectory(prefix="dpportal-rawrace-") as tmp:
         env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3"}
         env.pop("DJANGO_SETTINGS_MODULE", None)
-        proc = subprocess.run([sys.executable, str(driver), "--rounds", "5"], cwd=driver.parents[2], env=env,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, str(driver), "--rounds", "5"],
+            cwd=driver.parents[2],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["errors"] == [] and result["inconsistent"] == [], result

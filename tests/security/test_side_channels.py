@@ -25,13 +25,23 @@ def analyst_views(world) -> dict[str, bytes]:
     anon = world.client(None)
     d, r = world.dataset.pk, world.release.pk
     out = {}
-    for url in ("/datasets/", f"/datasets/{d}/", f"/releases/{r}/", f"/releases/{r}/status.json",
-                f"/releases/{r}/manifest.json"):
+    for url in (
+        "/datasets/",
+        f"/datasets/{d}/",
+        f"/releases/{r}/",
+        f"/releases/{r}/status.json",
+        f"/releases/{r}/manifest.json",
+    ):
         resp = web.get(url)
         assert resp.status_code == 200, url
         out[url] = CSRF.sub(b"", resp.content)
-    for url in ("/api/datasets/", f"/api/datasets/{d}/", f"/api/datasets/{d}/releases/", f"/api/releases/{r}/",
-                f"/api/releases/{r}/manifest.json"):
+    for url in (
+        "/api/datasets/",
+        f"/api/datasets/{d}/",
+        f"/api/datasets/{d}/releases/",
+        f"/api/releases/{r}/",
+        f"/api/releases/{r}/manifest.json",
+    ):
         resp = anon.get(url, **api)
         assert resp.status_code == 200, url
         out[url] = resp.content
@@ -43,12 +53,21 @@ def test_analyst_views_do_not_change_with_job_timing_stage_or_error_text(world):
     before = analyst_views(world)
     start = rel.finished_at.replace(hour=0, minute=0, second=1)  # same day: the analyst sees the day only
     report = dict(rel.report or {})
-    report.update(seconds_fit=9999.0, seconds_sample=123.0, solve_seconds=77.7,
-                  details={**report.get("details", {}), "fit_duration": 5, "elapsed_lp": 3})
+    report.update(
+        seconds_fit=9999.0,
+        seconds_sample=123.0,
+        solve_seconds=77.7,
+        details={**report.get("details", {}), "fit_duration": 5, "elapsed_lp": 3},
+    )
     Release.objects.filter(pk=rel.pk).update(
-        created_at=start, started_at=start + timedelta(seconds=1), finished_at=start + timedelta(hours=23),
-        stage="LP solve took 41 s on 3 distinct reference points", error="KeyError: 'Zurich' in row 17",
-        data_touched=not rel.data_touched, report=report)
+        created_at=start,
+        started_at=start + timedelta(seconds=1),
+        finished_at=start + timedelta(hours=23),
+        stage="LP solve took 41 s on 3 distinct reference points",
+        error="KeyError: 'Zurich' in row 17",
+        data_touched=not rel.data_touched,
+        report=report,
+    )
     after = analyst_views(world)
     changed = [url for url in before if before[url] != after[url]]
     assert not changed, f"analyst-visible responses depend on timing/error fields: {changed}"
@@ -65,8 +84,9 @@ def test_the_owner_does_see_the_timings_so_the_differential_test_can_fail(world)
 
 def test_no_duration_key_reaches_an_analyst_at_any_depth(world):
     rel = Release.objects.get(pk=world.release.pk)
-    Release.objects.filter(pk=rel.pk).update(report={**(rel.report or {}), "solve_seconds": 1.5,
-                                                     "details": {"lp": {"solve_seconds_max_error": 2}}})
+    Release.objects.filter(pk=rel.pk).update(
+        report={**(rel.report or {}), "solve_seconds": 1.5, "details": {"lp": {"solve_seconds_max_error": 2}}}
+    )
     for body in analyst_views(world).values():
         text = body.decode(errors="replace").lower()
         for marker in ("seconds", "duration", "elapsed", "started_at", "finished_at", "keyerror"):
@@ -78,8 +98,11 @@ def test_unfinished_or_failed_releases_are_invisible_to_analysts(world, status):
     Release.objects.filter(pk=world.release.pk).update(status=status, error="ValueError: age=131 in row 4")
     api = world.api(world.analyst)
     web = world.client(world.analyst)
-    for url in (f"/releases/{world.release.pk}/", f"/releases/{world.release.pk}/status.json",
-                f"/releases/{world.release.pk}/synthetic.csv"):
+    for url in (
+        f"/releases/{world.release.pk}/",
+        f"/releases/{world.release.pk}/status.json",
+        f"/releases/{world.release.pk}/synthetic.csv",
+    ):
         assert web.get(url).status_code == 404
     assert world.client(None).get(f"/api/releases/{world.release.pk}/", **api).status_code == 404
     listing = world.client(None).get(f"/api/datasets/{world.dataset.pk}/releases/", **api).json()

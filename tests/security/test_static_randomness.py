@@ -39,8 +39,13 @@ def test_no_other_sampler_and_no_seeded_noise_in_the_platform():
 
 
 def test_the_scan_catches_planted_samplers():
-    for planted in ("x = np.random.laplace(0, 1)\n", "import random\n", "noise=Noise.seeded(1)\n",
-                    "t = torch.randn(3)\n", "v = scipy.stats.norm.rvs()\n"):
+    for planted in (
+        "x = np.random.laplace(0, 1)\n",
+        "import random\n",
+        "noise=Noise.seeded(1)\n",
+        "t = torch.randn(3)\n",
+        "v = scipy.stats.norm.rvs()\n",
+    ):
         assert SAMPLERS.search(planted) or SEEDED.search(planted), planted
     assert not SAMPLERS.search("rng = np.random.default_rng(release.pk)\n")
 
@@ -77,12 +82,27 @@ from mechanisms.noise import Noise  # noqa: E402
 # ``noise.rng`` also draws the published rows, so it may only serve draws that are data-independent or
 # post-processing of a DP release. Outside sample()/sample_sets(), each use is listed here with why.
 PUBLIC_RNG_USES = {
-    ("synthesizers/density_lp/__init__.py", "_reference_points"): "reference points from public cells or the RELEASED noisy mu",
+    (
+        "synthesizers/density_lp/__init__.py",
+        "_reference_points",
+    ): "reference points from public cells or the RELEASED noisy mu",
     ("synthesizers/density_lp/__init__.py", "_product_points"): "reference points from the RELEASED noisy marginals",
-    ("synthesizers/density_lp/__init__.py", "_bernstein_points"): "points from the RELEASED noisy Bernstein coefficients",
-    ("synthesizers/dpmerf/__init__.py", "_draw_features"): "random Fourier features: data-independent (the bound holds for any)",
-    ("synthesizers/dpmerf/__init__.py", "_train"): "generator training on the RELEASED noisy embedding (post-processing)",
-    ("synthesizers/pmse/__init__.py", "_fit"): "the fixed synthetic normals Z: data-independent (Theorem 2 holds for every Z)",
+    (
+        "synthesizers/density_lp/__init__.py",
+        "_bernstein_points",
+    ): "points from the RELEASED noisy Bernstein coefficients",
+    (
+        "synthesizers/dpmerf/__init__.py",
+        "_draw_features",
+    ): "random Fourier features: data-independent (the bound holds for any)",
+    (
+        "synthesizers/dpmerf/__init__.py",
+        "_train",
+    ): "generator training on the RELEASED noisy embedding (post-processing)",
+    (
+        "synthesizers/pmse/__init__.py",
+        "_fit",
+    ): "the fixed synthetic normals Z: data-independent (Theorem 2 holds for every Z)",
 }
 SAMPLING = {"sample", "sample_sets"}
 
@@ -95,9 +115,14 @@ def _rng_uses(text: str) -> list[tuple[str, int]]:
     def visit(node, func):
         for child in ast.iter_child_nodes(node):
             name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
-            if isinstance(child, ast.Attribute) and child.attr == "rng" and (
+            if (
+                isinstance(child, ast.Attribute)
+                and child.attr == "rng"
+                and (
                     (isinstance(child.value, ast.Attribute) and child.value.attr == "noise")
-                    or (isinstance(child.value, ast.Name) and child.value.id == "noise")):
+                    or (isinstance(child.value, ast.Name) and child.value.id == "noise")
+                )
+            ):
                 out.append((func, child.lineno))
             visit(child, name)
 
@@ -106,8 +131,11 @@ def _rng_uses(text: str) -> list[tuple[str, int]]:
 
 
 def _violations(name: str, text: str) -> list[str]:
-    return [f"{name}:{line} in {func}()" for func, line in _rng_uses(text)
-            if func not in SAMPLING and (name, func) not in PUBLIC_RNG_USES]
+    return [
+        f"{name}:{line} in {func}()"
+        for func, line in _rng_uses(text)
+        if func not in SAMPLING and (name, func) not in PUBLIC_RNG_USES
+    ]
 
 
 def test_mechanisms_draw_private_choices_from_private_rng_only():
@@ -116,17 +144,22 @@ def test_mechanisms_draw_private_choices_from_private_rng_only():
         name = path.relative_to(ROOT / "mechanisms").as_posix()
         if name != "noise.py":
             bad += _violations(name, path.read_text())
-    assert not bad, ("noise.rng (the published-rows stream) used for what may be a private choice; use "
-                     f"noise.private_rng, or list a data-independent use in PUBLIC_RNG_USES: {bad}")
+    assert not bad, (
+        "noise.rng (the published-rows stream) used for what may be a private choice; use "
+        f"noise.private_rng, or list a data-independent use in PUBLIC_RNG_USES: {bad}"
+    )
     for name in ("kdtree", "privhp", "pmse"):
         assert "private_rng" in (ROOT / "mechanisms" / "synthesizers" / name / "__init__.py").read_text(), name
 
 
-@pytest.mark.parametrize("planted", [
-    "def _fit(self, source):\n    rng = self.noise.rng\n    m = binomial(rng, 10, 0.1)\n",
-    "def _setup_hashing(self):\n    self.hash_a = self.noise.rng.integers(0, 2 ** 64, size=3)\n",
-    "def metropolis(score, noise):\n    step = noise.rng.standard_normal(3)\n",
-])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "def _fit(self, source):\n    rng = self.noise.rng\n    m = binomial(rng, 10, 0.1)\n",
+        "def _setup_hashing(self):\n    self.hash_a = self.noise.rng.integers(0, 2 ** 64, size=3)\n",
+        "def metropolis(score, noise):\n    step = noise.rng.standard_normal(3)\n",
+    ],
+)
 def test_the_private_choice_scan_catches_the_old_code(planted):
     """The exact patterns kdtree, PrivHP and pMSE once had."""
     assert _violations("synthesizers/kdtree/__init__.py", planted)
@@ -143,9 +176,14 @@ def test_private_rng_is_a_separate_stream_from_rng():
     assert type(a.private_rng.bit_generator).__name__ == "Philox"
 
 
-@pytest.mark.parametrize("name,params", [("kdtree-grid", {"width": 0.05, "threshold": 1.0}),
-                                         ("kdtree-adaptive", {"tau": 1.0, "threshold": 1.0}),
-                                         ("privhp", {"depth": 12, "pruning_level": 4})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("kdtree-grid", {"width": 0.05, "threshold": 1.0}),
+        ("kdtree-adaptive", {"tau": 1.0, "threshold": 1.0}),
+        ("privhp", {"depth": 12, "pruning_level": 4}),
+    ],
+)
 def test_fit_consumes_nothing_from_the_published_rows_stream(name, params):
     """kdtree's Binomial counts and empty-cell choices, PrivHP's hashes: fit() leaves noise.rng untouched
     (it once consumed it)."""
@@ -154,8 +192,9 @@ def test_fit_consumes_nothing_from_the_published_rows_stream(name, params):
     from mechanisms import registry
     from mechanisms.schema import Column, Schema, TableSource
 
-    schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
-                             Column("y", "continuous", lower=0.0, upper=1.0)))
+    schema = Schema(
+        columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0))
+    )
     frame = pd.DataFrame(np.random.default_rng(0).random((300, 2)).round(4).astype(str), columns=["x", "y"])
     noise = Noise.secure_backend()  # privacy noise from OpenDP (seeded test noise would use rng itself)
     before = dict(noise.rng.bit_generator.state)

@@ -5,52 +5,95 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('datasets', '0001_initial'),
-        ('releases', '0001_initial'),
+        ("datasets", "0001_initial"),
+        ("releases", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DashboardConfig',
+            name="DashboardConfig",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('target', models.CharField(blank=True, max_length=200)),
-                ('dataset', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='dashboard_config', to='datasets.dataset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("target", models.CharField(blank=True, max_length=200)),
+                (
+                    "dataset",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="dashboard_config",
+                        to="datasets.dataset",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Evaluation',
+            name="Evaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed'), ('skipped', 'skipped')], default='pending', max_length=16)),
-                ('progress', models.FloatField(default=0.0)),
-                ('stage', models.CharField(blank=True, max_length=200)),
-                ('error', models.TextField(blank=True)),
-                ('target', models.CharField(blank=True, max_length=200)),
-                ('results', models.JSONField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('release', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='evaluation', to='releases.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                            ("skipped", "skipped"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("progress", models.FloatField(default=0.0)),
+                ("stage", models.CharField(blank=True, max_length=200)),
+                ("error", models.TextField(blank=True)),
+                ("target", models.CharField(blank=True, max_length=200)),
+                ("results", models.JSONField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "release",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="evaluation", to="releases.release"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RiskReport',
+            name="RiskReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('not computable', 'not computable'), ('failed', 'failed'), ('cancelled', 'cancelled')], default='pending', max_length=20)),
-                ('progress', models.FloatField(default=0.0)),
-                ('stage', models.CharField(blank=True, max_length=200)),
-                ('error', models.TextField(blank=True)),
-                ('results', models.JSONField(blank=True, null=True)),
-                ('guarantee_failed', models.BooleanField(default=False)),
-                ('cancel_requested_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('release', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='risk_report', to='releases.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("not computable", "not computable"),
+                            ("failed", "failed"),
+                            ("cancelled", "cancelled"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("progress", models.FloatField(default=0.0)),
+                ("stage", models.CharField(blank=True, max_length=200)),
+                ("error", models.TextField(blank=True)),
+                ("results", models.JSONField(blank=True, null=True)),
+                ("guarantee_failed", models.BooleanField(default=False)),
+                ("cancel_requested_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "release",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="risk_report", to="releases.release"
+                    ),
+                ),
             ],
         ),
     ]

@@ -13,8 +13,14 @@ register = template.Library()
 def chart(cid: str, figure: dict, css: str = ""):
     data_id = f"{cid}-data"
     title = ((figure.get("layout") or {}).get("title") or {}).get("text", "chart")
-    return format_html('<div class="dash-chart {}" id="{}" data-source="{}" role="img" aria-label="{}"></div>{}',
-                       css, cid, data_id, title, json_script(figure, data_id))
+    return format_html(
+        '<div class="dash-chart {}" id="{}" data-source="{}" role="img" aria-label="{}"></div>{}',
+        css,
+        cid,
+        data_id,
+        title,
+        json_script(figure, data_id),
+    )
 
 
 @register.filter

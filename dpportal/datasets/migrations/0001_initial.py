@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,29 +14,39 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('original_filename', models.CharField(blank=True, max_length=255)),
-                ('file_path', models.CharField(blank=True, max_length=500)),
-                ('file_size', models.BigIntegerField(default=0)),
-                ('encoding', models.CharField(default='utf-8', max_length=32)),
-                ('delimiter', models.CharField(default=',', max_length=4)),
-                ('n_rows', models.IntegerField(default=0)),
-                ('header', models.JSONField(default=list)),
-                ('missing_markers', models.JSONField(default=list)),
-                ('raw_deleted_at', models.DateTimeField(blank=True, null=True)),
-                ('schema_draft', models.JSONField(blank=True, null=True)),
-                ('draft_source', models.CharField(default='data', max_length=16)),
-                ('schema', models.JSONField(blank=True, null=True)),
-                ('schema_confirmed_at', models.DateTimeField(blank=True, null=True)),
-                ('analysts', models.ManyToManyField(blank=True, related_name='granted_datasets', to=settings.AUTH_USER_MODEL)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='datasets', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("original_filename", models.CharField(blank=True, max_length=255)),
+                ("file_path", models.CharField(blank=True, max_length=500)),
+                ("file_size", models.BigIntegerField(default=0)),
+                ("encoding", models.CharField(default="utf-8", max_length=32)),
+                ("delimiter", models.CharField(default=",", max_length=4)),
+                ("n_rows", models.IntegerField(default=0)),
+                ("header", models.JSONField(default=list)),
+                ("missing_markers", models.JSONField(default=list)),
+                ("raw_deleted_at", models.DateTimeField(blank=True, null=True)),
+                ("schema_draft", models.JSONField(blank=True, null=True)),
+                ("draft_source", models.CharField(default="data", max_length=16)),
+                ("schema", models.JSONField(blank=True, null=True)),
+                ("schema_confirmed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "analysts",
+                    models.ManyToManyField(blank=True, related_name="granted_datasets", to=settings.AUTH_USER_MODEL),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="datasets",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

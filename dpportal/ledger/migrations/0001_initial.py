@@ -6,62 +6,119 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('datasets', '0001_initial'),
-        ('releases', '0001_initial'),
+        ("datasets", "0001_initial"),
+        ("releases", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Budget',
+            name="Budget",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('eps_cap', models.BigIntegerField(default=0)),
-                ('eps_spent', models.BigIntegerField(default=0)),
-                ('eps_reserved', models.BigIntegerField(default=0)),
-                ('delta_cap', models.BigIntegerField(default=0)),
-                ('delta_spent', models.BigIntegerField(default=0)),
-                ('delta_reserved', models.BigIntegerField(default=0)),
-                ('head_seq', models.PositiveIntegerField(default=0)),
-                ('head_hash', models.CharField(blank=True, max_length=64)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('dataset', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='budget', to='datasets.dataset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("eps_cap", models.BigIntegerField(default=0)),
+                ("eps_spent", models.BigIntegerField(default=0)),
+                ("eps_reserved", models.BigIntegerField(default=0)),
+                ("delta_cap", models.BigIntegerField(default=0)),
+                ("delta_spent", models.BigIntegerField(default=0)),
+                ("delta_reserved", models.BigIntegerField(default=0)),
+                ("head_seq", models.PositiveIntegerField(default=0)),
+                ("head_hash", models.CharField(blank=True, max_length=64)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "dataset",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="budget", to="datasets.dataset"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='LedgerEntry',
+            name="LedgerEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('cap', 'cap set'), ('reserve', 'reserved'), ('spend', 'spent'), ('refund', 'refunded'), ('note', 'note, no cost')], max_length=8)),
-                ('created_at', models.DateTimeField()),
-                ('username', models.CharField(blank=True, max_length=150)),
-                ('user_pk', models.BigIntegerField(blank=True, null=True)),
-                ('release_pk', models.BigIntegerField(blank=True, null=True)),
-                ('mechanism', models.CharField(blank=True, max_length=64)),
-                ('params_json', models.TextField(default='{}')),
-                ('epsilon', models.CharField(blank=True, max_length=64)),
-                ('delta', models.CharField(blank=True, max_length=64)),
-                ('eps_units', models.BigIntegerField(default=0)),
-                ('delta_units', models.BigIntegerField(default=0)),
-                ('guarantee', models.CharField(blank=True, max_length=16)),
-                ('note', models.TextField(blank=True)),
-                ('prev_hash', models.CharField(max_length=64)),
-                ('hash', models.CharField(max_length=64, unique=True)),
-                ('hash_version', models.PositiveSmallIntegerField(default=1)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='ledger_entries', to='datasets.dataset')),
-                ('release', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='ledger_entries', to='releases.release')),
-                ('resolves', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='resolution', to='ledger.ledgerentry')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("cap", "cap set"),
+                            ("reserve", "reserved"),
+                            ("spend", "spent"),
+                            ("refund", "refunded"),
+                            ("note", "note, no cost"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                ("username", models.CharField(blank=True, max_length=150)),
+                ("user_pk", models.BigIntegerField(blank=True, null=True)),
+                ("release_pk", models.BigIntegerField(blank=True, null=True)),
+                ("mechanism", models.CharField(blank=True, max_length=64)),
+                ("params_json", models.TextField(default="{}")),
+                ("epsilon", models.CharField(blank=True, max_length=64)),
+                ("delta", models.CharField(blank=True, max_length=64)),
+                ("eps_units", models.BigIntegerField(default=0)),
+                ("delta_units", models.BigIntegerField(default=0)),
+                ("guarantee", models.CharField(blank=True, max_length=16)),
+                ("note", models.TextField(blank=True)),
+                ("prev_hash", models.CharField(max_length=64)),
+                ("hash", models.CharField(max_length=64, unique=True)),
+                ("hash_version", models.PositiveSmallIntegerField(default=1)),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="ledger_entries",
+                        to="datasets.dataset",
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="ledger_entries",
+                        to="releases.release",
+                    ),
+                ),
+                (
+                    "resolves",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="resolution",
+                        to="ledger.ledgerentry",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'ledger entries',
-                'ordering': ['dataset_id', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('dataset', 'seq'), name='ledger_unique_seq_per_dataset'), models.UniqueConstraint(condition=models.Q(('kind', 'reserve')), fields=('release_pk',), name='ledger_one_reservation_per_release')],
+                "verbose_name_plural": "ledger entries",
+                "ordering": ["dataset_id", "seq"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("dataset", "seq"), name="ledger_unique_seq_per_dataset"),
+                    models.UniqueConstraint(
+                        condition=models.Q(("kind", "reserve")),
+                        fields=("release_pk",),
+                        name="ledger_one_reservation_per_release",
+                    ),
+                ],
             },
         ),
     ]

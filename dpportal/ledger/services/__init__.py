@@ -22,15 +22,50 @@ The names below are the API the web app calls. A test that swaps a function swap
 module (``services.verification._read_chain``), where the callers look it up.
 """
 
-from .admission import (HASH_VERSION, BudgetExceeded, BudgetNotSet, CapTooLow, InvalidAmount, LedgerError,
-                        RefundRefused, close_failed, record_draw, refund, reserve, set_caps, settle)
+from .admission import (
+    HASH_VERSION,
+    BudgetExceeded,
+    BudgetNotSet,
+    CapTooLow,
+    InvalidAmount,
+    LedgerError,
+    RefundRefused,
+    close_failed,
+    record_draw,
+    refund,
+    reserve,
+    set_caps,
+    settle,
+)
 from .exports import CSV_COLUMNS, entries, entries_csv, entries_json, remaining, remaining_text, timeline
 from .informational import MAX_INFORMATIONAL_RELEASES, tighter_accounting
 from .verification import ChainReport, snapshot, verify_all, verify_dataset
 
 __all__ = [
-    "HASH_VERSION", "BudgetExceeded", "BudgetNotSet", "CapTooLow", "InvalidAmount", "LedgerError", "RefundRefused",
-    "close_failed", "record_draw", "refund", "reserve", "set_caps", "settle", "CSV_COLUMNS", "entries", "entries_csv",
-    "entries_json", "remaining", "remaining_text", "timeline", "MAX_INFORMATIONAL_RELEASES", "tighter_accounting",
-    "ChainReport", "snapshot", "verify_all", "verify_dataset",
+    "HASH_VERSION",
+    "BudgetExceeded",
+    "BudgetNotSet",
+    "CapTooLow",
+    "InvalidAmount",
+    "LedgerError",
+    "RefundRefused",
+    "close_failed",
+    "record_draw",
+    "refund",
+    "reserve",
+    "set_caps",
+    "settle",
+    "CSV_COLUMNS",
+    "entries",
+    "entries_csv",
+    "entries_json",
+    "remaining",
+    "remaining_text",
+    "timeline",
+    "MAX_INFORMATIONAL_RELEASES",
+    "tighter_accounting",
+    "ChainReport",
+    "snapshot",
+    "verify_all",
+    "verify_dataset",
 ]

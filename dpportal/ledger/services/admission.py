@@ -14,8 +14,18 @@ from mechanisms.accounting import canonical
 
 from .. import anchor
 from ..models import Budget, LedgerEntry
-from ..units import (DELTA_UNIT, EPS_UNIT, GENESIS_HASH, canonical_json, chain_hash, delta_cap_units, delta_cost_units,
-                     epsilon_cap_units, epsilon_cost_units, format_units)
+from ..units import (
+    DELTA_UNIT,
+    EPS_UNIT,
+    GENESIS_HASH,
+    canonical_json,
+    chain_hash,
+    delta_cap_units,
+    delta_cost_units,
+    epsilon_cap_units,
+    epsilon_cost_units,
+    format_units,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,21 +103,29 @@ def _release_params_json(release) -> str:
 def _refusal(dataset_id: int, eps_units: int, delta_units: int, epsilon, delta) -> BudgetExceeded:
     b = Budget.objects.filter(dataset_id=dataset_id).first()
     if b is None:
-        return BudgetNotSet("this dataset has no privacy budget yet: its steward must set the epsilon "
-                            "(and delta) caps before anything can be released")
+        return BudgetNotSet(
+            "this dataset has no privacy budget yet: its steward must set the epsilon "
+            "(and delta) caps before anything can be released"
+        )
     eps_left = b.eps_cap - b.eps_spent - b.eps_reserved
     delta_left = b.delta_cap - b.delta_spent - b.delta_reserved
     parts = []
     if eps_units > eps_left:
-        parts.append(f"epsilon {epsilon} requested, {format_units(max(eps_left, 0), EPS_UNIT)} remaining "
-                     f"of cap {format_units(b.eps_cap, EPS_UNIT)}")
+        parts.append(
+            f"epsilon {epsilon} requested, {format_units(max(eps_left, 0), EPS_UNIT)} remaining "
+            f"of cap {format_units(b.eps_cap, EPS_UNIT)}"
+        )
     if delta_units > delta_left:
-        parts.append(f"delta {delta} requested, {format_units(max(delta_left, 0), DELTA_UNIT)} remaining "
-                     f"of cap {format_units(b.delta_cap, DELTA_UNIT)}")
+        parts.append(
+            f"delta {delta} requested, {format_units(max(delta_left, 0), DELTA_UNIT)} remaining "
+            f"of cap {format_units(b.delta_cap, DELTA_UNIT)}"
+        )
     if not parts:  # the budget moved between the refused UPDATE and this read
-        parts.append("the budget changed concurrently; "
-                     f"epsilon {format_units(max(eps_left, 0), EPS_UNIT)} and "
-                     f"delta {format_units(max(delta_left, 0), DELTA_UNIT)} remain")
+        parts.append(
+            "the budget changed concurrently; "
+            f"epsilon {format_units(max(eps_left, 0), EPS_UNIT)} and "
+            f"delta {format_units(max(delta_left, 0), DELTA_UNIT)} remain"
+        )
     return BudgetExceeded("over budget: " + "; ".join(parts) + ". Nothing was charged.")
 
 
@@ -121,8 +139,7 @@ def _reservation(release) -> LedgerEntry:
 def _data_touched(release) -> bool:
     """Read the flag from the database (the caller's object may be stale); a release that is gone
     counts as touched: its history cannot prove otherwise, so nothing is refunded."""
-    flags = list(type(release).objects.select_for_update().filter(pk=release.pk)
-                 .values_list("data_touched", flat=True))
+    flags = list(type(release).objects.select_for_update().filter(pk=release.pk).values_list("data_touched", flat=True))
     return True if not flags else bool(flags[0])
 
 
@@ -147,25 +164,42 @@ def _resolve(release, kind: str, note: str = "") -> LedgerEntry:
     if existing is not None:
         if existing.kind == kind:
             return existing  # idempotent: a redelivered job settles once
-        raise LedgerError(f"release {release.pk} was already {existing.get_kind_display()}; "
-                          f"it cannot also be {dict(LedgerEntry.KINDS)[kind]}")
+        raise LedgerError(
+            f"release {release.pk} was already {existing.get_kind_display()}; "
+            f"it cannot also be {dict(LedgerEntry.KINDS)[kind]}"
+        )
     if kind == LedgerEntry.REFUND and _data_touched(release):
         raise RefundRefused(f"release {release.pk} touched private data: its budget is spent, not refunded")
     if kind == LedgerEntry.SPEND:
         Budget.objects.filter(dataset_id=res.dataset_id).update(
-            eps_reserved=F("eps_reserved") - res.eps_units, eps_spent=F("eps_spent") + res.eps_units,
-            delta_reserved=F("delta_reserved") - res.delta_units, delta_spent=F("delta_spent") + res.delta_units)
+            eps_reserved=F("eps_reserved") - res.eps_units,
+            eps_spent=F("eps_spent") + res.eps_units,
+            delta_reserved=F("delta_reserved") - res.delta_units,
+            delta_spent=F("delta_spent") + res.delta_units,
+        )
         guarantee, caveats = _report_guarantee(release)
         guarantee = guarantee or res.guarantee
         note = "; ".join(x for x in (note, caveats) if x)
     else:
         Budget.objects.filter(dataset_id=res.dataset_id).update(
-            eps_reserved=F("eps_reserved") - res.eps_units, delta_reserved=F("delta_reserved") - res.delta_units)
+            eps_reserved=F("eps_reserved") - res.eps_units, delta_reserved=F("delta_reserved") - res.delta_units
+        )
         guarantee = res.guarantee
-    return _append(res.dataset_id, kind=kind, user=None, release=release if _exists(release) else None,
-                   mechanism=res.mechanism, params_json=res.params_json, epsilon=res.epsilon,
-                   delta=res.delta, eps_units=res.eps_units, delta_units=res.delta_units,
-                   guarantee=guarantee, resolves=res, note=note[:2000])
+    return _append(
+        res.dataset_id,
+        kind=kind,
+        user=None,
+        release=release if _exists(release) else None,
+        mechanism=res.mechanism,
+        params_json=res.params_json,
+        epsilon=res.epsilon,
+        delta=res.delta,
+        eps_units=res.eps_units,
+        delta_units=res.delta_units,
+        guarantee=guarantee,
+        resolves=res,
+        note=note[:2000],
+    )
 
 
 def _exists(release) -> bool:
@@ -197,11 +231,18 @@ def reserve(*, dataset, release, user, epsilon: str, delta: str, note: str = "")
         if admitted != 1:
             raise _refusal(dataset.pk, eps_units, delta_units, epsilon, delta)
         return _append(
-            dataset.pk, kind=LedgerEntry.RESERVE, user=user, release=release,
-            mechanism=str(getattr(release, "mechanism", "") or ""), params_json=_release_params_json(release),
-            epsilon=canonical(epsilon), delta=canonical(delta if delta not in (None, "") else "0"),
-            eps_units=eps_units, delta_units=delta_units,
-            guarantee="approximate" if delta_units else "pure", note=note[:2000],
+            dataset.pk,
+            kind=LedgerEntry.RESERVE,
+            user=user,
+            release=release,
+            mechanism=str(getattr(release, "mechanism", "") or ""),
+            params_json=_release_params_json(release),
+            epsilon=canonical(epsilon),
+            delta=canonical(delta if delta not in (None, "") else "0"),
+            eps_units=eps_units,
+            delta_units=delta_units,
+            guarantee="approximate" if delta_units else "pure",
+            note=note[:2000],
         )
 
 
@@ -209,12 +250,24 @@ def record_draw(draw, *, user) -> LedgerEntry:
     """A zero-cost note row for a draw of more rows from a finished release (post-processing): the ledger
     lists every output made from the data, charged or not. Call inside the transaction creating the draw."""
     _lock_budget(draw.dataset_id)
-    note = (f"draw of {draw.rows:,} more rows from release {draw.parent_id}: post-processing of its "
-            "private summary, no privacy cost")
-    return _append(draw.dataset_id, kind=LedgerEntry.NOTE, user=user, release=draw,
-                   mechanism=str(draw.mechanism), params_json=canonical_json({"parent": draw.parent_id,
-                                                                               "rows": draw.rows}),
-                   epsilon="0", delta="0", eps_units=0, delta_units=0, guarantee="", note=note)
+    note = (
+        f"draw of {draw.rows:,} more rows from release {draw.parent_id}: post-processing of its "
+        "private summary, no privacy cost"
+    )
+    return _append(
+        draw.dataset_id,
+        kind=LedgerEntry.NOTE,
+        user=user,
+        release=draw,
+        mechanism=str(draw.mechanism),
+        params_json=canonical_json({"parent": draw.parent_id, "rows": draw.rows}),
+        epsilon="0",
+        delta="0",
+        eps_units=0,
+        delta_units=0,
+        guarantee="",
+        note=note,
+    )
 
 
 def settle(release, *, note: str = "") -> LedgerEntry:
@@ -264,11 +317,15 @@ def set_caps(dataset, *, epsilon, delta, user) -> LedgerEntry | None:
         b = Budget.objects.get(dataset_id=dataset.pk)
         eps_used, delta_used = b.eps_spent + b.eps_reserved, b.delta_spent + b.delta_reserved
         if eps_cap < eps_used:
-            raise CapTooLow(f"epsilon cap {epsilon} is below the {format_units(eps_used, EPS_UNIT)} already "
-                            "spent or reserved; a cap can never be lowered below that")
+            raise CapTooLow(
+                f"epsilon cap {epsilon} is below the {format_units(eps_used, EPS_UNIT)} already "
+                "spent or reserved; a cap can never be lowered below that"
+            )
         if delta_cap < delta_used:
-            raise CapTooLow(f"delta cap {delta} is below the {format_units(delta_used, DELTA_UNIT)} already "
-                            "spent or reserved; a cap can never be lowered below that")
+            raise CapTooLow(
+                f"delta cap {delta} is below the {format_units(delta_used, DELTA_UNIT)} already "
+                "spent or reserved; a cap can never be lowered below that"
+            )
         first = b.head_seq == 0
         if not first and (eps_cap, delta_cap) == (b.eps_cap, b.delta_cap):
             return None
@@ -277,15 +334,28 @@ def set_caps(dataset, *, epsilon, delta, user) -> LedgerEntry | None:
         if not first and unused:
             pass  # no release was ever requested: correcting the cap changes nobody's privacy loss
         elif not first and (eps_cap > b.eps_cap or delta_cap > b.delta_cap):
-            warning = ("cap raised from epsilon {} / delta {} to epsilon {} / delta {}: every release already made "
-                       "keeps its privacy loss, and the total loss the data subjects may suffer grows".format(
-                           format_units(b.eps_cap, EPS_UNIT), format_units(b.delta_cap, DELTA_UNIT),
-                           format_units(eps_cap, EPS_UNIT), format_units(delta_cap, DELTA_UNIT)))
+            warning = (
+                "cap raised from epsilon {} / delta {} to epsilon {} / delta {}: every release already made "
+                "keeps its privacy loss, and the total loss the data subjects may suffer grows".format(
+                    format_units(b.eps_cap, EPS_UNIT),
+                    format_units(b.delta_cap, DELTA_UNIT),
+                    format_units(eps_cap, EPS_UNIT),
+                    format_units(delta_cap, DELTA_UNIT),
+                )
+            )
         note = warning or ("cap set" if first else "cap corrected before any release" if unused else "cap lowered")
         Budget.objects.filter(dataset_id=dataset.pk).update(eps_cap=eps_cap, delta_cap=delta_cap)
-        entry = _append(dataset.pk, kind=LedgerEntry.CAP, user=user, release=None,
-                        epsilon=canonical(epsilon), delta=canonical(delta if delta not in (None, "") else "0"),
-                        eps_units=eps_cap, delta_units=delta_cap, note=note)
+        entry = _append(
+            dataset.pk,
+            kind=LedgerEntry.CAP,
+            user=user,
+            release=None,
+            epsilon=canonical(epsilon),
+            delta=canonical(delta if delta not in (None, "") else "0"),
+            eps_units=eps_cap,
+            delta_units=delta_cap,
+            note=note,
+        )
     if warning:
         log.warning("dataset %s: %s (by %s)", dataset.pk, warning, entry.username)
     entry.warning = warning

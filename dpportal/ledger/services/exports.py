@@ -15,13 +15,19 @@ _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
 
 def _side(cap: int, spent: int, reserved: int, unit: int) -> dict:
     remaining = max(cap - spent - reserved, 0)
-    pct = (lambda x: round(100.0 * x / cap, 2) if cap else 0.0)
+    pct = lambda x: round(100.0 * x / cap, 2) if cap else 0.0
     return {
-        "cap": format_units(cap, unit), "spent": format_units(spent, unit),
-        "reserved": format_units(reserved, unit), "remaining": format_units(remaining, unit),
-        "cap_float": units_to_float(cap, unit), "spent_float": units_to_float(spent, unit),
-        "reserved_float": units_to_float(reserved, unit), "remaining_float": units_to_float(remaining, unit),
-        "spent_percent": pct(spent), "reserved_percent": pct(reserved), "remaining_percent": pct(remaining),
+        "cap": format_units(cap, unit),
+        "spent": format_units(spent, unit),
+        "reserved": format_units(reserved, unit),
+        "remaining": format_units(remaining, unit),
+        "cap_float": units_to_float(cap, unit),
+        "spent_float": units_to_float(spent, unit),
+        "reserved_float": units_to_float(reserved, unit),
+        "remaining_float": units_to_float(remaining, unit),
+        "spent_percent": pct(spent),
+        "reserved_percent": pct(reserved),
+        "remaining_percent": pct(remaining),
     }
 
 
@@ -33,8 +39,7 @@ def remaining(dataset) -> dict:
         b = None
     if b is None:
         zero = _side(0, 0, 0, EPS_UNIT)
-        return {"set": False, "epsilon": zero, "delta": _side(0, 0, 0, DELTA_UNIT),
-                "summary": "no privacy budget set"}
+        return {"set": False, "epsilon": zero, "delta": _side(0, 0, 0, DELTA_UNIT), "summary": "no privacy budget set"}
     eps = _side(b.eps_cap, b.eps_spent, b.eps_reserved, EPS_UNIT)
     dlt = _side(b.delta_cap, b.delta_spent, b.delta_reserved, DELTA_UNIT)
     summary = f"epsilon {eps['remaining']} of {eps['cap']} left"
@@ -49,8 +54,11 @@ def remaining_text(dataset) -> str:
 
 
 def entries(dataset):
-    return (LedgerEntry.objects.filter(dataset_id=dataset.pk)
-            .select_related("resolution", "resolves", "release").order_by("seq"))
+    return (
+        LedgerEntry.objects.filter(dataset_id=dataset.pk)
+        .select_related("resolution", "resolves", "release")
+        .order_by("seq")
+    )
 
 
 def entries_json(dataset) -> dict:
@@ -62,29 +70,59 @@ def entries_json(dataset) -> dict:
     seqs = {e.pk: e.seq for e in rows}
     out = [_entry_dict(e, seqs) for e in rows]
     return {
-        "dataset": dataset.pk, "name": getattr(dataset, "name", ""),
+        "dataset": dataset.pk,
+        "name": getattr(dataset, "name", ""),
         "units": {"epsilon_per_1": EPS_UNIT, "delta_per_1": DELTA_UNIT},
-        "budget": budget, "chain": chain.to_dict(), "entries": out,
+        "budget": budget,
+        "chain": chain.to_dict(),
+        "entries": out,
     }
 
 
 def _entry_dict(e: LedgerEntry, seqs: dict) -> dict:
     return {
-        "seq": e.seq, "kind": e.kind, "state": e.state,
-        "created_at": e.created_at.isoformat(), "user": e.username, "release": e.release_pk,
-        "release_exists": e.release_id is not None, "mechanism": e.mechanism, "params": e.params,
-        "epsilon_requested": e.epsilon, "delta_requested": e.delta,
-        "epsilon": e.epsilon_display, "delta": e.delta_display,
+        "seq": e.seq,
+        "kind": e.kind,
+        "state": e.state,
+        "created_at": e.created_at.isoformat(),
+        "user": e.username,
+        "release": e.release_pk,
+        "release_exists": e.release_id is not None,
+        "mechanism": e.mechanism,
+        "params": e.params,
+        "epsilon_requested": e.epsilon,
+        "delta_requested": e.delta,
+        "epsilon": e.epsilon_display,
+        "delta": e.delta_display,
         "epsilon_float": units_to_float(e.eps_units, EPS_UNIT),
         "delta_float": units_to_float(e.delta_units, DELTA_UNIT),
-        "guarantee": e.guarantee, "resolves_seq": seqs.get(e.resolves_id), "note": e.note,
-        "prev_hash": e.prev_hash, "hash": e.hash,
+        "guarantee": e.guarantee,
+        "resolves_seq": seqs.get(e.resolves_id),
+        "note": e.note,
+        "prev_hash": e.prev_hash,
+        "hash": e.hash,
     }
 
 
-CSV_COLUMNS = ["seq", "created_at", "kind", "state", "user", "release", "mechanism", "params",
-               "epsilon_requested", "delta_requested", "epsilon", "delta", "guarantee", "resolves_seq",
-               "note", "prev_hash", "hash"]
+CSV_COLUMNS = [
+    "seq",
+    "created_at",
+    "kind",
+    "state",
+    "user",
+    "release",
+    "mechanism",
+    "params",
+    "epsilon_requested",
+    "delta_requested",
+    "epsilon",
+    "delta",
+    "guarantee",
+    "resolves_seq",
+    "note",
+    "prev_hash",
+    "hash",
+]
 
 
 def _cell(value) -> str:
@@ -116,9 +154,11 @@ def entries_csv(dataset) -> str:
 
 def timeline(dataset) -> dict:
     """Cumulative spent epsilon/delta over time, for the plotly chart on the dataset page."""
-    rows = (LedgerEntry.objects.filter(dataset_id=dataset.pk, kind__in=[LedgerEntry.SPEND, LedgerEntry.CAP])
-            .order_by("seq").values("seq", "kind", "created_at", "eps_units", "delta_units", "release_pk",
-                                    "mechanism"))
+    rows = (
+        LedgerEntry.objects.filter(dataset_id=dataset.pk, kind__in=[LedgerEntry.SPEND, LedgerEntry.CAP])
+        .order_by("seq")
+        .values("seq", "kind", "created_at", "eps_units", "delta_units", "release_pk", "mechanism")
+    )
     t, eps, dlt, labels, cap_t, cap_eps, cap_dlt = [], [], [], [], [], [], []
     total_e = total_d = 0
     for r in rows:
@@ -133,5 +173,12 @@ def timeline(dataset) -> dict:
         eps.append(units_to_float(total_e, EPS_UNIT))
         dlt.append(units_to_float(total_d, DELTA_UNIT))
         labels.append(f"release {r['release_pk']} ({r['mechanism']}): +{format_units(r['eps_units'], EPS_UNIT)}")
-    return {"time": t, "epsilon": eps, "delta": dlt, "labels": labels, "cap_time": cap_t, "cap_epsilon": cap_eps,
-            "cap_delta": cap_dlt}
+    return {
+        "time": t,
+        "epsilon": eps,
+        "delta": dlt,
+        "labels": labels,
+        "cap_time": cap_t,
+        "cap_epsilon": cap_eps,
+        "cap_delta": cap_dlt,
+    }

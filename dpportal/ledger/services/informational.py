@@ -40,10 +40,16 @@ def tighter_accounting(dataset) -> dict:
     continuous Gaussian, as in ``mechanisms.accounting.gaussian_pld_epsilon``); every other
     release enters with its (epsilon, delta) worst-case PLD. Informational only.
     """
-    spends = list(LedgerEntry.objects.filter(dataset_id=dataset.pk, kind=LedgerEntry.SPEND)
-                  .select_related("release").order_by("seq")[:MAX_INFORMATIONAL_RELEASES + 1])
-    base = {"informational": True, "available": False,
-            "label": "informational only: admission always uses the basic sum"}
+    spends = list(
+        LedgerEntry.objects.filter(dataset_id=dataset.pk, kind=LedgerEntry.SPEND)
+        .select_related("release")
+        .order_by("seq")[: MAX_INFORMATIONAL_RELEASES + 1]
+    )
+    base = {
+        "informational": True,
+        "available": False,
+        "label": "informational only: admission always uses the basic sum",
+    }
     if len(spends) > MAX_INFORMATIONAL_RELEASES:
         return {**base, "reason": f"more than {MAX_INFORMATIONAL_RELEASES} releases"}
     gaussian = [(e, _gaussian_multipliers(getattr(e.release, "report", None) or {})) for e in spends]
@@ -60,8 +66,13 @@ def tighter_accounting(dataset) -> dict:
             if multipliers:
                 parts = [pld_lib.from_gaussian_mechanism(m, sensitivity=1.0) for m in multipliers]
             else:
-                parts = [pld_lib.from_privacy_parameters(common.DifferentialPrivacyParameters(
-                    units_to_float(e.eps_units, EPS_UNIT), units_to_float(e.delta_units, DELTA_UNIT)))]
+                parts = [
+                    pld_lib.from_privacy_parameters(
+                        common.DifferentialPrivacyParameters(
+                            units_to_float(e.eps_units, EPS_UNIT), units_to_float(e.delta_units, DELTA_UNIT)
+                        )
+                    )
+                ]
             for p in parts:
                 pld = p if pld is None else pld.compose(p)
         eps = float(pld.get_epsilon_for_delta(float(total_delta)))
@@ -71,7 +82,15 @@ def tighter_accounting(dataset) -> dict:
     basic_units = sum(e.eps_units for e in spends)
     basic = units_to_float(basic_units, EPS_UNIT)
     delta_units = sum(e.delta_units for e in spends)
-    return {**base, "available": True, "method": "PLD (dp-accounting)", "epsilon": round(eps, 6),
-            "delta": float(total_delta), "delta_display": format_units(delta_units, DELTA_UNIT),
-            "basic_epsilon": basic, "basic_epsilon_display": format_units(basic_units, EPS_UNIT),
-            "tighter": eps < basic, "releases": len(spends)}
+    return {
+        **base,
+        "available": True,
+        "method": "PLD (dp-accounting)",
+        "epsilon": round(eps, 6),
+        "delta": float(total_delta),
+        "delta_display": format_units(delta_units, DELTA_UNIT),
+        "basic_epsilon": basic,
+        "basic_epsilon_display": format_units(basic_units, EPS_UNIT),
+        "tighter": eps < basic,
+        "releases": len(spends),
+    }

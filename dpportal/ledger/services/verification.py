@@ -26,8 +26,13 @@ class ChainReport:
         return not self.problems
 
     def to_dict(self) -> dict:
-        return {"dataset": self.dataset, "ok": self.ok, "entries": self.entries, "head": self.head,
-                "problems": list(self.problems)}
+        return {
+            "dataset": self.dataset,
+            "ok": self.ok,
+            "entries": self.entries,
+            "head": self.head,
+            "problems": list(self.problems),
+        }
 
 
 @contextlib.contextmanager
@@ -46,8 +51,16 @@ def snapshot():
         yield
 
 
-_BUDGET_FIELDS = ("eps_cap", "eps_spent", "eps_reserved", "delta_cap", "delta_spent", "delta_reserved",
-                  "head_seq", "head_hash")
+_BUDGET_FIELDS = (
+    "eps_cap",
+    "eps_spent",
+    "eps_reserved",
+    "delta_cap",
+    "delta_spent",
+    "delta_reserved",
+    "head_seq",
+    "head_hash",
+)
 READ_RETRIES = 20
 
 
@@ -90,8 +103,10 @@ def _check_chain(dataset_id: int, rows: list[LedgerEntry], b: dict | None) -> Ch
         if e.prev_hash != prev:
             report.problems.append(f"{where}: previous-hash link broken")
         if e.hash_version not in (1, HASH_VERSION) or e.hash_version < version:
-            report.problems.append(f"{where}: hash version {e.hash_version} after version {version} "
-                                   "(a chain never goes back to an older hash)")
+            report.problems.append(
+                f"{where}: hash version {e.hash_version} after version {version} "
+                "(a chain never goes back to an older hash)"
+            )
         version = max(version, e.hash_version)
         try:
             expected = chain_hash(e.chain_fields(), e.prev_hash)
@@ -131,10 +146,18 @@ def _check_chain(dataset_id: int, rows: list[LedgerEntry], b: dict | None) -> Ch
             report.problems.append("entries exist but the budget row is missing")
         return report
     if (b["head_seq"], b["head_hash"] or "") != (len(rows), report.head):
-        report.problems.append(f"budget head (#{b['head_seq']}) does not match the last entry (#{len(rows)}): "
-                               "entries were removed or added outside the ledger")
-    expect = {"eps_cap": cap_e, "delta_cap": cap_d, "eps_spent": spent_e, "delta_spent": spent_d,
-              "eps_reserved": res_e, "delta_reserved": res_d}
+        report.problems.append(
+            f"budget head (#{b['head_seq']}) does not match the last entry (#{len(rows)}): "
+            "entries were removed or added outside the ledger"
+        )
+    expect = {
+        "eps_cap": cap_e,
+        "delta_cap": cap_d,
+        "eps_spent": spent_e,
+        "delta_spent": spent_d,
+        "eps_reserved": res_e,
+        "delta_reserved": res_d,
+    }
     for name, value in expect.items():
         if b[name] != value:
             report.problems.append(f"budget {name} is {b[name]} units but the entries give {value}")
@@ -151,17 +174,23 @@ def _check_links(rows: list[LedgerEntry]) -> list[str]:
 
     from dpportal.releases.models import Release
 
-    users = set(get_user_model().objects.filter(pk__in={e.user_pk for e in rows if e.user_pk})
-                .values_list("pk", flat=True))
-    releases = set(Release.objects.filter(pk__in={e.release_pk for e in rows if e.release_pk})
-                   .values_list("pk", flat=True))
+    users = set(
+        get_user_model().objects.filter(pk__in={e.user_pk for e in rows if e.user_pk}).values_list("pk", flat=True)
+    )
+    releases = set(
+        Release.objects.filter(pk__in={e.release_pk for e in rows if e.release_pk}).values_list("pk", flat=True)
+    )
     problems = []
     for e in rows:
-        for name, fk, kept, alive in (("user", e.user_id, e.user_pk, users),
-                                      ("release", e.release_id, e.release_pk, releases)):
+        for name, fk, kept, alive in (
+            ("user", e.user_id, e.user_pk, users),
+            ("release", e.release_id, e.release_pk, releases),
+        ):
             if fk is not None and fk != kept:
-                problems.append(f"entry #{e.seq}: its {name} link points at {name} {fk}, but the hashed "
-                                f"{name} id is {kept} (foreign key modified in the database)")
+                problems.append(
+                    f"entry #{e.seq}: its {name} link points at {name} {fk}, but the hashed "
+                    f"{name} id is {kept} (foreign key modified in the database)"
+                )
             elif fk is None and kept is not None and kept in alive:
                 problems.append(f"entry #{e.seq}: its {name} link was cleared although {name} {kept} exists")
     return problems

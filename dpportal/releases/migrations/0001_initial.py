@@ -6,52 +6,84 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('datasets', '0001_initial'),
+        ("datasets", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('mechanism', models.CharField(max_length=64)),
-                ('params', models.JSONField(default=dict)),
-                ('epsilon', models.CharField(max_length=40)),
-                ('delta', models.CharField(default='0', max_length=40)),
-                ('rows', models.PositiveIntegerField()),
-                ('schema', models.JSONField()),
-                ('schema_fingerprint', models.CharField(max_length=64)),
-                ('software_version', models.CharField(blank=True, max_length=32)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed'), ('cancelled', 'cancelled')], db_index=True, default='queued', max_length=16)),
-                ('data_touched', models.BooleanField(default=False)),
-                ('progress', models.FloatField(default=0.0)),
-                ('stage', models.CharField(blank=True, max_length=200)),
-                ('error', models.TextField(blank=True)),
-                ('report', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('cancel_requested_at', models.DateTimeField(blank=True, null=True)),
-                ('queue', models.CharField(default='synthesis', max_length=32)),
-                ('estimate_seconds', models.FloatField(blank=True, null=True)),
-                ('output_file', models.CharField(blank=True, max_length=500)),
-                ('summary_file', models.CharField(blank=True, max_length=500)),
-                ('title', models.CharField(blank=True, max_length=120)),
-                ('note', models.TextField(blank=True)),
-                ('withdrawn_at', models.DateTimeField(blank=True, null=True)),
-                ('hidden', models.BooleanField(default=False)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='datasets.dataset')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='draws', to='releases.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("mechanism", models.CharField(max_length=64)),
+                ("params", models.JSONField(default=dict)),
+                ("epsilon", models.CharField(max_length=40)),
+                ("delta", models.CharField(default="0", max_length=40)),
+                ("rows", models.PositiveIntegerField()),
+                ("schema", models.JSONField()),
+                ("schema_fingerprint", models.CharField(max_length=64)),
+                ("software_version", models.CharField(blank=True, max_length=32)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                            ("cancelled", "cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("data_touched", models.BooleanField(default=False)),
+                ("progress", models.FloatField(default=0.0)),
+                ("stage", models.CharField(blank=True, max_length=200)),
+                ("error", models.TextField(blank=True)),
+                ("report", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("cancel_requested_at", models.DateTimeField(blank=True, null=True)),
+                ("queue", models.CharField(default="synthesis", max_length=32)),
+                ("estimate_seconds", models.FloatField(blank=True, null=True)),
+                ("output_file", models.CharField(blank=True, max_length=500)),
+                ("summary_file", models.CharField(blank=True, max_length=500)),
+                ("title", models.CharField(blank=True, max_length=120)),
+                ("note", models.TextField(blank=True)),
+                ("withdrawn_at", models.DateTimeField(blank=True, null=True)),
+                ("hidden", models.BooleanField(default=False)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="releases", to="datasets.dataset"
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="draws",
+                        to="releases.release",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -15,10 +15,24 @@ The names below are the API the views, the API and the tasks use. A test that pa
 patches it in its own module (``services.worker.build``), where the callers look it up.
 """
 
-from .dp_bounds import (BOUNDS_MECHANISM, DEFAULT_BOUNDS_EPSILON, DEFAULT_DISCOVERY_DELTA, latest_bounds,
-                        latest_categories, plan_bounds)
-from .estimates import (check_time_limit, estimate_request, form_estimate, memory_estimate, over_time_limit,
-                        queue_for, queue_wait, timing)
+from .dp_bounds import (
+    BOUNDS_MECHANISM,
+    DEFAULT_BOUNDS_EPSILON,
+    DEFAULT_DISCOVERY_DELTA,
+    latest_bounds,
+    latest_categories,
+    plan_bounds,
+)
+from .estimates import (
+    check_time_limit,
+    estimate_request,
+    form_estimate,
+    memory_estimate,
+    over_time_limit,
+    queue_for,
+    queue_wait,
+    timing,
+)
 from .jobs import execute, queue_evaluation
 from .labels import NOTE_MAX, TITLE_MAX, label_release, set_hidden, set_withdrawn
 from .parsing import ReleaseRequest, ReleaseRequestError, check_request, parse_rows, validate
@@ -26,9 +40,37 @@ from .planning import cancel, draw_more, plan_release
 from .worker import Cancelled, claim, fail_abandoned, failure_text
 
 __all__ = [
-    "BOUNDS_MECHANISM", "DEFAULT_BOUNDS_EPSILON", "DEFAULT_DISCOVERY_DELTA", "latest_bounds", "latest_categories",
-    "plan_bounds", "check_time_limit", "estimate_request", "form_estimate", "memory_estimate", "over_time_limit",
-    "queue_for", "queue_wait", "timing", "execute", "queue_evaluation", "NOTE_MAX", "TITLE_MAX", "label_release",
-    "set_hidden", "set_withdrawn", "ReleaseRequest", "ReleaseRequestError", "check_request", "parse_rows",
-    "validate", "cancel", "draw_more", "plan_release", "Cancelled", "claim", "fail_abandoned", "failure_text",
+    "BOUNDS_MECHANISM",
+    "DEFAULT_BOUNDS_EPSILON",
+    "DEFAULT_DISCOVERY_DELTA",
+    "latest_bounds",
+    "latest_categories",
+    "plan_bounds",
+    "check_time_limit",
+    "estimate_request",
+    "form_estimate",
+    "memory_estimate",
+    "over_time_limit",
+    "queue_for",
+    "queue_wait",
+    "timing",
+    "execute",
+    "queue_evaluation",
+    "NOTE_MAX",
+    "TITLE_MAX",
+    "label_release",
+    "set_hidden",
+    "set_withdrawn",
+    "ReleaseRequest",
+    "ReleaseRequestError",
+    "check_request",
+    "parse_rows",
+    "validate",
+    "cancel",
+    "draw_more",
+    "plan_release",
+    "Cancelled",
+    "claim",
+    "fail_abandoned",
+    "failure_text",
 ]

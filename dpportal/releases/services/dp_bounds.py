@@ -42,8 +42,9 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
         raise ReleaseRequestError(f"choose columns of the file to estimate bounds for, got {unknown[:5] or 'none'}")
     working = dataset.working_schema()
     markers = list(working.missing_markers if working else dataset.missing_markers)
-    categorical = [c for c in columns if working is not None and c in working.names
-                   and working.column(c).kind == "categorical"]
+    categorical = [
+        c for c in columns if working is not None and c in working.names and working.column(c).kind == "categorical"
+    ]
     delta = _discovery_delta(delta, categorical)
     # what the job may know: the columns and the missing markers (no bounds: that is what it estimates)
     snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
@@ -51,11 +52,19 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
         with transaction.atomic():
             planning._lock_raw_file(dataset)
             release = Release.objects.create(
-                dataset=dataset, created_by=user, mechanism=BOUNDS_MECHANISM,
-                params={"columns": columns, "categorical": categorical}, epsilon=epsilon, delta=delta, rows=0,
+                dataset=dataset,
+                created_by=user,
+                mechanism=BOUNDS_MECHANISM,
+                params={"columns": columns, "categorical": categorical},
+                epsilon=epsilon,
+                delta=delta,
+                rows=0,
                 schema=snapshot,
                 schema_fingerprint=hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest(),
-                software_version=dpportal.__version__, stage="queued", title="private bounds for the schema")
+                software_version=dpportal.__version__,
+                stage="queued",
+                title="private bounds for the schema",
+            )
             ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
             transaction.on_commit(lambda: planning._enqueue(release.pk))
     except ledger.LedgerError as exc:
@@ -71,8 +80,10 @@ def _discovery_delta(delta, categorical: list[str]) -> str:
     typed = _text(delta, "delta")
     if not categorical:
         if typed and exact(_canonical(typed, "delta")) != 0:
-            raise ReleaseRequestError("delta: bounds of numeric columns are pure epsilon-DP and take no delta; "
-                                      "choose categorical columns to discover categories with a delta")
+            raise ReleaseRequestError(
+                "delta: bounds of numeric columns are pure epsilon-DP and take no delta; "
+                "choose categorical columns to discover categories with a delta"
+            )
         return "0"
     value = _canonical(typed or DEFAULT_DISCOVERY_DELTA, "delta")
     if not 0 < exact(value) < 1:
@@ -109,29 +120,45 @@ def _estimate_public_metadata(release: Release, columns: list[str], epsilon: flo
     dataset, noise, markers = release.dataset, Noise.secure_backend(), release.schema["missing_markers"]
     categorical = [c for c in release.params.get("categorical", []) if c in columns]
     numeric = [c for c in columns if c not in categorical]
-    chunks = lambda cols: read_raw_csv(dataset.raw_path(), chunksize=BOUNDS_CHUNK_ROWS,  # noqa: E731
-                                       usecols=cols, **dataset.read_kw())
+    chunks = lambda cols: read_raw_csv(
+        dataset.raw_path(),
+        chunksize=BOUNDS_CHUNK_ROWS,  # noqa: E731
+        usecols=cols,
+        **dataset.read_kw(),
+    )
     parts = []
     if numeric:
         share = epsilon * len(numeric) / len(columns)
-        parts.append(bounds.privacy_cost(share, bounds.estimate_bounds(chunks(numeric), numeric, epsilon=share,
-                                                                        noise=noise, markers=markers, n=dataset.n_rows)))
+        parts.append(
+            bounds.privacy_cost(
+                share,
+                bounds.estimate_bounds(
+                    chunks(numeric), numeric, epsilon=share, noise=noise, markers=markers, n=dataset.n_rows
+                ),
+            )
+        )
     if categorical:
         share, delta = epsilon * len(categorical) / len(columns), float(exact(release.delta))
-        found = categories.discover_categories(chunks(categorical), categorical, epsilon=share, delta=delta,
-                                               noise=noise, markers=markers)
+        found = categories.discover_categories(
+            chunks(categorical), categorical, epsilon=share, delta=delta, noise=noise, markers=markers
+        )
         parts.append(categories.privacy_cost(share, delta, found))
     if len(parts) == 1:
         return parts[0].to_dict()
     bounds_part, categories_part = parts[0].details, parts[1].details
-    return PrivacyCost(epsilon=epsilon, delta=parts[1].delta, guarantee="approximate",
-                       caveats=parts[0].caveats + parts[1].caveats,
-                       details={"method": "bounds and category discovery, epsilon split evenly over the columns "
-                                          "(basic composition)",
-                                "bounds": bounds_part["bounds"], "categories": categories_part["categories"],
-                                "bounds_estimate": {k: v for k, v in bounds_part.items() if k != "bounds"},
-                                "category_discovery": {k: v for k, v in categories_part.items()
-                                                       if k != "categories"}}).to_dict()
+    return PrivacyCost(
+        epsilon=epsilon,
+        delta=parts[1].delta,
+        guarantee="approximate",
+        caveats=parts[0].caveats + parts[1].caveats,
+        details={
+            "method": "bounds and category discovery, epsilon split evenly over the columns (basic composition)",
+            "bounds": bounds_part["bounds"],
+            "categories": categories_part["categories"],
+            "bounds_estimate": {k: v for k, v in bounds_part.items() if k != "bounds"},
+            "category_discovery": {k: v for k, v in categories_part.items() if k != "categories"},
+        },
+    ).to_dict()
 
 
 def latest_categories(dataset) -> dict:

@@ -42,7 +42,8 @@ def check_time_limit(estimate_seconds: float | None) -> None:
             f"this release is estimated to take {runtime.describe_seconds(estimate_seconds)}, more than the "
             f"time limit of {runtime.describe_seconds(limit)} per job (DPPORTAL_TASK_TIME_LIMIT={limit}): it would "
             "be stopped after reading the data and its budget spent. Lower the rows or the parameters that "
-            "drive the time (see the estimate). Nothing was charged.")
+            "drive the time (see the estimate). Nothing was charged."
+        )
 
 
 def queue_for(estimate_seconds: float | None) -> str:
@@ -56,10 +57,24 @@ def queue_for(estimate_seconds: float | None) -> str:
 def estimate_request(dataset, req: ReleaseRequest) -> dict:
     """The run-time estimate of a release request, validated like a real one but nothing charged or
     queued (API: POST .../releases/estimate/)."""
-    mech = validate(dataset, ReleaseRequest(req.mechanism, _text(req.epsilon, "epsilon"),
-                                            _text(req.delta, "delta") or "0", req.params, parse_rows(req.rows)))
-    est = runtime.estimate(req.mechanism, n=dataset.n_rows, schema=dataset.confirmed_schema(), params=mech.params,
-                           epsilon=mech.epsilon, delta=mech.delta)
+    mech = validate(
+        dataset,
+        ReleaseRequest(
+            req.mechanism,
+            _text(req.epsilon, "epsilon"),
+            _text(req.delta, "delta") or "0",
+            req.params,
+            parse_rows(req.rows),
+        ),
+    )
+    est = runtime.estimate(
+        req.mechanism,
+        n=dataset.n_rows,
+        schema=dataset.confirmed_schema(),
+        params=mech.params,
+        epsilon=mech.epsilon,
+        delta=mech.delta,
+    )
     return _with_wait(est)
 
 
@@ -68,8 +83,14 @@ def _with_wait(est: runtime.Estimate) -> dict:
     there for the jobs ahead."""
     queue = queue_for(est.seconds)
     ahead, wait = queue_wait(queue)
-    return {**est.to_dict(), "queue": queue, "jobs_ahead": ahead, "wait_seconds": round(wait, 1),
-            "wait_text": _wait_text(ahead, wait), **_limit_dict(est.seconds)}
+    return {
+        **est.to_dict(),
+        "queue": queue,
+        "jobs_ahead": ahead,
+        "wait_seconds": round(wait, 1),
+        "wait_text": _wait_text(ahead, wait),
+        **_limit_dict(est.seconds),
+    }
 
 
 def _limit_dict(seconds: float | None) -> dict:
@@ -81,8 +102,11 @@ def form_estimate(name: str, schema, n_rows: int, values) -> dict:
     Returns the estimate or {"error": message} while the values are not valid yet."""
     from dpportal.releases.forms import PARAM_PREFIX
 
-    params = {spec.name: values.get(PARAM_PREFIX + spec.name) for spec in registry.get(name).params
-              if values.get(PARAM_PREFIX + spec.name) not in (None, "")}
+    params = {
+        spec.name: values.get(PARAM_PREFIX + spec.name)
+        for spec in registry.get(name).params
+        if values.get(PARAM_PREFIX + spec.name) not in (None, "")
+    }
     budget = {}
     for key in ("epsilon", "delta"):  # optional here: the estimate of AIM grows with the budget
         try:
@@ -165,8 +189,9 @@ def _timing_text(release: Release, t: dict) -> str:
     if release.status == Release.QUEUED:
         running = f", {t['running_in_queue']} running" if t["running_in_queue"] else ""
         wait = _wait_text(t["jobs_ahead"], t["wait_seconds"])
-        return (f"position {t['queue_position']} in the {release.queue} queue{running} · {wait}"
-                + (f" · then runs {est} (estimate)" if est else ""))
+        return f"position {t['queue_position']} in the {release.queue} queue{running} · {wait}" + (
+            f" · then runs {est} (estimate)" if est else ""
+        )
     if release.status == Release.RUNNING and "elapsed_seconds" in t:
         left = runtime.describe_seconds(t["remaining_seconds"]).replace("about ", "")
         return f"elapsed {runtime.describe_seconds(t['elapsed_seconds']).replace('about ', '')} · about {left} left"
@@ -198,6 +223,8 @@ def memory_estimate(cls, schema, n_rows: int, values) -> dict:
 
 def _memory_parts(cls, schema, n_rows: int, params: dict, epsilon: float) -> list[dict]:
     """The estimate by part, largest first, so a fixed part (the chunk being read) is visible."""
-    rows = [{"part": p["part"], "what": p["what"], "mib": round(p["bytes"] / 2**20, 2), "chunk_rows": p["chunk_rows"]}
-            for p in cls.memory_parts(schema, n_rows, epsilon, params)]
+    rows = [
+        {"part": p["part"], "what": p["what"], "mib": round(p["bytes"] / 2**20, 2), "chunk_rows": p["chunk_rows"]}
+        for p in cls.memory_parts(schema, n_rows, epsilon, params)
+    ]
     return sorted(rows, key=lambda r: -r["mib"])

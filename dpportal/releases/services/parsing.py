@@ -66,13 +66,22 @@ def validate(dataset, req: ReleaseRequest):
     if req.mechanism not in registry.supporting(schema):
         cls = registry.get(req.mechanism)
         bad = sorted(schema.kinds - cls.supported_kinds)
-        raise ReleaseRequestError(f"mechanism {req.mechanism!r} does not support the schema's column kind(s) "
-                                  f"{bad}; choose one of {registry.supporting(schema)}")
+        raise ReleaseRequestError(
+            f"mechanism {req.mechanism!r} does not support the schema's column kind(s) "
+            f"{bad}; choose one of {registry.supporting(schema)}"
+        )
     if not isinstance(req.params, dict):
         raise ReleaseRequestError(f"params must be an object of name: value, got {type(req.params).__name__}")
     try:
-        mech = build(req.mechanism, schema, epsilon=req.epsilon, delta=req.delta or "0", params=req.params,
-                     n=dataset.n_rows, memory_limit=settings.DPPORTAL_MAX_JOB_MEMORY_MB * 2**20)
+        mech = build(
+            req.mechanism,
+            schema,
+            epsilon=req.epsilon,
+            delta=req.delta or "0",
+            params=req.params,
+            n=dataset.n_rows,
+            memory_limit=settings.DPPORTAL_MAX_JOB_MEMORY_MB * 2**20,
+        )
     except ValueError as exc:
         raise ReleaseRequestError(str(exc).splitlines()[0]) from None
     return mech

@@ -23,19 +23,29 @@ def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "") -> 
     req, mech = check_request(dataset, req)
     epsilon, delta = req.epsilon, req.delta
     schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
-    seconds = _estimate_seconds(req.mechanism, dataset.n_rows, schema, mech.params,
-                                epsilon=mech.epsilon, delta=mech.delta)
+    seconds = _estimate_seconds(
+        req.mechanism, dataset.n_rows, schema, mech.params, epsilon=mech.epsilon, delta=mech.delta
+    )
     check_time_limit(seconds)
     try:
         with transaction.atomic():
             _lock_raw_file(dataset)
             release = Release.objects.create(
-                dataset=dataset, created_by=user, mechanism=req.mechanism, params=_jsonable(mech.params),
-                epsilon=epsilon, delta=delta, rows=req.rows, schema=schema.to_dict(),
-                schema_fingerprint=schema.fingerprint(), software_version=dpportal.__version__,
-                stage="queued", estimate_seconds=seconds, queue=queue_for(seconds))
-            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta,
-                           note=confirmed)
+                dataset=dataset,
+                created_by=user,
+                mechanism=req.mechanism,
+                params=_jsonable(mech.params),
+                epsilon=epsilon,
+                delta=delta,
+                rows=req.rows,
+                schema=schema.to_dict(),
+                schema_fingerprint=schema.fingerprint(),
+                software_version=dpportal.__version__,
+                stage="queued",
+                estimate_seconds=seconds,
+                queue=queue_for(seconds),
+            )
+            ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta, note=confirmed)
             transaction.on_commit(lambda: _enqueue(release.pk))
     except ledger.BudgetExceeded as exc:
         raise ReleaseRequestError(str(exc)) from None
@@ -62,11 +72,21 @@ def draw_more(release: Release, user, rows) -> Release:
     rows = parse_rows(rows)
     with transaction.atomic():
         draw = Release.objects.create(
-            dataset=origin.dataset, created_by=user, parent=origin, mechanism=origin.mechanism,
-            params=origin.params, epsilon=origin.epsilon, delta=origin.delta, rows=rows, schema=origin.schema,
-            schema_fingerprint=origin.schema_fingerprint, software_version=dpportal.__version__,
-            stage="queued", queue=Release.QUEUE_FAST,
-            estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds)
+            dataset=origin.dataset,
+            created_by=user,
+            parent=origin,
+            mechanism=origin.mechanism,
+            params=origin.params,
+            epsilon=origin.epsilon,
+            delta=origin.delta,
+            rows=rows,
+            schema=origin.schema,
+            schema_fingerprint=origin.schema_fingerprint,
+            software_version=dpportal.__version__,
+            stage="queued",
+            queue=Release.QUEUE_FAST,
+            estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds,
+        )
         ledger.record_draw(draw, user=user)
         transaction.on_commit(lambda: _enqueue(draw.pk))
     return draw
@@ -82,18 +102,24 @@ def cancel(release: Release) -> Release:
     now = timezone.now()
     with transaction.atomic():
         if Release.objects.filter(pk=release.pk, status=Release.QUEUED).update(
-                status=Release.CANCELLED, cancel_requested_at=now, finished_at=now,
-                stage="cancelled before it started", error="cancelled by the steward before it started"):
+            status=Release.CANCELLED,
+            cancel_requested_at=now,
+            finished_at=now,
+            stage="cancelled before it started",
+            error="cancelled by the steward before it started",
+        ):
             _close_ledger(Release.objects.get(pk=release.pk), reason="cancelled by the steward before it started")
             return Release.objects.get(pk=release.pk)
     if Release.objects.filter(pk=release.pk, status=Release.RUNNING, cancel_requested_at__isnull=True).update(
-            cancel_requested_at=now, stage="cancel requested: stopping at the next progress point"):
+        cancel_requested_at=now, stage="cancel requested: stopping at the next progress point"
+    ):
         return Release.objects.get(pk=release.pk)
     current = Release.objects.get(pk=release.pk)
     if current.status == Release.RUNNING:
         return current  # already requested: cancelling twice is harmless
-    raise ReleaseRequestError(f"release {release.pk} is {current.status}: only a queued or running release "
-                              "can be cancelled")
+    raise ReleaseRequestError(
+        f"release {release.pk} is {current.status}: only a queued or running release can be cancelled"
+    )
 
 
 def _jsonable(params: dict) -> dict:

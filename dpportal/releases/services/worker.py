@@ -42,8 +42,12 @@ class Cancelled(Exception):
 
 def claim(release_id: int) -> bool:
     """Atomically move a queued release to running; False if another delivery got it first."""
-    return Release.objects.filter(pk=release_id, status=Release.QUEUED).update(
-        status=Release.RUNNING, started_at=timezone.now(), stage="starting", progress=0.01) == 1
+    return (
+        Release.objects.filter(pk=release_id, status=Release.QUEUED).update(
+            status=Release.RUNNING, started_at=timezone.now(), stage="starting", progress=0.01
+        )
+        == 1
+    )
 
 
 def fail_abandoned(release_id: int) -> bool:
@@ -51,8 +55,11 @@ def fail_abandoned(release_id: int) -> bool:
     + reject_on_worker_lost redeliver it). Mark it failed, never run it twice; the budget is spent
     if the job had touched data, refunded otherwise."""
     changed = Release.objects.filter(pk=release_id, status=Release.RUNNING).update(
-        status=Release.FAILED, finished_at=timezone.now(), stage="failed",
-        error="the worker running this job stopped unexpectedly (killed or lost)")
+        status=Release.FAILED,
+        finished_at=timezone.now(),
+        stage="failed",
+        error="the worker running this job stopped unexpectedly (killed or lost)",
+    )
     if changed:
         _close_ledger(Release.objects.get(pk=release_id))
     return changed == 1
@@ -73,9 +80,9 @@ class _Progress:
         if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
             return
         self.last = now
-        if not Release.objects.filter(pk=self.release_id, status=Release.RUNNING,
-                                      cancel_requested_at__isnull=True).update(
-                progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]):
+        if not Release.objects.filter(
+            pk=self.release_id, status=Release.RUNNING, cancel_requested_at__isnull=True
+        ).update(progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]):
             _raise_if_cancelled(self.release_id)
 
     def fit(self, fraction: float, stage: str) -> None:
@@ -106,9 +113,15 @@ def execute_synthesis(release_id: int) -> None:
         os.replace(tmpdir, workdir)  # outputs appear all at once, never half-written
         rel = workdir.relative_to(settings.DATA_DIR)
         report = release.parent.report if release.is_draw else _report(result)
-        _finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report,
-                output_file=str(rel / "synthetic.csv"),
-                summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"))
+        _finish(
+            release_id,
+            status=Release.DONE,
+            progress=1.0,
+            stage="done",
+            report=report,
+            output_file=str(rel / "synthetic.csv"),
+            summary_file=release.parent.summary_file if release.is_draw else str(rel / "summary.npz"),
+        )
     except BaseException as exc:  # noqa: BLE001 - record every failure, including time limits
         shutil.rmtree(tmpdir, ignore_errors=True)
         if isinstance(exc, Cancelled):
@@ -137,12 +150,13 @@ def failure_text(exc: BaseException) -> str:
                 how = f" by {signal.Signals(256 + code).name}"
             except ValueError:
                 how = f" (exit code {code})"
-        return (f"the worker was shut down{how} while this job ran ({type(exc).__name__}); "
-                "submit the release again")
+        return f"the worker was shut down{how} while this job ran ({type(exc).__name__}); submit the release again"
     if isinstance(exc, MemoryError):
-        return (f"the job needed more memory than the limit of {settings.DPPORTAL_JOB_MEMORY_LIMIT_MB:,} MiB per "
-                "job (DPPORTAL_JOB_MEMORY_LIMIT_MB) and was stopped: ask for fewer rows or smaller parameters, "
-                "or exclude or coarsen columns")
+        return (
+            f"the job needed more memory than the limit of {settings.DPPORTAL_JOB_MEMORY_LIMIT_MB:,} MiB per "
+            "job (DPPORTAL_JOB_MEMORY_LIMIT_MB) and was stopped: ask for fewer rows or smaller parameters, "
+            "or exclude or coarsen columns"
+        )
     return (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
 
 
@@ -172,8 +186,9 @@ def _mark_data_touched(release_id: int) -> None:
     The two UPDATEs of the row are serialized, so either the flag is set first (the ledger then
     charges, never refunds) or the job is failed first (and nothing is read)."""
     _raise_if_cancelled(release_id)  # a cancel requested before the data is read: nothing read, refunded
-    if not Release.objects.filter(pk=release_id, status=Release.RUNNING,
-                                  cancel_requested_at__isnull=True).update(data_touched=True, stage="reading data"):
+    if not Release.objects.filter(pk=release_id, status=Release.RUNNING, cancel_requested_at__isnull=True).update(
+        data_touched=True, stage="reading data"
+    ):
         _raise_if_cancelled(release_id)
         raise RuntimeError(f"release {release_id} is no longer running here; its data was not read")
 
@@ -182,8 +197,15 @@ def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:
     schema = release.public_schema()
     progress(0.02, "preparing", force=True)
     resources.limit_threads(resources.threads_per_job())  # concurrency x threads <= cores
-    mech = build(release.mechanism, schema, epsilon=release.epsilon, delta=release.delta,
-                 params=release.params, noise=Noise.secure_backend(), progress=progress.fit)
+    mech = build(
+        release.mechanism,
+        schema,
+        epsilon=release.epsilon,
+        delta=release.delta,
+        params=release.params,
+        noise=Noise.secure_backend(),
+        progress=progress.fit,
+    )
     source = release.dataset.source(schema)
     result = run(mech, source, release.rows, on_data_access=lambda: _mark_data_touched(release.pk))
     progress(BAND_SAMPLE, "synthetic rows drawn", force=True)
@@ -196,8 +218,14 @@ def _draw(release: Release, progress: _Progress) -> RunnerRelease:
     cls = registry.get(origin.mechanism)
     with open(origin.summary_path(), "rb") as fh:
         summary = load_summary(fh)
-    mech = cls.from_summary(origin.public_schema(), summary, epsilon=float(exact(origin.epsilon)),
-                            delta=float(exact(origin.delta)), params=origin.params, noise=Noise.secure_backend())
+    mech = cls.from_summary(
+        origin.public_schema(),
+        summary,
+        epsilon=float(exact(origin.epsilon)),
+        delta=float(exact(origin.delta)),
+        params=origin.params,
+        noise=Noise.secure_backend(),
+    )
     progress(0.3, "drawing rows", force=True)
     t0 = time.perf_counter()
     synthetic = sample_conforming(mech.sample, mech.schema, release.rows)  # the public rules hold

@@ -49,9 +49,22 @@ import pandas as pd
 
 from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from ...base import Mechanism, ParamSpec
-from ...pgm import (QUALITY_L1_SENSITIVITY, CellTable, Clique, JunctionTreeSize, Measurement, Measurements,
-                  ModelTables, candidate_marginals, estimate, load_mbi, measure, release_programs,
-                  rho_of_measurement, sigma_for_rho)
+from ...pgm import (
+    QUALITY_L1_SENSITIVITY,
+    CellTable,
+    Clique,
+    JunctionTreeSize,
+    Measurement,
+    Measurements,
+    ModelTables,
+    candidate_marginals,
+    estimate,
+    load_mbi,
+    measure,
+    release_programs,
+    rho_of_measurement,
+    sigma_for_rho,
+)
 from ...schema import Schema, TableSource
 from . import guide
 
@@ -106,8 +119,10 @@ def workload_cliques(names: list[str], workload: str, target: str | None) -> lis
 
 def candidate_weights(names: list[str], workload: list[Clique]) -> dict[Clique, float]:
     """The workload's downward closure, each clique r weighted by sum_s |r ∩ s| (Section 4)."""
-    closure = sorted({sub for w in workload for k in range(1, len(w) + 1) for sub in itertools.combinations(w, k)},
-                     key=lambda c: (len(c), [names.index(a) for a in c]))
+    closure = sorted(
+        {sub for w in workload for k in range(1, len(w) + 1) for sub in itertools.combinations(w, k)},
+        key=lambda c: (len(c), [names.index(a) for a in c]),
+    )
     containing = {a: sum(a in w for w in workload) for a in names}  # sum_s |r ∩ s| = sum_{a in r} #{s: a in s}
     return {c: float(sum(containing[a] for a in c)) for c in closure}
 
@@ -128,23 +143,58 @@ class AIM(Mechanism):
     target_params = {"workload": "target"}
     target_how = "measures the marginals that contain {t} (workload 'target')"
     params = (
-        ParamSpec("workload", "choice", "all-2way", "Which marginals matter to analysts: all pairs of columns, "
-                  "all triples (slower, for higher-order relations), or every triple containing the target "
-                  "column (for models that predict it)", choices=WORKLOADS),
-        ParamSpec("target", "column", None, "The column analysts will predict (needed by workload=target)",
-                  optional=True),
-        ParamSpec("max_model_size", "float", 80.0, "Largest graphical model in MiB: larger models keep more "
-                  "relations but take more time and memory (the paper's default 80)", 1.0, 2048.0),
-        ParamSpec("max_rounds", "int", None, "Most selection rounds (default 16 x columns, the paper's, fewer "
-                  "when rows are few for the budget): fewer rounds put more budget on each measurement", 1,
-                  100_000, optional=True),
-        ParamSpec("iters", "int", 250, "Mirror-descent iterations of each round's model estimate, warm-started "
-                  "from the previous round (no privacy cost): more fits the noisy marginals more closely and "
-                  "takes longer", 50, 100_000),
-        ParamSpec("final_iters", "int", 500, "Mirror-descent iterations of the final estimate that the synthetic "
-                  "rows are drawn from, on every measurement, warm-started from the latest round's estimate (no "
-                  "privacy cost). 500 instead of the reference's 1000: at epsilon 10 on california_housing 1000 "
-                  "took 116 s of a 400 s release for 0.9% lower 2-way TVD (docs/mechanisms/aim.md)", 50, 100_000),
+        ParamSpec(
+            "workload",
+            "choice",
+            "all-2way",
+            "Which marginals matter to analysts: all pairs of columns, "
+            "all triples (slower, for higher-order relations), or every triple containing the target "
+            "column (for models that predict it)",
+            choices=WORKLOADS,
+        ),
+        ParamSpec(
+            "target", "column", None, "The column analysts will predict (needed by workload=target)", optional=True
+        ),
+        ParamSpec(
+            "max_model_size",
+            "float",
+            80.0,
+            "Largest graphical model in MiB: larger models keep more "
+            "relations but take more time and memory (the paper's default 80)",
+            1.0,
+            2048.0,
+        ),
+        ParamSpec(
+            "max_rounds",
+            "int",
+            None,
+            "Most selection rounds (default 16 x columns, the paper's, fewer "
+            "when rows are few for the budget): fewer rounds put more budget on each measurement",
+            1,
+            100_000,
+            optional=True,
+        ),
+        ParamSpec(
+            "iters",
+            "int",
+            250,
+            "Mirror-descent iterations of each round's model estimate, warm-started "
+            "from the previous round (no privacy cost): more fits the noisy marginals more closely and "
+            "takes longer",
+            50,
+            100_000,
+        ),
+        ParamSpec(
+            "final_iters",
+            "int",
+            500,
+            "Mirror-descent iterations of the final estimate that the synthetic "
+            "rows are drawn from, on every measurement, warm-started from the latest round's estimate (no "
+            "privacy cost). 500 instead of the reference's 1000: at epsilon 10 on california_housing 1000 "
+            "took 116 s of a 400 s release for 0.9% lower 2-way TVD (docs/mechanisms/aim.md)",
+            50,
+            100_000,
+        ),
     )
 
     def __init__(self, schema: Schema, **kw):
@@ -163,14 +213,18 @@ class AIM(Mechanism):
         names, sizes, weights = self._plan()
         rounds = self.params["max_rounds"]
         if rounds is not None and rounds < len(names):
-            raise ValueError(f"aim: max_rounds={rounds} is below the number of kept columns ({len(names)}): the "
-                             "first rounds measure every column's 1-way marginal with one round's budget each, "
-                             f"so max_rounds must be at least {len(names)} (or left empty for the default)")
+            raise ValueError(
+                f"aim: max_rounds={rounds} is below the number of kept columns ({len(names)}): the "
+                "first rounds measure every column's 1-way marginal with one round's budget each, "
+                f"so max_rounds must be at least {len(names)} (or left empty for the default)"
+            )
         limit = self.params["max_model_size"]
-        one_way_mb = sum(sizes.values()) * 8 / 2 ** 20
+        one_way_mb = sum(sizes.values()) * 8 / 2**20
         if one_way_mb > limit:
-            raise ValueError(f"aim: the 1-way model alone needs {one_way_mb:.1f} MiB, above max_model_size="
-                             f"{limit:g} MiB; raise the limit or declare fewer categories or bins")
+            raise ValueError(
+                f"aim: the 1-way model alone needs {one_way_mb:.1f} MiB, above max_model_size="
+                f"{limit:g} MiB; raise the limit or declare fewer categories or bins"
+            )
         cells = sum(math.prod(sizes[a] for a in c) for c in weights)
         if len(weights) > MAX_CANDIDATES or cells > MAX_CANDIDATE_CELLS:
             big = sorted(names, key=lambda a: -sizes[a])[:5]
@@ -179,7 +233,8 @@ class AIM(Mechanism):
                 f"marginals with {cells:,} cells, above the limits of {MAX_CANDIDATES:,} marginals and "
                 f"{MAX_CANDIDATE_CELLS:,} cells; the largest columns are "
                 f"{', '.join(f'{a} ({sizes[a]} cells)' for a in big)}: choose a smaller workload (all-2way or "
-                f"target), exclude columns, or declare fewer categories or bins")
+                f"target), exclude columns, or declare fewer categories or bins"
+            )
 
     # -- fit: the only step that reads private data ------------------------------------------------
     def _fit(self, source: TableSource) -> None:
@@ -215,15 +270,19 @@ class AIM(Mechanism):
             candidates = self._filter(model, names, sizes, weights, size_limit)
             fitted = candidate_marginals(mbi, model, candidates, n)
             bias = math.sqrt(2 / math.pi) * sigma
-            scores = [weights[c] * (float(np.abs(table.counts(c) - fitted[c]).sum()) - bias * fitted[c].size)
-                      for c in candidates]
+            scores = [
+                weights[c] * (float(np.abs(table.counts(c) - fitted[c]).sum()) - bias * fitted[c].size)
+                for c in candidates
+            ]
             chosen = candidates[self.noise.select_max_zcdp(scores, sensitivity=sensitivity, rho=rho_select)]
             y = measure(self.noise, table.counts(chosen), sigma)
             spent += [rho_select, rho_of_measurement(sigma)]
             log.add(Measurement(chosen, y, sigma))
             self.selected.append((list(chosen), sigma))
-            self.progress(min(math.fsum(spent) / rho, 0.99), f"round {len(self.selected)}: budget "
-                          f"{100 * math.fsum(spent) / rho:.0f}% used")
+            self.progress(
+                min(math.fsum(spent) / rho, 0.99),
+                f"round {len(self.selected)}: budget {100 * math.fsum(spent) / rho:.0f}% used",
+            )
             if last:  # no round estimate: it would only decide annealing; the final estimate fits this measurement
                 break
             before = fitted[chosen]
@@ -267,19 +326,31 @@ class AIM(Mechanism):
             "the model-size limit and the number of rounds are public parameters, not tuned on the data",
         ]
         return PrivacyCost(
-            epsilon=self.epsilon, delta=self.delta, guarantee="approximate", caveats=tuple(caveats),
-            details={"zcdp_rho": rho, "epsilon_from_rho": zcdp_epsilon(rho, self.delta),
-                     "round_split": f"{MEASURE_SHARE:g} measurement (Gaussian), {1 - MEASURE_SHARE:g} selection "
-                                    "(exponential mechanism)",
-                     "marginal_l2_sensitivity": "sqrt(2)", "selection_score_sensitivity": "2 x max weight"},
+            epsilon=self.epsilon,
+            delta=self.delta,
+            guarantee="approximate",
+            caveats=tuple(caveats),
+            details={
+                "zcdp_rho": rho,
+                "epsilon_from_rho": zcdp_epsilon(rho, self.delta),
+                "round_split": f"{MEASURE_SHARE:g} measurement (Gaussian), {1 - MEASURE_SHARE:g} selection "
+                "(exponential mechanism)",
+                "marginal_l2_sensitivity": "sqrt(2)",
+                "selection_score_sensitivity": "2 x max weight",
+            },
         )
 
     def report(self) -> dict:
         if not hasattr(self, "selected"):
             return {}
-        return {"rounds": len(self.selected), "selected": [c for c, _ in self.selected],
-                "sigmas": [s for _, s in self.selected], "rho": getattr(self, "rho", None),
-                "rho_spent": getattr(self, "rho_spent", None), "model_cliques": [list(c) for c in self.model.cliques]}
+        return {
+            "rounds": len(self.selected),
+            "selected": [c for c, _ in self.selected],
+            "sigmas": [s for _, s in self.selected],
+            "rho": getattr(self, "rho", None),
+            "rho_spent": getattr(self, "rho_spent", None),
+            "model_cliques": [list(c) for c in self.model.cliques],
+        }
 
     def summary(self) -> dict[str, Any]:
         out = self.model.to_summary()

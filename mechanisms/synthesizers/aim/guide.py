@@ -43,13 +43,20 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
     # at most (T - d) / P of them are measured (T = d: 1-way marginals and the last round only)
     pairs = max(s.d * (s.d - 1) // 2, 1)
     share = min(1.0, max(rounds - s.d, 1) / pairs)
-    return gaussian_errors(s, sigma, (gain_1way, AIM_GAIN), AIM_PENALTY,
-                           f"Gaussian noise sigma = {sigma:.3g} per measured marginal cell ({rounds} rounds)",
-                           [f"unexplained structure {AIM_PENALTY} (gains and penalty fitted on dpportal's AIM "
-                            "in the grid run, docs/recommend.md)"],
-                           sampling=covered_sampling(1.0, AIM_PARENT_CELLS) if f == REPLACE_ONE_L2 else 1.0,
-                           measured_share=share,
-                           sampling_1way=PGM_SAMPLING_1WAY if f == REPLACE_ONE_L2 else 1.0)
+    return gaussian_errors(
+        s,
+        sigma,
+        (gain_1way, AIM_GAIN),
+        AIM_PENALTY,
+        f"Gaussian noise sigma = {sigma:.3g} per measured marginal cell ({rounds} rounds)",
+        [
+            f"unexplained structure {AIM_PENALTY} (gains and penalty fitted on dpportal's AIM "
+            "in the grid run, docs/recommend.md)"
+        ],
+        sampling=covered_sampling(1.0, AIM_PARENT_CELLS) if f == REPLACE_ONE_L2 else 1.0,
+        measured_share=share,
+        sampling_1way=PGM_SAMPLING_1WAY if f == REPLACE_ONE_L2 else 1.0,
+    )
 
 
 def near_uniform(s: Setting) -> str | None:
@@ -92,8 +99,9 @@ def work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: 
     paper = ROUNDS_PER_COLUMN * len(names)
     rounds = int(param_or_default(params, "max_rounds", 0) or 0) or default_rounds(n, rho, list(sizes.values()))
     share = min(rounds, paper) / max(paper, 1)
-    return float(cells * math.sqrt(max(sizes.values(), default=1)) * len(names) * rho ** AIM_RHO_POWER
-                 * share ** AIM_ROUNDS_POWER)
+    return float(
+        cells * math.sqrt(max(sizes.values(), default=1)) * len(names) * rho**AIM_RHO_POWER * share**AIM_ROUNDS_POWER
+    )
 
 
 # Run time: `python -m benchmarks.calibration.runtime_calibration --from-grid --log docs/data/benchmarks-aim-alone.jsonl`
@@ -101,39 +109,50 @@ def work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: 
 # measured / predicted on those releases (0.32-3.11), the low end a worker that has run it before (Private-PGM's
 # compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API, docs/benchmarks-estimates.md, down
 # to 0.13x of the central estimate); calibrated on tables of up to 24 columns.
-RUNTIME = RuntimeModel(0.0, 0.000262, work, range=(0.1, 3.2), calibrated_columns=24,
-                       range_reason="AIM chooses which marginals to measure from noisy answers on the data, so the "
-                                    "models it builds, and its time, cannot be known from public inputs; " + WARM_WORKER)
+RUNTIME = RuntimeModel(
+    0.0,
+    0.000262,
+    work,
+    range=(0.1, 3.2),
+    calibrated_columns=24,
+    range_reason="AIM chooses which marginals to measure from noisy answers on the data, so the "
+    "models it builds, and its time, cannot be known from public inputs; " + WARM_WORKER,
+)
 
 STEWARD_HELP = {
     "workload": "Which combinations matter: every pair, every triple (slower), or every triple with the "
-                "target column (for models that predict it).",
+    "target column (for models that predict it).",
     "target": "The column models will predict (only for the 'target' workload).",
-    "max_model_size": "Largest model in MiB. Larger: keeps more relations between columns, more time and "
-                      "memory.",
+    "max_model_size": "Largest model in MiB. Larger: keeps more relations between columns, more time and memory.",
     "max_rounds": "Most measurement rounds. Fewer: more budget (less noise) per measurement, fewer "
-                  "relations captured. Empty: 16 x the number of columns, fewer when the rows are few "
-                  "for the budget.",
+    "relations captured. Empty: 16 x the number of columns, fewer when the rows are few "
+    "for the budget.",
     "iters": "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
     "final_iters": "Fitting steps of the final model the rows are drawn from. More: follows the noisy "
-                   "measurements more closely, a little more time. No privacy cost.",
+    "measurements more closely, a little more time. No privacy cost.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`; "aim:target"
 # is AIM with the workload around the target (target_params).
-MEASURED_TSTR = {('aim', 0.1): {'adult': (0.82, 0.85),
-                'bank_marketing': (0.549, 0.828),
-                'credit_default_taiwan': (0.656, 0.728),
-                'german_credit': (0.558, 0.775)},
- ('aim', 1.0): {'adult': (0.83, 0.85),
-                'bank_marketing': (0.603, 0.829),
-                'credit_default_taiwan': (0.698, 0.728),
-                'german_credit': (0.546, 0.775)},
- ('aim', 10.0): {'adult': (0.823, 0.85), 'bank_marketing': (0.766, 0.829), 'german_credit': (0.701, 0.775)},
- ('aim:target', 0.1): {'adult': (0.817, 0.85),
-                       'bank_marketing': (0.552, 0.829),
-                       'credit_default_taiwan': (0.692, 0.728),
-                       'german_credit': (0.464, 0.775)},
- ('aim:target', 1.0): {'adult': (0.833, 0.85),
-                       'bank_marketing': (0.658, 0.829),
-                       'german_credit': (0.509, 0.775)}}
+MEASURED_TSTR = {
+    ("aim", 0.1): {
+        "adult": (0.82, 0.85),
+        "bank_marketing": (0.549, 0.828),
+        "credit_default_taiwan": (0.656, 0.728),
+        "german_credit": (0.558, 0.775),
+    },
+    ("aim", 1.0): {
+        "adult": (0.83, 0.85),
+        "bank_marketing": (0.603, 0.829),
+        "credit_default_taiwan": (0.698, 0.728),
+        "german_credit": (0.546, 0.775),
+    },
+    ("aim", 10.0): {"adult": (0.823, 0.85), "bank_marketing": (0.766, 0.829), "german_credit": (0.701, 0.775)},
+    ("aim:target", 0.1): {
+        "adult": (0.817, 0.85),
+        "bank_marketing": (0.552, 0.829),
+        "credit_default_taiwan": (0.692, 0.728),
+        "german_credit": (0.464, 0.775),
+    },
+    ("aim:target", 1.0): {"adult": (0.833, 0.85), "bank_marketing": (0.658, 0.829), "german_credit": (0.509, 0.775)},
+}

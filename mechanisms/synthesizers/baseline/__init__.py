@@ -85,16 +85,30 @@ class Baseline(Mechanism):
         if self.params["noise_type"] == "gaussian":
             rho = zcdp_rho(self.epsilon, self.delta)
             return PrivacyCost(
-                epsilon=self.epsilon, delta=self.delta, guarantee="approximate",
-                caveats=(independent, f"accounted in zero-concentrated DP: rho = {rho:.6g} for the d histograms, "
-                                      "converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound"),
-                details={"zcdp_rho": rho, "histogram_l2_sensitivity": "sqrt(2)",
-                         "discrete_gaussian_sigma": self.noise_scale()},
+                epsilon=self.epsilon,
+                delta=self.delta,
+                guarantee="approximate",
+                caveats=(
+                    independent,
+                    f"accounted in zero-concentrated DP: rho = {rho:.6g} for the d histograms, "
+                    "converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound",
+                ),
+                details={
+                    "zcdp_rho": rho,
+                    "histogram_l2_sensitivity": "sqrt(2)",
+                    "discrete_gaussian_sigma": self.noise_scale(),
+                },
             )
         return PrivacyCost(
-            epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=(independent,),
-            details={"per_column_epsilon": self.epsilon / d, "histogram_l1_sensitivity": SENSITIVITY,
-                     "discrete_laplace_scale": 2 * d / self.epsilon},
+            epsilon=self.epsilon,
+            delta=0.0,
+            guarantee="pure",
+            caveats=(independent,),
+            details={
+                "per_column_epsilon": self.epsilon / d,
+                "histogram_l1_sensitivity": SENSITIVITY,
+                "discrete_laplace_scale": 2 * d / self.epsilon,
+            },
         )
 
     def summary(self) -> dict[str, Any]:

@@ -25,15 +25,23 @@ STEWARD_HELP = {
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
-MEASURED_TSTR = {('baseline', 0.1): {'adult': (0.517, 0.85),
-                     'bank_marketing': (0.512, 0.829),
-                     'credit_default_taiwan': (0.506, 0.728),
-                     'german_credit': (0.485, 0.775)},
- ('baseline', 1.0): {'adult': (0.447, 0.85),
-                     'bank_marketing': (0.476, 0.828),
-                     'credit_default_taiwan': (0.481, 0.712),
-                     'german_credit': (0.472, 0.775)},
- ('baseline', 10.0): {'adult': (0.496, 0.85),
-                      'bank_marketing': (0.529, 0.828),
-                      'credit_default_taiwan': (0.495, 0.72),
-                      'german_credit': (0.469, 0.775)}}
+MEASURED_TSTR = {
+    ("baseline", 0.1): {
+        "adult": (0.517, 0.85),
+        "bank_marketing": (0.512, 0.829),
+        "credit_default_taiwan": (0.506, 0.728),
+        "german_credit": (0.485, 0.775),
+    },
+    ("baseline", 1.0): {
+        "adult": (0.447, 0.85),
+        "bank_marketing": (0.476, 0.828),
+        "credit_default_taiwan": (0.481, 0.712),
+        "german_credit": (0.472, 0.775),
+    },
+    ("baseline", 10.0): {
+        "adult": (0.496, 0.85),
+        "bank_marketing": (0.529, 0.828),
+        "credit_default_taiwan": (0.495, 0.72),
+        "german_credit": (0.469, 0.775),
+    },
+}

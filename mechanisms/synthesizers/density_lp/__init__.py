@@ -98,14 +98,14 @@ GAMMA = 0.25
 M_CAP = 20_000
 LP_NNZ_CAP = 6_000_000
 # The perturbed histogram noises every cell of the domain (secure discrete Laplace ~0.7 s per 1e5).
-HISTOGRAM_MAX_CELLS = 2 ** 21
+HISTOGRAM_MAX_CELLS = 2**21
 # The Bernstein lattice has (k+1)^p points; keep it small enough for float noise (~2 s per 1e5).
 BERNSTEIN_MAX_DIM = 3
 BERNSTEIN_MAX_LATTICE_POINTS = 20_000
 DEFAULT_LATTICE = {1: 64, 2: 24, 3: 10}  # cover size k per dimension p ((k+1)^p <= 1,331 points)
 # mu from the Bernstein estimate is sampled piecewise-constant on a grid of this many cells
 # (post-processing: it only changes utility, never privacy).
-SAMPLING_GRID_CELLS = 2 ** 18
+SAMPLING_GRID_CELLS = 2**18
 KDE_CHUNK = 2_000_000  # floats per chunk when summing kernels over records
 SOLVER_TIME_LIMIT_S = 600.0
 # HiGHS interior point WITHOUT crossover: an optimal point inside the optimal face, so h* spreads its
@@ -126,6 +126,7 @@ REFERENCES = ("auto", "uniform", "histogram", "product", "bernstein")
 # ---------------------------------------------------------------------------------------------------
 # Test functions: indicators of all marginal cells up to a degree
 # ---------------------------------------------------------------------------------------------------
+
 
 def marginal_tables(n_columns: int, degree: int) -> list[tuple[int, ...]]:
     """All column subsets S with 1 <= |S| <= degree (the constant function is implied by sum h = 1)."""
@@ -149,8 +150,9 @@ def function_rows(cells: np.ndarray, sizes: list[int], tables: list[tuple[int, .
     return rows
 
 
-def marginal_counts(cells: np.ndarray, sizes: list[int], tables: list[tuple[int, ...]],
-                    weights: np.ndarray | None = None) -> np.ndarray:
+def marginal_counts(
+    cells: np.ndarray, sizes: list[int], tables: list[tuple[int, ...]], weights: np.ndarray | None = None
+) -> np.ndarray:
     """Stacked integer counts of every marginal cell (length |F|). ``weights`` are record multiplicities."""
     n_functions = int(table_offsets(sizes, tables)[-1])
     rows = function_rows(cells, sizes, tables)
@@ -172,8 +174,10 @@ def design_matrix(points: np.ndarray, sizes: list[int], tables: list[tuple[int, 
 # Step 3: the linear program
 # ---------------------------------------------------------------------------------------------------
 
-def _highs(c: np.ndarray, a_ub: sparse.spmatrix, b_ub: np.ndarray, a_eq: sparse.spmatrix,
-           bounds: np.ndarray) -> np.ndarray:
+
+def _highs(
+    c: np.ndarray, a_ub: sparse.spmatrix, b_ub: np.ndarray, a_eq: sparse.spmatrix, bounds: np.ndarray
+) -> np.ndarray:
     """Solve with LP_METHOD / LP_OPTIONS; if the interior point method stops short of optimality
     (it can stall on tight, degenerate instances), solve again with crossover, which finishes the
     interior point with the simplex method."""
@@ -181,15 +185,24 @@ def _highs(c: np.ndarray, a_ub: sparse.spmatrix, b_ub: np.ndarray, a_eq: sparse.
     for method, options in ((LP_METHOD, LP_OPTIONS), (LP_METHOD, {"run_crossover": "on", "presolve": True})):
         with warnings.catch_warnings():  # SciPy warns that it passes run_crossover to HiGHS verbatim
             warnings.simplefilter("ignore", OptimizeWarning)
-            res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds, method=method,
-                          options={"time_limit": SOLVER_TIME_LIMIT_S, **options})
+            res = linprog(
+                c,
+                A_ub=a_ub,
+                b_ub=b_ub,
+                A_eq=a_eq,
+                b_eq=[1.0],
+                bounds=bounds,
+                method=method,
+                options={"time_limit": SOLVER_TIME_LIMIT_S, **options},
+            )
         if res.status == 0 and res.x is not None:
             return res.x
     raise RuntimeError(f"the density LP did not solve: HiGHS status {res.status} ({res.message})")
 
 
-def solve_density_lp(A: sparse.spmatrix, targets: np.ndarray, *, tie_break: bool = False
-                     ) -> tuple[np.ndarray, float, dict]:
+def solve_density_lp(
+    A: sparse.spmatrix, targets: np.ndarray, *, tie_break: bool = False
+) -> tuple[np.ndarray, float, dict]:
     """min_h max_f |(A h)_f - y_f| over densities h (y = targets), in epigraph form:
 
         minimise t  s.t.  A h - t <= y,  -A h - t <= -y,  sum h = 1,  h >= 0, t >= 0.
@@ -226,9 +239,14 @@ def solve_density_lp(A: sparse.spmatrix, targets: np.ndarray, *, tie_break: bool
     h = h / h.sum()
     t_star = max(float(x[-1]), float(np.max(np.abs(A @ h - y), initial=0.0)), t_floor)
     seconds_max = time.perf_counter() - t0
-    info = {"lp_rows": int(a_ub.shape[0] + 1), "lp_columns": int(g + 1), "lp_nonzeros": int(a_ub.nnz + g),
-            "lp_rows_folded": int(2 * (n_all - n_f)), "solve_seconds_max_error": round(seconds_max, 3),
-            "solver": f"scipy.optimize.linprog(method={LP_METHOD!r}, {LP_OPTIONS})"}
+    info = {
+        "lp_rows": int(a_ub.shape[0] + 1),
+        "lp_columns": int(g + 1),
+        "lp_nonzeros": int(a_ub.nnz + g),
+        "lp_rows_folded": int(2 * (n_all - n_f)),
+        "solve_seconds_max_error": round(seconds_max, 3),
+        "solver": f"scipy.optimize.linprog(method={LP_METHOD!r}, {LP_OPTIONS})",
+    }
     if tie_break and n_f > 0:
         cap = t_star * (1 + TIE_BREAK_SLACK) + 1e-12
         minus_eye = -sparse.identity(n_f, format="csr")
@@ -250,6 +268,7 @@ def solve_density_lp(A: sparse.spmatrix, targets: np.ndarray, *, tie_break: bool
 # ---------------------------------------------------------------------------------------------------
 # Reference measures
 # ---------------------------------------------------------------------------------------------------
+
 
 def perturbed_histogram(counts: np.ndarray, *, epsilon: float, noise: Noise) -> np.ndarray:
     """Algorithm 2's noisy counts C_j + w_j (before clipping), discrete Laplace of scale 2/epsilon.
@@ -280,7 +299,7 @@ def bernstein_sensitivity(*, n: int, dim: int, lattice: int, bandwidth: float) -
     k0 = (2 * math.pi) ** (-dim / 2)
     pointwise = (lattice + 1) ** dim * k0  # (k+1)^p * S(F) * n h^p
     overlap = 2.0 * kernel_lattice_bound(lattice, bandwidth) ** dim
-    return min(pointwise, overlap) / (n * bandwidth ** dim)
+    return min(pointwise, overlap) / (n * bandwidth**dim)
 
 
 def kde_on_lattice(unit: np.ndarray, *, lattice: int, bandwidth: float) -> np.ndarray:
@@ -290,9 +309,11 @@ def kde_on_lattice(unit: np.ndarray, *, lattice: int, bandwidth: float) -> np.nd
     total = np.zeros((lattice + 1,) * p)
     chunk = max(1, KDE_CHUNK // ((lattice + 1) ** max(p - 1, 1)))
     for start in range(0, n, chunk):
-        x = unit[start:start + chunk]
-        phis = [np.exp(-0.5 * ((grid[None, :] - x[:, d:d + 1]) / bandwidth) ** 2) / math.sqrt(2 * math.pi)
-                for d in range(p)]
+        x = unit[start : start + chunk]
+        phis = [
+            np.exp(-0.5 * ((grid[None, :] - x[:, d : d + 1]) / bandwidth) ** 2) / math.sqrt(2 * math.pi)
+            for d in range(p)
+        ]
         acc = phis[0]
         for d in range(1, p - 1):
             acc = (acc[:, :, None] * phis[d][:, None, :]).reshape(len(x), -1)
@@ -300,7 +321,7 @@ def kde_on_lattice(unit: np.ndarray, *, lattice: int, bandwidth: float) -> np.nd
             total += acc.sum(axis=0)
         else:
             total += (acc.T @ phis[-1]).reshape((lattice + 1,) * p)
-    return total / (n * bandwidth ** p)
+    return total / (n * bandwidth**p)
 
 
 def bernstein_transform(lattice: int, order: int) -> np.ndarray:
@@ -335,12 +356,13 @@ def bernstein_grid_density(coefficients: np.ndarray, *, order: int, grid: int) -
 # Default sizes from the theorems
 # ---------------------------------------------------------------------------------------------------
 
+
 def theorem_m(reference: str, n_functions: int, domain_size: int) -> int:
     """m from Theorem II.1 / B.1 (uniform: K = |Omega|) and Cor. III.1.1 / Thm IV.1 (m >= 2K|F|/(delta^2 gamma)
     with the unknown constant K taken as 1), at delta = ACCURACY_DELTA, gamma = GAMMA."""
-    base = n_functions / (ACCURACY_DELTA ** 2 * GAMMA)
+    base = n_functions / (ACCURACY_DELTA**2 * GAMMA)
     factor = float(domain_size) if reference == "uniform" else 2.0
-    return int(min(math.ceil(factor * base), 10 ** 12))
+    return int(min(math.ceil(factor * base), 10**12))
 
 
 def default_m(reference: str, n_functions: int, domain_size: int, n_tables: int) -> int:
@@ -358,13 +380,16 @@ def default_bandwidth(n: int, dim: int, lattice: int) -> float:
 # The mechanism
 # ---------------------------------------------------------------------------------------------------
 
+
 class DensityLP(Mechanism):
     """Boedihardjo et al.'s Algorithm 1 with a private reference measure (Bojkovic & Loh)."""
 
     name = "density-lp"
     title = "Private density estimate + LP reweighting"
-    paper = ("Bojkovic & Loh, Differentially Private Synthetic Data with Private Density Estimation "
-             "(Algorithms 1-3); Boedihardjo, Strohmer & Vershynin")
+    paper = (
+        "Bojkovic & Loh, Differentially Private Synthetic Data with Private Density Estimation "
+        "(Algorithms 1-3); Boedihardjo, Strohmer & Vershynin"
+    )
     # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
     predict_accuracy = staticmethod(guide.predict_accuracy)
     near_uniform = staticmethod(guide.near_uniform)
@@ -374,25 +399,75 @@ class DensityLP(Mechanism):
     speed_rank = 4
     target_structure = "joint"
     params = (
-        ParamSpec("reference", "choice", "auto",
-                  "reference measure mu: 'uniform' (no budget), 'histogram' (perturbed histogram, small "
-                  "domains), 'product' (product of perturbed 1-way histograms), 'bernstein' (private KDE, "
-                  "all-numeric tables with at most 3 columns), 'auto' (histogram when the cell domain is "
-                  "small, else product)", choices=REFERENCES),
-        ParamSpec("degree", "int", 2, "marginal degree k: test functions are all marginal cells of up to k "
-                  "columns", minimum=1, maximum=3),
-        ParamSpec("split", "float", 0.5, "fraction of epsilon spent on mu (histogram / product / bernstein); the rest "
-                  "goes to the noisy marginals of the LP", minimum=0.05, maximum=0.95),
-        ParamSpec("m", "int", None, "number of reference points (default: the theorems' requirement, "
-                  f"capped at {M_CAP} and by the LP size)", minimum=1, maximum=1_000_000, optional=True),
-        ParamSpec("lattice", "int", None, "Bernstein cover size k (lattice {0,1/k,..,1}^p); default by p: "
-                  f"{DEFAULT_LATTICE}", minimum=1, maximum=200, optional=True),
-        ParamSpec("bandwidth", "float", None, "Bernstein KDE bandwidth h on the unit scale (default "
-                  "max((log n/n)^(1/p), 1/k))", minimum=1e-3, maximum=1.0, optional=True),
-        ParamSpec("tie_break", "bool", False, "solve a second LP that picks, among the minimisers of the max "
-                  "error, one with the smallest total error (better average marginals, about 3-4x the LP time)"),
-        ParamSpec("bernstein_order", "int", 1, "order of the iterated Bernstein operator (1 = plain "
-                  "Bernstein polynomial, never negative)", minimum=1, maximum=4),
+        ParamSpec(
+            "reference",
+            "choice",
+            "auto",
+            "reference measure mu: 'uniform' (no budget), 'histogram' (perturbed histogram, small "
+            "domains), 'product' (product of perturbed 1-way histograms), 'bernstein' (private KDE, "
+            "all-numeric tables with at most 3 columns), 'auto' (histogram when the cell domain is "
+            "small, else product)",
+            choices=REFERENCES,
+        ),
+        ParamSpec(
+            "degree",
+            "int",
+            2,
+            "marginal degree k: test functions are all marginal cells of up to k columns",
+            minimum=1,
+            maximum=3,
+        ),
+        ParamSpec(
+            "split",
+            "float",
+            0.5,
+            "fraction of epsilon spent on mu (histogram / product / bernstein); the rest "
+            "goes to the noisy marginals of the LP",
+            minimum=0.05,
+            maximum=0.95,
+        ),
+        ParamSpec(
+            "m",
+            "int",
+            None,
+            f"number of reference points (default: the theorems' requirement, capped at {M_CAP} and by the LP size)",
+            minimum=1,
+            maximum=1_000_000,
+            optional=True,
+        ),
+        ParamSpec(
+            "lattice",
+            "int",
+            None,
+            f"Bernstein cover size k (lattice {{0,1/k,..,1}}^p); default by p: {DEFAULT_LATTICE}",
+            minimum=1,
+            maximum=200,
+            optional=True,
+        ),
+        ParamSpec(
+            "bandwidth",
+            "float",
+            None,
+            "Bernstein KDE bandwidth h on the unit scale (default max((log n/n)^(1/p), 1/k))",
+            minimum=1e-3,
+            maximum=1.0,
+            optional=True,
+        ),
+        ParamSpec(
+            "tie_break",
+            "bool",
+            False,
+            "solve a second LP that picks, among the minimisers of the max "
+            "error, one with the smallest total error (better average marginals, about 3-4x the LP time)",
+        ),
+        ParamSpec(
+            "bernstein_order",
+            "int",
+            1,
+            "order of the iterated Bernstein operator (1 = plain Bernstein polynomial, never negative)",
+            minimum=1,
+            maximum=4,
+        ),
         NOISE_MODE,
     )
     gaussian_mode = True
@@ -422,25 +497,31 @@ class DensityLP(Mechanism):
             dim = len(self.sizes)
             self.lattice = self.params["lattice"] or DEFAULT_LATTICE[dim]
             if (self.lattice + 1) ** dim > BERNSTEIN_MAX_LATTICE_POINTS:
-                raise ValueError(f"the Bernstein lattice has (k+1)^p = {(self.lattice + 1) ** dim} points, more "
-                                 f"than {BERNSTEIN_MAX_LATTICE_POINTS}; lower lattice (got lattice={self.lattice})")
+                raise ValueError(
+                    f"the Bernstein lattice has (k+1)^p = {(self.lattice + 1) ** dim} points, more "
+                    f"than {BERNSTEIN_MAX_LATTICE_POINTS}; lower lattice (got lattice={self.lattice})"
+                )
         self.info: dict[str, Any] = {}
 
     def _resolve_reference(self, choice: str) -> str:
         if choice == "auto":
             return "histogram" if self.domain_size <= HISTOGRAM_MAX_CELLS else "product"
         if choice == "histogram" and self.domain_size > HISTOGRAM_MAX_CELLS:
-            raise ValueError(f"reference='histogram' noises every cell of the domain, which has "
-                             f"{self.domain_size:.3g} cells (limit {HISTOGRAM_MAX_CELLS}); use reference='product' "
-                             "or 'uniform', or fewer columns / bins")
+            raise ValueError(
+                f"reference='histogram' noises every cell of the domain, which has "
+                f"{self.domain_size:.3g} cells (limit {HISTOGRAM_MAX_CELLS}); use reference='product' "
+                "or 'uniform', or fewer columns / bins"
+            )
         if choice == "bernstein":
             bad = [c.name for c in self.schema.kept if not c.is_numeric]
             if bad:
-                raise ValueError(f"reference='bernstein' needs numeric columns only (data on [0,1]^p), got "
-                                 f"categorical {bad}")
+                raise ValueError(
+                    f"reference='bernstein' needs numeric columns only (data on [0,1]^p), got categorical {bad}"
+                )
             if len(self.sizes) > BERNSTEIN_MAX_DIM:
-                raise ValueError(f"reference='bernstein' supports at most {BERNSTEIN_MAX_DIM} columns, got "
-                                 f"p={len(self.sizes)}")
+                raise ValueError(
+                    f"reference='bernstein' supports at most {BERNSTEIN_MAX_DIM} columns, got p={len(self.sizes)}"
+                )
         return choice
 
     # -- Algorithm 1 ------------------------------------------------------------------------------
@@ -475,8 +556,9 @@ class DensityLP(Mechanism):
         self.fitted = True
         return self
 
-    def _reference_points(self, cells: np.ndarray, unit: np.ndarray | None, n: int,
-                          weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    def _reference_points(
+        self, cells: np.ndarray, unit: np.ndarray | None, n: int, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """Step 1: m points from mu (cells for discrete references; unit-cube points for bernstein)."""
         rng = self.noise.rng
         if self.reference == "uniform":
@@ -519,8 +601,13 @@ class DensityLP(Mechanism):
         else:
             scale = laplace_scale(sensitivity=sens, epsilon=self.eps_mu)
             coefficients = self.noise.laplace_float(values, scale=scale)  # the private release of mu
-        self.info.update(bernstein_lattice=self.lattice, bernstein_bandwidth=h, bernstein_sensitivity=sens,
-                         bernstein_scale=scale, bernstein_order=self.params["bernstein_order"])
+        self.info.update(
+            bernstein_lattice=self.lattice,
+            bernstein_bandwidth=h,
+            bernstein_sensitivity=sens,
+            bernstein_scale=scale,
+            bernstein_order=self.params["bernstein_order"],
+        )
         # post-processing: sample m points from the clipped estimate, piecewise constant on a fine grid
         grid = max(2, int(round(SAMPLING_GRID_CELLS ** (1.0 / dim))))
         dens = bernstein_grid_density(coefficients, order=self.params["bernstein_order"], grid=grid).ravel()
@@ -546,8 +633,9 @@ class DensityLP(Mechanism):
             scale = math.sqrt(tables / (self.rho_mu if part == "mu" else self.rho_lp))
             self.info[key] = scale
             return self.noise.gaussian_int(counts, scale=scale)
-        scale = laplace_scale(sensitivity=COUNT_SENSITIVITY_PER_TABLE * tables,
-                              epsilon=self.eps_mu if part == "mu" else self.eps_lp)
+        scale = laplace_scale(
+            sensitivity=COUNT_SENSITIVITY_PER_TABLE * tables, epsilon=self.eps_mu if part == "mu" else self.eps_lp
+        )
         self.info[key] = scale
         return self.noise.laplace_int(counts, scale=scale)
 
@@ -562,8 +650,13 @@ class DensityLP(Mechanism):
         A = design_matrix(groups, self.sizes, self.tables)
         h_groups, t_star, info = solve_density_lp(A, targets, tie_break=self.params["tie_break"])
         self.t_star = t_star
-        self.info.update(info, m=int(len(ref_cells)), distinct_reference_points=int(len(groups)),
-                         functions=self.n_functions, tables=len(self.tables))
+        self.info.update(
+            info,
+            m=int(len(ref_cells)),
+            distinct_reference_points=int(len(groups)),
+            functions=self.n_functions,
+            tables=len(self.tables),
+        )
         if ref_unit is None:
             keep = h_groups > 0
             self.points, self.weights, self.encoding = groups[keep], h_groups[keep], "cells"
@@ -584,46 +677,74 @@ class DensityLP(Mechanism):
 
     # -- reports ----------------------------------------------------------------------------------
     def privacy_cost(self) -> PrivacyCost:
-        details = {"reference": self.reference, "epsilon_reference": self.eps_mu, "epsilon_marginals": self.eps_lp,
-                   "marginal_tables": len(self.tables), "marginal_count_l1_sensitivity":
-                   COUNT_SENSITIVITY_PER_TABLE * len(self.tables), "marginal_count_noise": "discrete Laplace"}
+        details = {
+            "reference": self.reference,
+            "epsilon_reference": self.eps_mu,
+            "epsilon_marginals": self.eps_lp,
+            "marginal_tables": len(self.tables),
+            "marginal_count_l1_sensitivity": COUNT_SENSITIVITY_PER_TABLE * len(self.tables),
+            "marginal_count_noise": "discrete Laplace",
+        }
         if self.reference == "histogram":
             details.update(histogram_l1_sensitivity=HISTOGRAM_SENSITIVITY, histogram_noise="discrete Laplace")
         if self.reference == "product":
-            details.update(histogram_l1_sensitivity=HISTOGRAM_SENSITIVITY * len(self.sizes),
-                           histogram_noise="discrete Laplace")
+            details.update(
+                histogram_l1_sensitivity=HISTOGRAM_SENSITIVITY * len(self.sizes), histogram_noise="discrete Laplace"
+            )
         for key in ("marginal_count_scale", "histogram_scale", "bernstein_sensitivity", "bernstein_scale"):
             if key in self.info:
                 details[key] = self.info[key]
-        caveats = ["the paper's accuracy guarantee (8*delta-accurate marginals) assumes i.i.d. data and "
-                   "lower bounds on n and m; privacy does not depend on them"]
+        caveats = [
+            "the paper's accuracy guarantee (8*delta-accurate marginals) assumes i.i.d. data and "
+            "lower bounds on n and m; privacy does not depend on them"
+        ]
         if self.reference == "product":
-            caveats.append("product reference (product of noisy one-way histograms) is an extension: the paper's "
-                           "accuracy theorem covers uniform, histogram and Bernstein references only")
+            caveats.append(
+                "product reference (product of noisy one-way histograms) is an extension: the paper's "
+                "accuracy theorem covers uniform, histogram and Bernstein references only"
+            )
         if self.reference == "bernstein":
-            caveats.append("Bernstein reference: the lattice noise is on floats (OpenDP exact sampler in "
-                           "secure mode); reference points are drawn from the clipped estimate on a fine grid "
-                           "(post-processing, utility only)")
+            caveats.append(
+                "Bernstein reference: the lattice noise is on floats (OpenDP exact sampler in "
+                "secure mode); reference points are drawn from the clipped estimate on a fine grid "
+                "(post-processing, utility only)"
+            )
         if self.gaussian:
-            details.update(zcdp_rho=self.rho, rho_reference=self.rho_mu, rho_marginals=self.rho_lp,
-                           marginal_count_noise="discrete Gaussian", histogram_noise="discrete Gaussian",
-                           marginal_count_l2_sensitivity=f"sqrt({2 * len(self.tables)})")
+            details.update(
+                zcdp_rho=self.rho,
+                rho_reference=self.rho_mu,
+                rho_marginals=self.rho_lp,
+                marginal_count_noise="discrete Gaussian",
+                histogram_noise="discrete Gaussian",
+                marginal_count_l2_sensitivity=f"sqrt({2 * len(self.tables)})",
+            )
             details.pop("epsilon_reference"), details.pop("epsilon_marginals")
-            caveats.append(f"Gaussian mode (an extension): accounted in zero-concentrated DP, rho = {self.rho:.6g}, "
-                           "converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound")
-            return PrivacyCost(epsilon=self.epsilon, delta=self.delta, guarantee="approximate",
-                               caveats=tuple(caveats), details=details)
-        return PrivacyCost(epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats),
-                           details=details)
+            caveats.append(
+                f"Gaussian mode (an extension): accounted in zero-concentrated DP, rho = {self.rho:.6g}, "
+                "converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound"
+            )
+            return PrivacyCost(
+                epsilon=self.epsilon, delta=self.delta, guarantee="approximate", caveats=tuple(caveats), details=details
+            )
+        return PrivacyCost(epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats), details=details)
 
     def report(self) -> dict:
-        return {"reference": self.reference, "t_star": getattr(self, "t_star", None), "degree": self.params["degree"],
-                **{k: v for k, v in self.info.items()}}
+        return {
+            "reference": self.reference,
+            "t_star": getattr(self, "t_star", None),
+            "degree": self.params["degree"],
+            **{k: v for k, v in self.info.items()},
+        }
 
     def summary(self) -> dict[str, Any]:
-        return {"points": np.asarray(self.points), "weights": np.asarray(self.weights, dtype=float),
-                "encoding": self.encoding, "t_star": self.t_star, "reference": self.reference,
-                "info": {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in self.info.items()}}
+        return {
+            "points": np.asarray(self.points),
+            "weights": np.asarray(self.weights, dtype=float),
+            "encoding": self.encoding,
+            "t_star": self.t_star,
+            "reference": self.reference,
+            "info": {k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in self.info.items()},
+        }
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
         encoding = str(summary["encoding"])
@@ -632,8 +753,10 @@ class DensityLP(Mechanism):
         points = np.asarray(summary["points"])
         weights = np.asarray(summary["weights"], dtype=float)
         if points.ndim != 2 or points.shape[1] != len(self.sizes) or len(weights) != len(points):
-            raise ValueError(f"summary points must have shape (G, {len(self.sizes)}) with G weights, got "
-                             f"{points.shape} and {weights.shape}")
+            raise ValueError(
+                f"summary points must have shape (G, {len(self.sizes)}) with G weights, got "
+                f"{points.shape} and {weights.shape}"
+            )
         if encoding == "cells":
             points = points.astype(np.int64)
         self.points, self.weights, self.encoding = points, weights, encoding

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import math
 
-from ...guidance.predictors import (SAT_PRIOR, SATURATION_1WAY, SATURATION_2WAY, count_noise, independent_columns,
-                                    noise_tvd, rss, sampling_tvd, soft_cap)
+from ...guidance.predictors import (
+    SAT_PRIOR,
+    SATURATION_1WAY,
+    SATURATION_2WAY,
+    count_noise,
+    independent_columns,
+    noise_tvd,
+    rss,
+    sampling_tvd,
+    soft_cap,
+)
 from ...guidance.purposes import Errors, Setting
 from ...guidance.runtime import RuntimeModel
 from ...guidance.steward_help import NOISE_TYPE_HELP
@@ -42,7 +51,7 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
     sizes = s.sizes
 
     def link(raw: float, gain: float, floor: float, sat: float) -> float:
-        return soft_cap(gain * raw ** LP_POWER + floor, sat)
+        return soft_cap(gain * raw**LP_POWER + floor, sat)
 
     # the LP reweights points drawn from the reference measure: with a product reference (the d noisy
     # 1-way marginals, split of the budget; what 'auto' picks beyond HISTOGRAM_MAX_CELLS joint cells), once
@@ -51,8 +60,10 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
     # phased in with the noise TVD, so where the LP's tables are informative it corrects the reference
     from . import HISTOGRAM_MAX_CELLS  # the mechanism's own rule (imported here: scipy)
 
-    product = split > 0 and (params.get("reference") == "product" or (
-        params.get("reference", "auto") == "auto" and math.prod(sizes) > HISTOGRAM_MAX_CELLS))
+    product = split > 0 and (
+        params.get("reference") == "product"
+        or (params.get("reference", "auto") == "auto" and math.prod(sizes) > HISTOGRAM_MAX_CELLS)
+    )
     if product:
         b_ref, _ = count_noise(s, params, tables=d, epsilon=split * s.epsilon, rho_share=split)
         ref = [soft_cap(rss(noise_tvd(k, b_ref, s.n), sampling_tvd(k, s.n)), SATURATION_1WAY) for k in sizes]
@@ -63,8 +74,10 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
 
     raw_one = [noise_tvd(k, b, s.n) for k in sizes]
     gain_one = LP_GAIN * (LP_WIDTH_REF / d) ** LP_WIDTH_POWER
-    one = [floored(raw, link(raw, gain_one, LP_FLOOR_1WAY, SATURATION_1WAY), ref[i] if product else 0.0)
-           for i, raw in enumerate(raw_one)]
+    one = [
+        floored(raw, link(raw, gain_one, LP_FLOOR_1WAY, SATURATION_1WAY), ref[i] if product else 0.0)
+        for i, raw in enumerate(raw_one)
+    ]
 
     def two_way(i: int, j: int) -> float:
         if degree < 2:
@@ -72,12 +85,18 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
         raw = noise_tvd(sizes[i] * sizes[j], b, s.n)
         lp = link(raw, LP_GAIN_2WAY, LP_FLOOR_2WAY, SATURATION_2WAY)
         return floored(raw, lp, ref_two(i, j) if product else 0.0)
-    return Errors(one, two_way,
-                  modelled=f"{note} on every marginal cell (T = {T} tables)"
-                           + (f"; floored by its product reference ({split:g} of the budget) where that noise swamps" if product else ""),
-                  priors=[f"LP consistency gain: error = {LP_GAIN} x ({LP_WIDTH_REF}/d)^{LP_WIDTH_POWER} (1-way) / {LP_GAIN_2WAY} (2-way) x (noise "
-                          f"TVD)^{LP_POWER} + floor {LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)",
-                          SAT_PRIOR])
+
+    return Errors(
+        one,
+        two_way,
+        modelled=f"{note} on every marginal cell (T = {T} tables)"
+        + (f"; floored by its product reference ({split:g} of the budget) where that noise swamps" if product else ""),
+        priors=[
+            f"LP consistency gain: error = {LP_GAIN} x ({LP_WIDTH_REF}/d)^{LP_WIDTH_POWER} (1-way) / {LP_GAIN_2WAY} (2-way) x (noise "
+            f"TVD)^{LP_POWER} + floor {LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)",
+            SAT_PRIOR,
+        ],
+    )
 
 
 # dpmerf: the released embedding's noise relative to its unit-norm signal, sigma x Delta x sqrt(D),
@@ -105,34 +124,40 @@ RUNTIME = RuntimeModel(13.4, 0.0, work)  # 10-18 s for every LP size measured: t
 STEWARD_HELP = {
     "noise_type": NOISE_TYPE_HELP,
     "reference": "Where candidate rows come from. 'auto' picks for you. 'uniform' spends no budget "
-                 "on it but needs more candidates; others spend part of epsilon (see split).",
+    "on it but needs more candidates; others spend part of epsilon (see split).",
     "degree": "Which column combinations are kept: 2 keeps every pair. 3 keeps triples but "
-              "spreads the budget over many more tables (more noise per table) and takes much "
-              "longer.",
+    "spreads the budget over many more tables (more noise per table) and takes much "
+    "longer.",
     "split": "Share of epsilon spent on the candidate rows; the rest on the kept column "
-             "combinations. The default (half) suits most tables.",
+    "combinations. The default (half) suits most tables.",
     "m": "Number of candidate rows the solver weighs. More: finer output, longer solve and more "
-         "memory. Empty: set from the table size.",
+    "memory. Empty: set from the table size.",
     "lattice": "Only for all-numeric tables of up to 3 columns: resolution of the smoothed "
-               "density. Finer: more detail and more noise.",
-    "bandwidth": "Only for all-numeric tables of up to 3 columns: smoothing width. Wider: "
-                 "smoother, less detail.",
-    "tie_break": "Spend 3-4x the solve time for slightly better average accuracy over "
-                 "combinations. No privacy cost.",
+    "density. Finer: more detail and more noise.",
+    "bandwidth": "Only for all-numeric tables of up to 3 columns: smoothing width. Wider: smoother, less detail.",
+    "tie_break": "Spend 3-4x the solve time for slightly better average accuracy over combinations. No privacy cost.",
     "bernstein_order": "Only for the smoothed density: higher order follows the data's shape "
-                       "more closely but can add artefacts. 1 is safe.",
+    "more closely but can add artefacts. 1 is safe.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
-MEASURED_TSTR = {('density-lp', 0.1): {'adult': (0.508, 0.85),
-                       'bank_marketing': (0.527, 0.828),
-                       'credit_default_taiwan': (0.496, 0.72),
-                       'german_credit': (0.491, 0.775)},
- ('density-lp', 1.0): {'adult': (0.629, 0.85),
-                       'bank_marketing': (0.509, 0.826),
-                       'credit_default_taiwan': (0.503, 0.712),
-                       'german_credit': (0.509, 0.775)},
- ('density-lp', 10.0): {'adult': (0.787, 0.85),
-                        'bank_marketing': (0.518, 0.826),
-                        'credit_default_taiwan': (0.598, 0.712),
-                        'german_credit': (0.515, 0.775)}}
+MEASURED_TSTR = {
+    ("density-lp", 0.1): {
+        "adult": (0.508, 0.85),
+        "bank_marketing": (0.527, 0.828),
+        "credit_default_taiwan": (0.496, 0.72),
+        "german_credit": (0.491, 0.775),
+    },
+    ("density-lp", 1.0): {
+        "adult": (0.629, 0.85),
+        "bank_marketing": (0.509, 0.826),
+        "credit_default_taiwan": (0.503, 0.712),
+        "german_credit": (0.509, 0.775),
+    },
+    ("density-lp", 10.0): {
+        "adult": (0.787, 0.85),
+        "bank_marketing": (0.518, 0.826),
+        "credit_default_taiwan": (0.598, 0.712),
+        "german_credit": (0.515, 0.775),
+    },
+}

@@ -119,23 +119,68 @@ class DPMERF(Mechanism):
     target_structure = "conditional"
     target_how = "learns the other columns given {t}"  # its label-conditional mode
     params = (
-        ParamSpec("target", "column", None, "Categorical label column: labeled mode (generator conditioned on "
-                  "the label, labels drawn from noisy class counts). Empty: unlabeled mode.", optional=True,
-                  kinds=("categorical",), empty_means="none: unlabeled mode"),
-        ParamSpec("features", "int", DEFAULT_FEATURES, "Number D of random Fourier features (cos + sin, even).",
-                  minimum=2, maximum=100_000),
-        ParamSpec("bandwidth", "float", None, "Gaussian kernel length scale on the [0,1]-scaled numeric columns. "
-                  "Empty: median heuristic over uniform points on the public box.", minimum=1e-4, maximum=100.0,
-                  optional=True),
-        ParamSpec("epochs", "int", DEFAULT_EPOCHS, "Generator training steps (Adam, one fresh batch each).",
-                  minimum=1, maximum=100_000),
-        ParamSpec("batch_size", "int", None, "Generated rows per step. Empty: 0.1 n clipped to 256..4096.",
-                  minimum=16, maximum=100_000, optional=True),
-        ParamSpec("hidden", "str", None, "Generator hidden widths, e.g. '200,100'. Empty: (4d, 2d) with d the "
-                  "number of feature columns (at least 32, 16), as in the reference code.", optional=True),
-        ParamSpec("undersample", "float", 1.0, "Labeled mode: keep this fraction of the largest noisy class when "
-                  "drawing synthetic labels (post-processing of the released counts; 1 = off).",
-                  minimum=1e-3, maximum=1.0),
+        ParamSpec(
+            "target",
+            "column",
+            None,
+            "Categorical label column: labeled mode (generator conditioned on "
+            "the label, labels drawn from noisy class counts). Empty: unlabeled mode.",
+            optional=True,
+            kinds=("categorical",),
+            empty_means="none: unlabeled mode",
+        ),
+        ParamSpec(
+            "features",
+            "int",
+            DEFAULT_FEATURES,
+            "Number D of random Fourier features (cos + sin, even).",
+            minimum=2,
+            maximum=100_000,
+        ),
+        ParamSpec(
+            "bandwidth",
+            "float",
+            None,
+            "Gaussian kernel length scale on the [0,1]-scaled numeric columns. "
+            "Empty: median heuristic over uniform points on the public box.",
+            minimum=1e-4,
+            maximum=100.0,
+            optional=True,
+        ),
+        ParamSpec(
+            "epochs",
+            "int",
+            DEFAULT_EPOCHS,
+            "Generator training steps (Adam, one fresh batch each).",
+            minimum=1,
+            maximum=100_000,
+        ),
+        ParamSpec(
+            "batch_size",
+            "int",
+            None,
+            "Generated rows per step. Empty: 0.1 n clipped to 256..4096.",
+            minimum=16,
+            maximum=100_000,
+            optional=True,
+        ),
+        ParamSpec(
+            "hidden",
+            "str",
+            None,
+            "Generator hidden widths, e.g. '200,100'. Empty: (4d, 2d) with d the "
+            "number of feature columns (at least 32, 16), as in the reference code.",
+            optional=True,
+        ),
+        ParamSpec(
+            "undersample",
+            "float",
+            1.0,
+            "Labeled mode: keep this fraction of the largest noisy class when "
+            "drawing synthetic labels (post-processing of the released counts; 1 = off).",
+            minimum=1e-3,
+            maximum=1.0,
+        ),
     )
 
     def __init__(self, schema: Schema, **kw):
@@ -145,8 +190,9 @@ class DPMERF(Mechanism):
             raise ValueError(f"features must be even (cos + sin pairs), got features={p['features']}")
         target = p["target"]
         if target is not None and schema.column(target).kind != "categorical":
-            raise ValueError(f"target must be a categorical column, got target={target!r} "
-                             f"of kind {schema.column(target).kind!r}")
+            raise ValueError(
+                f"target must be a categorical column, got target={target!r} of kind {schema.column(target).kind!r}"
+            )
         kept = schema.kept
         self._num = [j for j, c in enumerate(kept) if c.is_numeric]
         self._cat = [j for j, c in enumerate(kept) if c.kind == "categorical" and c.name != target]
@@ -188,8 +234,12 @@ class DPMERF(Mechanism):
         d_h = (self.params["features"] if self._num else 0) + sum(self._cat_sizes)
         C, chunk = self.n_classes, min(int(n), EMBED_CHUNK)
         embed = 8 * (max(self._cat_sizes, default=0) ** 2 + C * C + 3 * chunk * (d_h + C) + 2 * d_h * C)
-        batch = max(int(np.clip(round(DEFAULT_BATCH_FRACTION * n), *BATCH_LIMITS))
-                    if self.params["batch_size"] is None else self.params["batch_size"], C)
+        batch = max(
+            int(np.clip(round(DEFAULT_BATCH_FRACTION * n), *BATCH_LIMITS))
+            if self.params["batch_size"] is None
+            else self.params["batch_size"],
+            C,
+        )
         widths = [NOISE_DIM + (C if self.labeled else 0), *self.hidden, self.out_dim]
         weights = sum(a * b + b for a, b in zip(widths, widths[1:]))
         train = 4 * (3 * batch * (sum(widths) + 2 * d_h) + 4 * weights + 2 * d_h * C)
@@ -246,7 +296,7 @@ class DPMERF(Mechanism):
         n, C = len(unit), self.n_classes
         total, counts = None, np.zeros(C, dtype=np.int64)
         for start in range(0, n, EMBED_CHUNK):
-            part = unit[start:start + EMBED_CHUNK]
+            part = unit[start : start + EMBED_CHUNK]
             y = part[:, self._target].astype(np.int64) if self.labeled else np.zeros(len(part), np.int64)
             part_sum = self._features_np(part).T @ np.eye(C)[y]
             total = part_sum if total is None else total + part_sum
@@ -290,7 +340,7 @@ class DPMERF(Mechanism):
         num = torch.sigmoid(raw[:, :k])
         blocks, start = [], k
         for size in self._cat_sizes:
-            blocks.append(torch.softmax(raw[:, start:start + size], dim=1))
+            blocks.append(torch.softmax(raw[:, start : start + size], dim=1))
             start += size
         return num, blocks
 
@@ -373,7 +423,7 @@ class DPMERF(Mechanism):
         net = self._net
         net.eval()
         for start in range(0, n, SAMPLE_CHUNK):
-            lab = labels[start:start + SAMPLE_CHUNK]
+            lab = labels[start : start + SAMPLE_CHUNK]
             with torch.no_grad():
                 num, blocks = self._decode_torch(net(self._inputs(torch, torch.as_tensor(lab), gen, "cpu")))
             rows = slice(start, start + len(lab))
@@ -411,10 +461,13 @@ class DPMERF(Mechanism):
             "the generator fits a noisy target by non-convex optimisation: utility is not guaranteed",
         ]
         if self.params["undersample"] < 1:
-            caveats.append("undersampling is applied to the released noisy class counts (post-processing), "
-                           "not to the data as in the paper")
-        return PrivacyCost(epsilon=self.epsilon, delta=self.delta, guarantee="approximate",
-                           caveats=tuple(caveats), details=details)
+            caveats.append(
+                "undersampling is applied to the released noisy class counts (post-processing), "
+                "not to the data as in the paper"
+            )
+        return PrivacyCost(
+            epsilon=self.epsilon, delta=self.delta, guarantee="approximate", caveats=tuple(caveats), details=details
+        )
 
     def report(self) -> dict:
         out = {
@@ -425,10 +478,13 @@ class DPMERF(Mechanism):
             "generator_hidden": list(self.hidden),
         }
         if self.fitted:
-            out.update(bandwidth=self.bandwidth, final_loss=getattr(self, "final_loss", None),
-                       training_device=getattr(self, "device", None),
-                       seconds_release=getattr(self, "seconds_release", None),
-                       seconds_train=getattr(self, "seconds_train", None))
+            out.update(
+                bandwidth=self.bandwidth,
+                final_loss=getattr(self, "final_loss", None),
+                training_device=getattr(self, "device", None),
+                seconds_release=getattr(self, "seconds_release", None),
+                seconds_train=getattr(self, "seconds_train", None),
+            )
             if self.labeled:
                 out["synthetic_label_probabilities"] = self.label_probabilities().round(4).tolist()
         return out
@@ -436,10 +492,14 @@ class DPMERF(Mechanism):
     # -- summary --------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "omega": np.asarray(self.omega), "embedding": np.asarray(self.embedding),
+            "omega": np.asarray(self.omega),
+            "embedding": np.asarray(self.embedding),
             "counts": np.asarray(self.counts, dtype=float),
-            "n": int(self.n), "bandwidth": self.bandwidth, "sigma": self.sigma,
-            "hidden": list(self.hidden), "final_loss": getattr(self, "final_loss", None),
+            "n": int(self.n),
+            "bandwidth": self.bandwidth,
+            "sigma": self.sigma,
+            "hidden": list(self.hidden),
+            "final_loss": getattr(self, "final_loss", None),
         }
         for key, tensor in self._net.state_dict().items():
             out[f"gen:{key}"] = tensor.detach().cpu().numpy()
@@ -455,7 +515,7 @@ class DPMERF(Mechanism):
         self.final_loss = summary.get("final_loss")
         self.hidden = tuple(int(h) for h in summary["hidden"])
         net = self._build_generator()
-        state = {k[len("gen:"):]: torch.as_tensor(np.asarray(v)) for k, v in summary.items() if k.startswith("gen:")}
+        state = {k[len("gen:") :]: torch.as_tensor(np.asarray(v)) for k, v in summary.items() if k.startswith("gen:")}
         net.load_state_dict(state)
         net.eval()
         self._net = net

@@ -27,15 +27,21 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
     D = int(params.get("features") or 1000)
     x = sigma * delta_mu * math.sqrt(D)
     numeric = sum(c.is_numeric for c in s.schema.kept) / s.d
-    raw = MERF_FLOOR_1WAY + MERF_NUMERIC_1WAY * numeric + MERF_GAIN_1WAY * x ** MERF_POWER
+    raw = MERF_FLOOR_1WAY + MERF_NUMERIC_1WAY * numeric + MERF_GAIN_1WAY * x**MERF_POWER
     one = [soft_cap(raw, SATURATION_1WAY)] * s.d
     two = soft_cap(MERF_2WAY_RATIO * raw, SATURATION_2WAY)
-    return Errors(one, lambda i, j: two,
-                  modelled=f"Gaussian noise multiplier {sigma:.3g} (its RDP calibration) on a {D}-feature "
-                           f"embedding: noise/signal {x:.3g}",
-                  priors=[f"generator error with no noise {MERF_FLOOR_1WAY} + {MERF_NUMERIC_1WAY} x the numeric "
-                          f"share of the columns; link {MERF_GAIN_1WAY} x (noise/signal)^{MERF_POWER}; 2-way = "
-                          f"{MERF_2WAY_RATIO} x 1-way (fitted on the shared tables)", SAT_PRIOR])
+    return Errors(
+        one,
+        lambda i, j: two,
+        modelled=f"Gaussian noise multiplier {sigma:.3g} (its RDP calibration) on a {D}-feature "
+        f"embedding: noise/signal {x:.3g}",
+        priors=[
+            f"generator error with no noise {MERF_FLOOR_1WAY} + {MERF_NUMERIC_1WAY} x the numeric "
+            f"share of the columns; link {MERF_GAIN_1WAY} x (noise/signal)^{MERF_POWER}; 2-way = "
+            f"{MERF_2WAY_RATIO} x 1-way (fitted on the shared tables)",
+            SAT_PRIOR,
+        ],
+    )
 
 
 def near_uniform(s: Setting) -> str | None:
@@ -62,31 +68,38 @@ RUNTIME = RuntimeModel(2.17, 1.09e-08, work, threads=True)  # training uses the 
 
 STEWARD_HELP = {
     "target": "The column analysts will predict. Set it to train for that column (better models); "
-              "empty to model the whole table without a label. Must be a categorical column.",
+    "empty to model the whole table without a label. Must be a categorical column.",
     "features": "Size of the released summary. More: captures finer structure but each number gets "
-                "noisier (worse on small tables), slower training and more memory.",
+    "noisier (worse on small tables), slower training and more memory.",
     "bandwidth": "How close two rows must be to count as similar. Empty: a value from the public "
-                 "bounds only. Rarely worth changing.",
+    "bounds only. Rarely worth changing.",
     "epochs": "Training steps of the generator. More: better fit to the released summary, time "
-              "grows in proportion. No privacy cost.",
+    "grows in proportion. No privacy cost.",
     "batch_size": "Rows generated per training step. Larger: steadier training, more memory and "
-                  "time per step. Empty: set from the table size.",
+    "time per step. Empty: set from the table size.",
     "hidden": "Size of the generator network, e.g. '200,100'. Larger: can fit more complex tables, "
-              "slower. Empty: set from the number of columns.",
-    "undersample": "Balance the labels in the output: below 1 keeps fewer rows of the largest "
-                   "class. No privacy cost.",
+    "slower. Empty: set from the number of columns.",
+    "undersample": "Balance the labels in the output: below 1 keeps fewer rows of the largest class. No privacy cost.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
-MEASURED_TSTR = {('dpmerf', 0.1): {'adult': (0.737, 0.85),
-                   'bank_marketing': (0.518, 0.826),
-                   'credit_default_taiwan': (0.527, 0.712),
-                   'german_credit': (0.511, 0.775)},
- ('dpmerf', 1.0): {'adult': (0.816, 0.85),
-                   'bank_marketing': (0.572, 0.826),
-                   'credit_default_taiwan': (0.641, 0.712),
-                   'german_credit': (0.53, 0.775)},
- ('dpmerf', 10.0): {'adult': (0.818, 0.85),
-                    'bank_marketing': (0.715, 0.826),
-                    'credit_default_taiwan': (0.674, 0.712),
-                    'german_credit': (0.713, 0.775)}}
+MEASURED_TSTR = {
+    ("dpmerf", 0.1): {
+        "adult": (0.737, 0.85),
+        "bank_marketing": (0.518, 0.826),
+        "credit_default_taiwan": (0.527, 0.712),
+        "german_credit": (0.511, 0.775),
+    },
+    ("dpmerf", 1.0): {
+        "adult": (0.816, 0.85),
+        "bank_marketing": (0.572, 0.826),
+        "credit_default_taiwan": (0.641, 0.712),
+        "german_credit": (0.53, 0.775),
+    },
+    ("dpmerf", 10.0): {
+        "adult": (0.818, 0.85),
+        "bank_marketing": (0.715, 0.826),
+        "credit_default_taiwan": (0.674, 0.712),
+        "german_credit": (0.713, 0.775),
+    },
+}

@@ -85,7 +85,7 @@ COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, r
 # this: such a release is dominated by noise cells and would not fit in memory anyway.
 MAX_EXPECTED_EMPTY = 1_000_000
 # numpy's binomial takes int64 trials; above this, Poissonisation (exact in law, see ``binomial``).
-EXACT_BINOMIAL_LIMIT = 2 ** 62
+EXACT_BINOMIAL_LIMIT = 2**62
 DEFAULT_BETA = 0.05  # failure probability δ of Theorems 3/5 and Lemma 10 (a utility knob, NOT privacy)
 MIN_ADAPTIVE_LEVELS = 8  # default h' - h is at least this (rounded up to whole rounds over the axes)
 MAX_AXIS_SPLITS = 62  # per-axis cell coordinates must fit in int64
@@ -95,6 +95,7 @@ PLACEMENTS = ("uniform", "center")
 # ------------------------------------------------------------------------------------------------
 # Discrete Laplace tails and implicit sampling helpers
 # ------------------------------------------------------------------------------------------------
+
 
 def dlap_tail(scale: float, T: int) -> float:
     """P[X >= T] for X ~ discrete Laplace(scale) and an integer T >= 1: q^T / (1 + q)."""
@@ -154,10 +155,12 @@ def _uniform_below(rng: np.random.Generator, bound: int, k: int) -> list[int]:
     out: list[int] = []
     while len(out) < k:
         need = k - len(out)
-        low = rng.integers(0, 2 ** 62, size=(2 * need + 8, words - 1), dtype=np.int64)
-        high = rng.integers(0, 2 ** top, size=2 * need + 8, dtype=np.int64)
-        values = [(int(h) << (62 * (words - 1))) + sum(int(w) << (62 * i) for i, w in enumerate(row))
-                  for h, row in zip(high, low)]
+        low = rng.integers(0, 2**62, size=(2 * need + 8, words - 1), dtype=np.int64)
+        high = rng.integers(0, 2**top, size=2 * need + 8, dtype=np.int64)
+        values = [
+            (int(h) << (62 * (words - 1))) + sum(int(w) << (62 * i) for i, w in enumerate(row))
+            for h, row in zip(high, low)
+        ]
         out += [v for v in values if v < bound][:need]
     return out
 
@@ -174,13 +177,13 @@ class CellGrid:
 
     def __init__(self, sizes):
         self.sizes = [int(s) for s in sizes]
-        if any(s < 1 or s > 2 ** MAX_AXIS_SPLITS for s in self.sizes):
+        if any(s < 1 or s > 2**MAX_AXIS_SPLITS for s in self.sizes):
             raise ValueError(f"axis sizes must be in 1..2^{MAX_AXIS_SPLITS}, got {self.sizes}")
         self.total = math.prod(self.sizes)  # Python int
         self.words: list[list[int]] = [[]]
         prod = 1
         for j, s in enumerate(self.sizes):
-            if prod * s >= 2 ** 63:
+            if prod * s >= 2**63:
                 self.words.append([])
                 prod = 1
             self.words[-1].append(j)
@@ -263,6 +266,7 @@ def _empty_by_rejection(rng: np.random.Generator, grid: CellGrid, occupied: np.n
 # Shared mechanism plumbing
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Released:
     """The private summary: released cells, their noisy counts and (adaptive) depths.
@@ -294,13 +298,30 @@ def _theorem5_threshold(*, epsilon: float, cells: int, beta: float) -> float:
 
 
 _COMMON_PARAMS = (
-    ParamSpec("threshold", "float", None, "Survival threshold t on noisy counts (default: Theorem 5, "
-              "t = 8/ε_counts · log(1/δ), δ = min(beta, 1/#cells))", minimum=0.0, optional=True),
-    ParamSpec("beta", "float", DEFAULT_BETA, "Failure probability δ used by the default formulas of "
-              "Theorems 3/5 and Lemma 10 (a utility knob; it does not weaken the privacy guarantee)",
-              minimum=1e-12, maximum=0.5),
-    ParamSpec("placement", "choice", "uniform", "Where synthetic rows go inside their cell: 'uniform' "
-              "(default) or 'center' (the paper's bin centres)", choices=PLACEMENTS),
+    ParamSpec(
+        "threshold",
+        "float",
+        None,
+        "Survival threshold t on noisy counts (default: Theorem 5, t = 8/ε_counts · log(1/δ), δ = min(beta, 1/#cells))",
+        minimum=0.0,
+        optional=True,
+    ),
+    ParamSpec(
+        "beta",
+        "float",
+        DEFAULT_BETA,
+        "Failure probability δ used by the default formulas of "
+        "Theorems 3/5 and Lemma 10 (a utility knob; it does not weaken the privacy guarantee)",
+        minimum=1e-12,
+        maximum=0.5,
+    ),
+    ParamSpec(
+        "placement",
+        "choice",
+        "uniform",
+        "Where synthetic rows go inside their cell: 'uniform' (default) or 'center' (the paper's bin centres)",
+        choices=PLACEMENTS,
+    ),
 )
 
 
@@ -326,11 +347,16 @@ class _KDBase(Mechanism):
         # Noise scales, thresholds and noisy counts are int64 / exact floats inside fit: refuse here a
         # budget so small that they would overflow there (epsilon 1e-30 raised OverflowError in fit,
         # after the budget was spent).
-        big = sorted(k for k, v in cfg.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                     and abs(v) > PLAN_VALUE_LIMIT)
+        big = sorted(
+            k
+            for k, v in cfg.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > PLAN_VALUE_LIMIT
+        )
         if big:
-            raise ValueError(f"epsilon={self.epsilon:g} is too small for {self.name}: its noise "
-                             f"{', '.join(f'{k}={cfg[k]:.3g}' for k in big)} would exceed {PLAN_VALUE_LIMIT:.3g}")
+            raise ValueError(
+                f"epsilon={self.epsilon:g} is too small for {self.name}: its noise "
+                f"{', '.join(f'{k}={cfg[k]:.3g}' for k in big)} would exceed {PLAN_VALUE_LIMIT:.3g}"
+            )
 
     def _cell_bounds(self, coords: np.ndarray, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower corner and edge length of each cell in to_unit coordinates (categorical: code, 0)."""
@@ -367,7 +393,8 @@ class _KDBase(Mechanism):
         if cells * p > MAX_EXPECTED_EMPTY:
             raise ValueError(
                 f"{what}: {cells:.3g} cells x P[noise passes] {p:.3g} = {cells * p:.3g} expected empty cells "
-                f"would pass (limit {MAX_EXPECTED_EMPTY}); raise the threshold or coarsen the grid")
+                f"would pass (limit {MAX_EXPECTED_EMPTY}); raise the threshold or coarsen the grid"
+            )
 
     # -- summary --------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -377,8 +404,9 @@ class _KDBase(Mechanism):
     def _load_summary(self, summary: dict[str, Any]) -> None:
         D = len(self.schema.kept)
         coords = np.asarray(summary["coords"], dtype=np.int64).reshape(-1, D)
-        self.released = _Released(coords, np.asarray(summary["depth"], dtype=np.int64),
-                                  np.asarray(summary["weights"], dtype=np.int64))
+        self.released = _Released(
+            coords, np.asarray(summary["depth"], dtype=np.int64), np.asarray(summary["weights"], dtype=np.int64)
+        )
         self.config = dict(summary["config"])
 
     def report(self) -> dict:
@@ -387,8 +415,10 @@ class _KDBase(Mechanism):
         if rel is not None:
             out.update(released_cells=int(len(rel.weights)), total_noisy_weight=int(rel.weights.sum()))
             if len(rel.weights) == 0:
-                out["warning"] = ("no cell reached the threshold: synthetic rows are drawn uniformly over the "
-                                  "public domain (lower the threshold or coarsen the cells)")
+                out["warning"] = (
+                    "no cell reached the threshold: synthetic rows are drawn uniformly over the "
+                    "public domain (lower the threshold or coarsen the cells)"
+                )
         return out
 
     def _caveats(self) -> tuple[str, ...]:
@@ -406,6 +436,7 @@ class _KDBase(Mechanism):
 # Algorithm 1: data-independent grid
 # ------------------------------------------------------------------------------------------------
 
+
 class KDTreeGrid(_KDBase):
     """Algorithm 1 (data-independent binning) with implicit empty cells (Algorithm 5, Suppl. E.1)."""
 
@@ -421,8 +452,16 @@ class KDTreeGrid(_KDBase):
     speed_rank = 1
     target_structure = "joint"
     params = (
-        ParamSpec("width", "float", None, "Cell width w as a fraction of each numeric column's public range "
-                  "(default: minimiser of Theorem 3's bound)", minimum=1e-18, maximum=1.0, optional=True),
+        ParamSpec(
+            "width",
+            "float",
+            None,
+            "Cell width w as a fraction of each numeric column's public range "
+            "(default: minimiser of Theorem 3's bound)",
+            minimum=1e-18,
+            maximum=1.0,
+            optional=True,
+        ),
         *_COMMON_PARAMS,
     )
 
@@ -443,17 +482,26 @@ class KDTreeGrid(_KDBase):
             w = _theorem3_width(n=n, d=d, C=self.C, epsilon=self.epsilon, beta=beta)
             k = max(1, int(math.ceil(1.0 / w - 1e-9)))
             limit = self.epsilon * n / (4.0 * math.log(1.0 / beta))
-            while k > 1 and self.C * k ** d >= limit:  # Theorem 3's condition J < εn / (4 log 1/β)
+            while k > 1 and self.C * k**d >= limit:  # Theorem 3's condition J < εn / (4 log 1/β)
                 k -= 1
         grid = self._grid(k)
-        t = p["threshold"] if p["threshold"] is not None else _theorem5_threshold(
-            epsilon=self.epsilon, cells=grid.total, beta=beta)
+        t = (
+            p["threshold"]
+            if p["threshold"] is not None
+            else _theorem5_threshold(epsilon=self.epsilon, cells=grid.total, beta=beta)
+        )
         T = count_threshold(t)
         scale = self._count_scale(self.epsilon)
         p_t = dlap_tail(scale, T)
         self._check_expected_empty(grid.total, p_t, "kdtree-grid")
-        return {"bins_per_axis": k, "cells": str(grid.total), "threshold": t, "T": T,
-                "count_scale": scale, "p_empty_survives": p_t}
+        return {
+            "bins_per_axis": k,
+            "cells": str(grid.total),
+            "threshold": t,
+            "T": T,
+            "count_scale": scale,
+            "p_empty_survives": p_t,
+        }
 
     def _grid(self, k: int) -> CellGrid:
         return CellGrid([k if c.is_numeric else len(c.categories) for c in self.schema.kept])
@@ -479,8 +527,9 @@ class KDTreeGrid(_KDBase):
         empty_cells = sample_empty_cells(rng, grid, occupied, m)
         empty_w = conditioned_dlap(self.noise, m, scale=cfg["count_scale"], T=cfg["T"])
         all_cells = np.concatenate([cells[keep], empty_cells])
-        self.released = _Released.canonical(all_cells, np.zeros(len(all_cells), dtype=np.int64),
-                                            np.concatenate([noisy[keep], empty_w]))
+        self.released = _Released.canonical(
+            all_cells, np.zeros(len(all_cells), dtype=np.int64), np.concatenate([noisy[keep], empty_w])
+        )
         self.diagnostics = {"nonempty_cells": int(len(counts)), "released_empty_cells": int(m)}
         self.progress(1.0, "done")
 
@@ -494,14 +543,23 @@ class KDTreeGrid(_KDBase):
 
     def privacy_cost(self) -> PrivacyCost:
         return PrivacyCost(
-            epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=self._caveats(),
-            details={"algorithm": "Algorithm 1 (data-independent grid)", "count_l1_sensitivity": COUNT_SENSITIVITY,
-                     "discrete_laplace_scale": self._count_scale(self.epsilon), **self.config})
+            epsilon=self.epsilon,
+            delta=0.0,
+            guarantee="pure",
+            caveats=self._caveats(),
+            details={
+                "algorithm": "Algorithm 1 (data-independent grid)",
+                "count_l1_sensitivity": COUNT_SENSITIVITY,
+                "discrete_laplace_scale": self._count_scale(self.epsilon),
+                **self.config,
+            },
+        )
 
 
 # ------------------------------------------------------------------------------------------------
 # Algorithms 2-3: adaptive binning, then Algorithm 1 on the leaves
 # ------------------------------------------------------------------------------------------------
+
 
 class KDTreeAdaptive(_KDBase):
     """Algorithms 2-3 (adaptive binning) + Algorithm 1 on the leaves, implicit empty nodes (Sec. 3.2.2)."""
@@ -518,14 +576,41 @@ class KDTreeAdaptive(_KDBase):
     speed_rank = 2
     target_structure = "joint"
     params = (
-        ParamSpec("split", "float", 0.5, "Fraction ε'/ε of the budget spent on the adaptive partition; the "
-                  "rest (ε'') noises the leaf counts", minimum=0.01, maximum=0.99),
-        ParamSpec("levels_independent", "int", None, "h: data-independent halving levels (max edge s1; "
-                  "default from Theorem 3's width)", minimum=0, maximum=4000, optional=True),
-        ParamSpec("levels_adaptive", "int", None, "h' - h: data-dependent levels (default: whole rounds over "
-                  f"the numeric axes, at least {MIN_ADAPTIVE_LEVELS})", minimum=1, maximum=4000, optional=True),
-        ParamSpec("tau", "float", None, "Split threshold τ on noisy node counts (default: Lemma 10)",
-                  minimum=0.0, optional=True),
+        ParamSpec(
+            "split",
+            "float",
+            0.5,
+            "Fraction ε'/ε of the budget spent on the adaptive partition; the rest (ε'') noises the leaf counts",
+            minimum=0.01,
+            maximum=0.99,
+        ),
+        ParamSpec(
+            "levels_independent",
+            "int",
+            None,
+            "h: data-independent halving levels (max edge s1; default from Theorem 3's width)",
+            minimum=0,
+            maximum=4000,
+            optional=True,
+        ),
+        ParamSpec(
+            "levels_adaptive",
+            "int",
+            None,
+            "h' - h: data-dependent levels (default: whole rounds over "
+            f"the numeric axes, at least {MIN_ADAPTIVE_LEVELS})",
+            minimum=1,
+            maximum=4000,
+            optional=True,
+        ),
+        ParamSpec(
+            "tau",
+            "float",
+            None,
+            "Split threshold τ on noisy node counts (default: Lemma 10)",
+            minimum=0.0,
+            optional=True,
+        ),
         *_COMMON_PARAMS,
     )
 
@@ -557,15 +642,21 @@ class KDTreeAdaptive(_KDBase):
                 h = max(0, int(math.floor(d * math.log2(1.0 / w)))) if w < 1 else 0
             L = p["levels_adaptive"] if p["levels_adaptive"] is not None else d * math.ceil(MIN_ADAPTIVE_LEVELS / d)
             if math.ceil((h + L) / d) > MAX_AXIS_SPLITS:
-                raise ValueError(f"at most {MAX_AXIS_SPLITS} halvings per axis: h + (h'-h) must be <= "
-                                 f"{MAX_AXIS_SPLITS * d}, got h={h}, h'-h={L}")
-        cells_h = self.C * 2 ** h
-        cfg: dict[str, Any] = {"levels_independent": h, "levels_adaptive": L, "cells_level_h": str(cells_h),
-                               "epsilon_partition": eps_tree, "epsilon_counts": eps_counts}
+                raise ValueError(
+                    f"at most {MAX_AXIS_SPLITS} halvings per axis: h + (h'-h) must be <= "
+                    f"{MAX_AXIS_SPLITS * d}, got h={h}, h'-h={L}"
+                )
+        cells_h = self.C * 2**h
+        cfg: dict[str, Any] = {
+            "levels_independent": h,
+            "levels_adaptive": L,
+            "cells_level_h": str(cells_h),
+            "epsilon_partition": eps_tree,
+            "epsilon_counts": eps_counts,
+        }
         if L:
             dec_scale = laplace_scale(sensitivity=2 * L, epsilon=eps_tree)
-            tau = p["tau"] if p["tau"] is not None else \
-                2.0 * L / eps_tree * math.log((cells_h + n * L) / beta)
+            tau = p["tau"] if p["tau"] is not None else 2.0 * L / eps_tree * math.log((cells_h + n * L) / beta)
             p_split = dlap_tail(dec_scale, int(math.floor(tau)) + 1)  # split iff count + noise > τ
             self._check_expected_empty(cells_h, p_split, "kdtree-adaptive split decisions")
             cfg.update(decision_scale=dec_scale, tau=tau, p_empty_splits=p_split)
@@ -619,8 +710,9 @@ class KDTreeAdaptive(_KDBase):
         self.progress(0.05, f"data-independent levels (h={h})")
         # Algorithm 2 + data-independent part of Algorithm 3: every node at depth h exists.
         grid_h = self._grid_at(h)
-        keys_h, first, inv, counts = np.unique(grid_h.keys(self._coords_at(X, h)), return_index=True,
-                                               return_inverse=True, return_counts=True)
+        keys_h, first, inv, counts = np.unique(
+            grid_h.keys(self._coords_at(X, h)), return_index=True, return_inverse=True, return_counts=True
+        )
         inv = inv.ravel()
         nodes = self._coords_at(X[first], h)
         active = np.arange(len(X))
@@ -674,8 +766,11 @@ class KDTreeAdaptive(_KDBase):
             empty_leaves["depth"].append(np.full(len(empty_nodes), h + L))
         self.progress(0.85, "noising leaf counts")
         self.released = self._release_leaves(cfg, grid_h, keys_h, split_empty_h, leaves, empty_leaves, D)
-        self.diagnostics.update(nonempty_leaves=int(sum(len(c) for c in leaves["count"])),
-                                decision_counts_noised=n_decisions, empty_nodes_split=n_empty_split)
+        self.diagnostics.update(
+            nonempty_leaves=int(sum(len(c) for c in leaves["count"])),
+            decision_counts_noised=n_decisions,
+            empty_nodes_split=n_empty_split,
+        )
         self.progress(1.0, "done")
 
     def _release_leaves(self, cfg, grid_h, keys_h, split_empty_h, leaves, empty_leaves, D) -> _Released:
@@ -689,8 +784,11 @@ class KDTreeAdaptive(_KDBase):
         cfg["leaves"] = str(n_leaves)
         if "threshold" not in cfg:
             # Theorem 5 on the released partition (post-processing of the ε'-DP tree): J = its leaves
-            self._threshold(cfg, _theorem5_threshold(epsilon=cfg["epsilon_counts"], cells=n_leaves,
-                                                     beta=self.params["beta"]), max_leaves=n_leaves)
+            self._threshold(
+                cfg,
+                _theorem5_threshold(epsilon=cfg["epsilon_counts"], cells=n_leaves, beta=self.params["beta"]),
+                max_leaves=n_leaves,
+            )
         noisy = self._noisy_counts(counts, cfg["epsilon_counts"])
         keep = noisy >= cfg["T"]
         T, p_t, scale = cfg["T"], cfg["p_empty_survives"], cfg["count_scale"]
@@ -706,7 +804,8 @@ class KDTreeAdaptive(_KDBase):
         return _Released.canonical(
             np.concatenate([coords[keep], e_coords[pick], a_coords]),
             np.concatenate([depth[keep], e_depth[pick], np.full(ma, h, dtype=np.int64)]),
-            np.concatenate([noisy[keep], w_empty]))
+            np.concatenate([noisy[keep], w_empty]),
+        )
 
     def _cell_bounds(self, coords, depth):
         lo = coords.astype(float)
@@ -719,14 +818,20 @@ class KDTreeAdaptive(_KDBase):
 
     def privacy_cost(self) -> PrivacyCost:
         eps_tree, eps_counts = self._budgets()
-        details = {"algorithm": "Algorithms 2-3 (adaptive binning) + Algorithm 1 on the leaves",
-                   "epsilon_partition": eps_tree, "epsilon_counts": eps_counts,
-                   "count_l1_sensitivity": COUNT_SENSITIVITY,
-                   "composition": "basic: epsilon_partition + epsilon_counts", **self.config}
+        details = {
+            "algorithm": "Algorithms 2-3 (adaptive binning) + Algorithm 1 on the leaves",
+            "epsilon_partition": eps_tree,
+            "epsilon_counts": eps_counts,
+            "count_l1_sensitivity": COUNT_SENSITIVITY,
+            "composition": "basic: epsilon_partition + epsilon_counts",
+            **self.config,
+        }
         if self.config.get("levels_adaptive"):
             details["decision_l1_sensitivity"] = 2 * self.config["levels_adaptive"]
         caveats = self._caveats()
         if self._cat:
-            caveats += ("categorical columns are split data-independently at the root (one cell per category "
-                        "combination); the cell count grows with their product",)
+            caveats += (
+                "categorical columns are split data-independently at the root (one cell per category "
+                "combination); the cell count grows with their product",
+            )
         return PrivacyCost(epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=caveats, details=details)

@@ -41,8 +41,20 @@ import pandas as pd
 
 from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
 from ...base import Mechanism, ParamSpec
-from ...pgm import (QUALITY_L1_SENSITIVITY, CellTable, Measurement, Measurements, ModelTables, candidate_marginals,
-                  estimate, load_mbi, measure, release_programs, rho_of_measurement, sigma_for_rho)
+from ...pgm import (
+    QUALITY_L1_SENSITIVITY,
+    CellTable,
+    Measurement,
+    Measurements,
+    ModelTables,
+    candidate_marginals,
+    estimate,
+    load_mbi,
+    measure,
+    release_programs,
+    rho_of_measurement,
+    sigma_for_rho,
+)
 from ...schema import TableSource
 from . import guide
 
@@ -115,15 +127,32 @@ class MST(Mechanism):
     speed_rank = 6
     target_structure = "joint"
     params = (
-        ParamSpec("iters", "int", 5000, "Mirror-descent iterations of the final Private-PGM estimate: more "
-                  "fits the noisy marginals more closely and takes longer (no privacy cost)", 100, 100_000),
-        ParamSpec("tree", "choice", "auto", "auto: measure the spanning tree of column pairs only when the rows "
-                  "are enough for the budget to tell pairs from noise, else spend everything on the 1-way "
-                  "marginals (better at small epsilon on small tables); always: the paper's three-way split",
-                  choices=("auto", "always")),
-        ParamSpec("compress", "bool", True, "Merge each column's values whose noisy count is below 3 noise "
-                  "standard deviations into one cell before the 2-way measurements (post-processing: "
-                  "less noise on the pairs, rare values drawn uniformly among themselves)"),
+        ParamSpec(
+            "iters",
+            "int",
+            5000,
+            "Mirror-descent iterations of the final Private-PGM estimate: more "
+            "fits the noisy marginals more closely and takes longer (no privacy cost)",
+            100,
+            100_000,
+        ),
+        ParamSpec(
+            "tree",
+            "choice",
+            "auto",
+            "auto: measure the spanning tree of column pairs only when the rows "
+            "are enough for the budget to tell pairs from noise, else spend everything on the 1-way "
+            "marginals (better at small epsilon on small tables); always: the paper's three-way split",
+            choices=("auto", "always"),
+        ),
+        ParamSpec(
+            "compress",
+            "bool",
+            True,
+            "Merge each column's values whose noisy count is below 3 noise "
+            "standard deviations into one cell before the 2-way measurements (post-processing: "
+            "less noise on the pairs, rare values drawn uniformly among themselves)",
+        ),
     )
 
     @classmethod
@@ -135,7 +164,8 @@ class MST(Mechanism):
             raise ValueError(
                 f"mst: the {len(sizes)} columns' 2-way marginals have {total:,} cells, above the limit of "
                 f"{MAX_PAIR_CELLS:,}; the largest columns are {', '.join(f'{n} ({s} cells)' for s, n in big)}: "
-                f"exclude some, or declare fewer categories or bins")
+                f"exclude some, or declare fewer categories or bins"
+            )
 
     def check_plan(self, n: int) -> None:
         self.check_pairs(self.schema)
@@ -148,17 +178,19 @@ class MST(Mechanism):
         table = CellTable(self.schema.to_cells(source.frame()), names, sizes)
         d, n = len(names), table.n
         self.rho = zcdp_rho(self.epsilon, self.delta)
-        self.use_tree = d > 1 and (self.params["tree"] == "always"
-                                   or tree_is_informative(n, self.rho, [int(k) for k in sizes],
-                                                          compress=self.params["compress"]))
+        self.use_tree = d > 1 and (
+            self.params["tree"] == "always"
+            or tree_is_informative(n, self.rho, [int(k) for k in sizes], compress=self.params["compress"])
+        )
         parts = 3 if self.use_tree else 1  # no tree: the whole budget measures the 1-way marginals
         sigma1 = sigma_for_rho(self.rho / parts / d)
         self.progress(0.05, "measuring 1-way marginals")
         one_way = [measure(self.noise, table.counts((a,)), sigma1) for a in names]
         self.spent = [d * rho_of_measurement(sigma1)]
 
-        self.supports = [compress_support(y, sigma1) if self.params["compress"] else np.ones(y.size, bool)
-                         for y in one_way]
+        self.supports = [
+            compress_support(y, sigma1) if self.params["compress"] else np.ones(y.size, bool) for y in one_way
+        ]
         comp = CellTable(self._compress_cells(table.cells), names, [self._compressed_size(j) for j in range(d)])
         log = Measurements()
         for j, a in enumerate(names):
@@ -225,8 +257,9 @@ class MST(Mechanism):
         tree = []
         for _ in range(len(names) - 1):
             candidates = [e for e in pairs if root(e[0]) != root(e[1])]
-            i = self.noise.select_max_zcdp([score[e] for e in candidates], sensitivity=QUALITY_L1_SENSITIVITY,
-                                           rho=rho_step)
+            i = self.noise.select_max_zcdp(
+                [score[e] for e in candidates], sensitivity=QUALITY_L1_SENSITIVITY, rho=rho_step
+            )
             a, b = candidates[i]
             tree.append((a, b))
             parent[root(a)] = root(b)
@@ -251,21 +284,30 @@ class MST(Mechanism):
     def privacy_cost(self) -> PrivacyCost:
         rho = zcdp_rho(self.epsilon, self.delta)
         return PrivacyCost(
-            epsilon=self.epsilon, delta=self.delta, guarantee="approximate",
+            epsilon=self.epsilon,
+            delta=self.delta,
+            guarantee="approximate",
             caveats=(
                 f"accounted in zero-concentrated DP inside the release: rho = {rho:.6g}, converted to the "
                 f"requested (epsilon, delta) by the Canonne-Kamath-Steinke bound",
                 "only the 1-way marginals are measured: no relation between columns is kept (tree='auto' found "
-                "too few rows for the budget to measure pairs)" if getattr(self, "use_tree", True) is False else
-                "only the 1-way marginals and the 2-way marginals of one spanning tree of column pairs are "
+                "too few rows for the budget to measure pairs)"
+                if getattr(self, "use_tree", True) is False
+                else "only the 1-way marginals and the 2-way marginals of one spanning tree of column pairs are "
                 "measured: relations outside the tree (and all higher-order ones) come from the model's "
                 "conditional-independence assumptions",
                 "rare values (noisy count below 3 noise standard deviations) are merged and drawn uniformly "
-                "among themselves" if self.params["compress"] else "no domain compression",
+                "among themselves"
+                if self.params["compress"]
+                else "no domain compression",
             ),
-            details={"zcdp_rho": rho, "rho_split": self._rho_split(),
-                     "marginal_l2_sensitivity": "sqrt(2)", "selection_score_sensitivity": QUALITY_L1_SENSITIVITY,
-                     "epsilon_from_rho": zcdp_epsilon(rho, self.delta)},
+            details={
+                "zcdp_rho": rho,
+                "rho_split": self._rho_split(),
+                "marginal_l2_sensitivity": "sqrt(2)",
+                "selection_score_sensitivity": QUALITY_L1_SENSITIVITY,
+                "epsilon_from_rho": zcdp_epsilon(rho, self.delta),
+            },
         )
 
     def _rho_split(self) -> str:
@@ -276,16 +318,23 @@ class MST(Mechanism):
             return f"{tree} (tree='auto' with too few rows for the budget: {ones})"
         if self.use_tree:
             return f"{tree}: the spanning tree was measured"
-        return (f"{ones}: the spanning tree was not measured (tree='auto' and too few rows for the budget to tell "
-                "pairs from noise)" if len(self.schema.names) > 1 else f"{ones} (one column: no pairs)")
+        return (
+            f"{ones}: the spanning tree was not measured (tree='auto' and too few rows for the budget to tell "
+            "pairs from noise)"
+            if len(self.schema.names) > 1
+            else f"{ones} (one column: no pairs)"
+        )
 
     def report(self) -> dict:
         if not hasattr(self, "edges"):
             return {}
-        return {"tree_measured": bool(self.edges), "tree_edges": [list(e) for e in self.edges],
-                "sigma_one_way": self.sigmas[0],
-                "sigma_two_way": self.sigmas[1], "compressed_cells": [self._compressed_size(j)
-                                                                     for j in range(len(self.supports))]}
+        return {
+            "tree_measured": bool(self.edges),
+            "tree_edges": [list(e) for e in self.edges],
+            "sigma_one_way": self.sigmas[0],
+            "sigma_two_way": self.sigmas[1],
+            "compressed_cells": [self._compressed_size(j) for j in range(len(self.supports))],
+        }
 
     def summary(self) -> dict[str, Any]:
         out = self.model.to_summary()

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import math
 
-from ...guidance.predictors import (GAUSSIAN, PGM_SAMPLING_1WAY, REPLACE_ONE_L2, covered_sampling, gaussian_errors,
-                                    predict_independent_histograms, zcdp_rho)
+from ...guidance.predictors import (
+    GAUSSIAN,
+    PGM_SAMPLING_1WAY,
+    REPLACE_ONE_L2,
+    covered_sampling,
+    gaussian_errors,
+    predict_independent_histograms,
+    zcdp_rho,
+)
 from ...guidance.purposes import Errors, Setting
 from ...guidance.runtime import WARM_WORKER, RuntimeModel
 
@@ -27,15 +34,25 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
 
         if not tree_is_informative(s.n, rho, list(s.sizes)):  # dpportal's MST measures the 1-way marginals only
             e = predict_independent_histograms(s, {"noise_type": GAUSSIAN})
-            return Errors(e.one_way, e.two_way, modelled=f"too few rows for the budget to measure column pairs: "
-                          f"1-way marginals only ({e.modelled})", priors=e.priors)
+            return Errors(
+                e.one_way,
+                e.two_way,
+                modelled=f"too few rows for the budget to measure column pairs: 1-way marginals only ({e.modelled})",
+                priors=e.priors,
+            )
     sigma = f * math.sqrt(max(s.d, 1) / (2 * rho / 3))
-    return gaussian_errors(s, sigma, (MST_GAIN_1WAY, MST_GAIN), MST_TREE_PENALTY,
-                           f"Gaussian noise sigma = {sigma:.3g} on every 1-way cell and tree pair",
-                           [f"off-tree pairs: conditional-independence penalty {MST_TREE_PENALTY}"],
-                           sampling=covered_sampling(min(1.0, (s.d - 1) / max(s.d * (s.d - 1) / 2, 1)))
-                           if f == REPLACE_ONE_L2 else 1.0,  # the tree's d - 1 pairs are its cliques
-                           sampling_1way=PGM_SAMPLING_1WAY if f == REPLACE_ONE_L2 else 1.0)
+    return gaussian_errors(
+        s,
+        sigma,
+        (MST_GAIN_1WAY, MST_GAIN),
+        MST_TREE_PENALTY,
+        f"Gaussian noise sigma = {sigma:.3g} on every 1-way cell and tree pair",
+        [f"off-tree pairs: conditional-independence penalty {MST_TREE_PENALTY}"],
+        sampling=covered_sampling(min(1.0, (s.d - 1) / max(s.d * (s.d - 1) / 2, 1)))
+        if f == REPLACE_ONE_L2
+        else 1.0,  # the tree's d - 1 pairs are its cliques
+        sampling_1way=PGM_SAMPLING_1WAY if f == REPLACE_ONE_L2 else 1.0,
+    )
 
 
 def near_uniform(s: Setting) -> str | None:
@@ -48,29 +65,42 @@ def near_uniform(s: Setting) -> str | None:
 # measured / predicted on its calibration releases, the low end a worker that has run it before (Private-PGM's
 # compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API, docs/benchmarks-estimates.md,
 # three runs: 0.19x-0.98x of the central estimate); calibrated on tables of up to 21 columns.
-RUNTIME = RuntimeModel(6.4, 1.41e-06, range=(0.15, 1.5), calibrated_columns=21,
-                       range_reason="MST's time is mostly compiling Private-PGM's programs: " + WARM_WORKER)
+RUNTIME = RuntimeModel(
+    6.4,
+    1.41e-06,
+    range=(0.15, 1.5),
+    calibrated_columns=21,
+    range_reason="MST's time is mostly compiling Private-PGM's programs: " + WARM_WORKER,
+)
 
 STEWARD_HELP = {
     "iters": "Fitting steps of the final model. More: follows the noisy measurements more closely, time "
-             "grows in proportion. No privacy cost.",
+    "grows in proportion. No privacy cost.",
     "tree": "Whether to measure pairs of columns. Auto: only when the rows are enough for this budget to "
-            "tell pairs from noise (else all the budget goes to single columns, which is more accurate "
-            "then). Always: the paper's split, a third each to columns, choosing pairs and pairs.",
+    "tell pairs from noise (else all the budget goes to single columns, which is more accurate "
+    "then). Always: the paper's split, a third each to columns, choosing pairs and pairs.",
     "compress": "Merge rare values of each column before measuring pairs: less noise on the pairs; rare "
-                "values are then drawn evenly among themselves. No privacy cost.",
+    "values are then drawn evenly among themselves. No privacy cost.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
-MEASURED_TSTR = {('mst', 0.1): {'adult': (0.692, 0.85),
-                'bank_marketing': (0.523, 0.829),
-                'credit_default_taiwan': (0.641, 0.728),
-                'german_credit': (0.54, 0.775)},
- ('mst', 1.0): {'adult': (0.752, 0.85),
-                'bank_marketing': (0.68, 0.829),
-                'credit_default_taiwan': (0.666, 0.728),
-                'german_credit': (0.569, 0.775)},
- ('mst', 10.0): {'adult': (0.779, 0.85),
-                 'bank_marketing': (0.697, 0.829),
-                 'credit_default_taiwan': (0.657, 0.728),
-                 'german_credit': (0.653, 0.775)}}
+MEASURED_TSTR = {
+    ("mst", 0.1): {
+        "adult": (0.692, 0.85),
+        "bank_marketing": (0.523, 0.829),
+        "credit_default_taiwan": (0.641, 0.728),
+        "german_credit": (0.54, 0.775),
+    },
+    ("mst", 1.0): {
+        "adult": (0.752, 0.85),
+        "bank_marketing": (0.68, 0.829),
+        "credit_default_taiwan": (0.666, 0.728),
+        "german_credit": (0.569, 0.775),
+    },
+    ("mst", 10.0): {
+        "adult": (0.779, 0.85),
+        "bank_marketing": (0.697, 0.829),
+        "credit_default_taiwan": (0.657, 0.728),
+        "german_credit": (0.653, 0.775),
+    },
+}

@@ -123,18 +123,20 @@ MIN_ITERATIONS = 100
 # pairs of 10-40 rows (depth 5, cp 0.01) reach n·|Δu| = 2.73 (tests/mechanisms/synthesizers/test_pmse.py,
 # test_paper_trees_exceed_the_one_over_n_bound_which_is_why_paper_mode_is_heuristic). Shown on the
 # release form (advice) and first in the privacy report.
-PAPER_MODE_CAVEAT = ("tree='paper' is HEURISTIC, not a proven epsilon-DP guarantee: greedy CART deeper than one "
-                     "split exceeds the 1/n utility sensitivity of Theorem 2 on some neighbouring tables (the "
-                     "paper measures 0.3%-2.5% of pairs; measured here up to 2.7/n on small tables, and epsilon "
-                     "1.3 against a claimed 1 with the defaults). Use tree='strict' for the epsilon-DP target.")
+PAPER_MODE_CAVEAT = (
+    "tree='paper' is HEURISTIC, not a proven epsilon-DP guarantee: greedy CART deeper than one "
+    "split exceeds the 1/n utility sensitivity of Theorem 2 on some neighbouring tables (the "
+    "paper measures 0.3%-2.5% of pairs; measured here up to 2.7/n on small tables, and epsilon "
+    "1.3 against a claimed 1 with the defaults). Use tree='strict' for the epsilon-DP target."
+)
 
 
 # =================================================================================================
 # CART pMSE (Algorithm 1), vectorized over groups
 # =================================================================================================
 
-def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None = None,
-              min_leaf: int = 1) -> np.ndarray:
+
+def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None = None, min_leaf: int = 1) -> np.ndarray:
     """pMSE of a greedy Gini classification tree fitted in-sample, for G independent groups at once.
 
     ``V``: (G, N, d) predictors; ``y``: (N,) or (G, N) labels in {0, 1} (1 = synthetic).
@@ -188,7 +190,7 @@ def tree_pmse(V: np.ndarray, y: np.ndarray, *, depth: int, alpha: float | None =
         levels.append((A, M, split, left_of))
         node = child
         n_child = 2 * int(split.sum())
-        key = node.astype(np.int16) if n_child < 2 ** 15 else node  # int16 keys: numpy's radix sort
+        key = node.astype(np.int16) if n_child < 2**15 else node  # int16 keys: numpy's radix sort
         orders = [o[keep[o]] for o in orders]
         orders = [o[np.argsort(key[o], kind="stable")] for o in orders]
         A = np.bincount(node[rows], weights=y[rows], minlength=n_child)
@@ -296,13 +298,13 @@ def _prune_and_score(levels, alpha) -> np.ndarray:
 # Exponential mechanism: log-weights, exact grid sampler (audited), Metropolis sampler
 # =================================================================================================
 
+
 def log_weight(u, *, epsilon: float, sensitivity: float):
     """Log of the exponential-mechanism weight exp(−ε u / (2Δu)) (Definition 2, equation 2)."""
     return -epsilon * np.asarray(u, dtype=np.float64) / (2.0 * sensitivity)
 
 
-def log_prior(theta: np.ndarray, lower: np.ndarray | float = -math.inf,
-              upper: np.ndarray | float = math.inf) -> float:
+def log_prior(theta: np.ndarray, lower: np.ndarray | float = -math.inf, upper: np.ndarray | float = math.inf) -> float:
     """The flat N(0, PRIOR_VARIANCE) prior on every parameter (keeps the target proper), truncated
     to the public box [lower, upper] (−inf outside)."""
     theta = np.asarray(theta, dtype=np.float64)
@@ -311,8 +313,7 @@ def log_prior(theta: np.ndarray, lower: np.ndarray | float = -math.inf,
     return float(-np.sum(theta * theta) / (2.0 * PRIOR_VARIANCE))
 
 
-def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float, noise: Noise,
-                               size: int | None = None):
+def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float, noise: Noise, size: int | None = None):
     """Exact exponential mechanism over a finite public grid of candidates (lower utility = better).
 
     Returns the index of the chosen candidate (or ``size`` independent indices), drawn by inverting
@@ -326,11 +327,21 @@ def exponential_mechanism_grid(utilities, *, epsilon: float, sensitivity: float,
     return int(idx) if size is None else idx.astype(np.int64)
 
 
-def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scale,
-               burn_in: int, iterations: int, keep: int, noise: Noise,
-               prior: Callable[[np.ndarray], float] = log_prior, anneal_from: float = 1.0,
-               warmup_score: Callable[[np.ndarray], float] | None = None, warmup: int = 0,
-               progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, dict]:
+def metropolis(
+    score: Callable[[np.ndarray], float],
+    theta0: np.ndarray,
+    *,
+    scale,
+    burn_in: int,
+    iterations: int,
+    keep: int,
+    noise: Noise,
+    prior: Callable[[np.ndarray], float] = log_prior,
+    anneal_from: float = 1.0,
+    warmup_score: Callable[[np.ndarray], float] | None = None,
+    warmup: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[np.ndarray, dict]:
     """Random-walk Metropolis on log f(θ) = score(θ) + prior(θ), proposal adapted during burn-in only.
 
     ``score`` is the exponential mechanism's exponent −ε u(X, θ) / (2Δu). Burn-in only:
@@ -349,8 +360,9 @@ def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scal
     total = burn_in + iterations
     thin = iterations // keep
     if thin < 1:
-        raise ValueError(f"iterations must be at least the number of releases, got iterations={iterations}, "
-                         f"releases={keep}")
+        raise ValueError(
+            f"iterations must be at least the number of releases, got iterations={iterations}, releases={keep}"
+        )
     if warmup > burn_in:
         raise ValueError(f"warmup must not exceed burn_in, got warmup={warmup}, burn_in={burn_in}")
     if not 0 < anneal_from <= 1:
@@ -389,16 +401,16 @@ def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scal
                 log_s = min(log_s + ADAPT_GAIN * (acc_window / ADAPT_EVERY - TARGET_ACCEPT), max_log_s)
                 acc_window = 0
                 half = (it + 1) // 2
-                if it + 1 >= burn_in // 2 and len(np.unique(trace[half: it + 1, 0])) > 2 * k:
-                    cov = np.atleast_2d(np.cov(trace[half: it + 1], rowvar=False)) * (2.38 ** 2 / k)
+                if it + 1 >= burn_in // 2 and len(np.unique(trace[half : it + 1, 0])) > 2 * k:
+                    cov = np.atleast_2d(np.cov(trace[half : it + 1], rowvar=False)) * (2.38**2 / k)
                     try:
                         new = np.linalg.cholesky(cov + COV_JITTER * np.eye(k))
                     except np.linalg.LinAlgError:
                         continue
                     # keep the overall step size: rescale so the new shape has the old mean sd
-                    old_sd = math.exp(log_s) * np.sqrt(np.mean(np.sum(chol ** 2, axis=1)))
+                    old_sd = math.exp(log_s) * np.sqrt(np.mean(np.sum(chol**2, axis=1)))
                     chol = new
-                    log_s = min(math.log(old_sd / np.sqrt(np.mean(np.sum(chol ** 2, axis=1)))), max_log_s)
+                    log_s = min(math.log(old_sd / np.sqrt(np.mean(np.sum(chol**2, axis=1)))), max_log_s)
         else:
             acc_main += accept
             j = it - burn_in + 1
@@ -408,9 +420,14 @@ def metropolis(score: Callable[[np.ndarray], float], theta0: np.ndarray, *, scal
                 kept.append(cur.copy())
         if progress is not None:
             progress(it + 1, total)
-    diagnostics = {"accept_burn_in": acc_burn / max(burn_in, 1), "accept_main": acc_main / max(iterations, 1),
-                   "proposal_multiplier": math.exp(log_s), "burn_in_trace": trace,
-                   "trace": np.array(main_trace).reshape(-1, k), "trace_every": record}
+    diagnostics = {
+        "accept_burn_in": acc_burn / max(burn_in, 1),
+        "accept_main": acc_main / max(iterations, 1),
+        "proposal_multiplier": math.exp(log_s),
+        "burn_in_trace": trace,
+        "trace": np.array(main_trace).reshape(-1, k),
+        "trace_every": record,
+    }
     return np.array(kept), diagnostics
 
 
@@ -443,7 +460,7 @@ class LinearGaussianModel:
         if theta.shape != (self.n_params,):
             raise ValueError(f"θ must have {self.n_params} entries, got shape={theta.shape}")
         B = np.zeros((d, d))
-        B[self.rows, self.cols] = theta[d:d + len(self.rows)]
+        B[self.rows, self.cols] = theta[d : d + len(self.rows)]
         sd = np.exp(0.5 * np.clip(theta[-d:], -LOG_VAR_LIMIT, LOG_VAR_LIMIT))
         return theta[:d], B, sd
 
@@ -484,8 +501,16 @@ class LinearGaussianModel:
 class PMSEUtility:
     """u(X, θ): mean pMSE over m synthetic sets made from fixed normals Z (common random numbers)."""
 
-    def __init__(self, X: np.ndarray, model: LinearGaussianModel, Z: np.ndarray, *, depth: int,
-                 alpha: float | None, pairwise: bool = False):
+    def __init__(
+        self,
+        X: np.ndarray,
+        model: LinearGaussianModel,
+        Z: np.ndarray,
+        *,
+        depth: int,
+        alpha: float | None,
+        pairwise: bool = False,
+    ):
         X = np.asarray(X, dtype=np.float64)
         m, n, d = Z.shape
         if X.shape != (n, d):
@@ -515,7 +540,7 @@ class PMSEUtility:
         S = self.features(self.model.generate(theta, self.Z))
         if self.real_sorted is not None:
             return depth1_pmse(self.real_sorted, S)
-        self.V[:, self.n:] = S
+        self.V[:, self.n :] = S
         return tree_pmse(self.V, self.y, depth=self.depth, alpha=self.alpha)
 
     def __call__(self, theta: np.ndarray) -> float:
@@ -535,11 +560,14 @@ def tree_settings(tree: str, depth: int, cp: float, n: int) -> tuple[int, float 
 # The mechanism
 # =================================================================================================
 
+
 class PMSEMechanism(Mechanism):
     name = "pmse"
     title = "pMSE mechanism (exponential mechanism, CART propensity utility)"
-    paper = ("Snoke & Slavković (2018), pMSE Mechanism: Differentially Private Synthetic Data with Maximal "
-             "Distributional Similarity (PSD 2018), Algorithms 1-2, Theorem 2")
+    paper = (
+        "Snoke & Slavković (2018), pMSE Mechanism: Differentially Private Synthetic Data with Maximal "
+        "Distributional Similarity (PSD 2018), Algorithms 1-2, Theorem 2"
+    )
     supported_kinds = frozenset({"continuous", "integer"})
     WIDE = 3  # more kept columns than this: the strict utility's flat directions dominate (guide.advice)
 
@@ -553,41 +581,98 @@ class PMSEMechanism(Mechanism):
     target_structure = "joint"
     advice = classmethod(guide.advice)
     params = (
-        ParamSpec("tree", "choice", "strict",
-                  "strict: depth-1 trees, exact split, Theorem 2's bound holds. paper: deeper greedy trees "
-                  "with rpart's cp, better utility but HEURISTIC privacy: greedy fitting exceeds the sensitivity "
-                  "bound (recorded as 'heuristic', not epsilon-DP).",
-                  choices=("strict", "paper")),
-        ParamSpec("features", "choice", "pairwise",
-                  "CART predictors: the columns, or (pairwise) also the centred products of column pairs, "
-                  "so one split can detect a dependence (a fixed per-record map: the bound still holds)",
-                  choices=("pairwise", "columns")),
-        ParamSpec("depth", "int", 5, "tree depth in 'paper' mode (0 = unlimited, i.e. rpart's 30)",
-                  minimum=0, maximum=UNLIMITED_DEPTH),
-        ParamSpec("cp", "float", 0.01, "rpart complexity parameter in 'paper' mode (fraction of the root "
-                  "misclassification risk a split must remove)", minimum=0.0, maximum=1.0),
-        ParamSpec("m", "int", 5, "synthetic sets per utility evaluation (fixed normals reused across θ)",
-                  minimum=1, maximum=200),
-        ParamSpec("releases", "int", 1, "number l of parameter draws released, each at epsilon/l; rows are "
-                  "split evenly among them", minimum=1, maximum=100),
-        ParamSpec("iterations", "int", 2000, "MCMC iterations after burn-in (thinning = iterations / releases); "
-                  f"at least {MIN_ITERATIONS}: shorter chains release data-dependent copies of the start",
-                  minimum=MIN_ITERATIONS, maximum=1_000_000),
-        ParamSpec("burn_in", "int", 1000, "MCMC burn-in iterations (proposal adapted during burn-in only); "
-                  f"at least {MIN_BURN_IN}", minimum=MIN_BURN_IN, maximum=1_000_000),
-        ParamSpec("proposal_scale", "float", DEFAULT_PROPOSAL_SCALE,
-                  "initial random-walk standard deviation on the unit scale (adapted during burn-in)",
-                  minimum=1e-6, maximum=10.0),
-        ParamSpec("column_order", "str", None, "comma-separated column order of the sequential model "
-                  "(empty = schema order)", optional=True),
+        ParamSpec(
+            "tree",
+            "choice",
+            "strict",
+            "strict: depth-1 trees, exact split, Theorem 2's bound holds. paper: deeper greedy trees "
+            "with rpart's cp, better utility but HEURISTIC privacy: greedy fitting exceeds the sensitivity "
+            "bound (recorded as 'heuristic', not epsilon-DP).",
+            choices=("strict", "paper"),
+        ),
+        ParamSpec(
+            "features",
+            "choice",
+            "pairwise",
+            "CART predictors: the columns, or (pairwise) also the centred products of column pairs, "
+            "so one split can detect a dependence (a fixed per-record map: the bound still holds)",
+            choices=("pairwise", "columns"),
+        ),
+        ParamSpec(
+            "depth",
+            "int",
+            5,
+            "tree depth in 'paper' mode (0 = unlimited, i.e. rpart's 30)",
+            minimum=0,
+            maximum=UNLIMITED_DEPTH,
+        ),
+        ParamSpec(
+            "cp",
+            "float",
+            0.01,
+            "rpart complexity parameter in 'paper' mode (fraction of the root "
+            "misclassification risk a split must remove)",
+            minimum=0.0,
+            maximum=1.0,
+        ),
+        ParamSpec(
+            "m",
+            "int",
+            5,
+            "synthetic sets per utility evaluation (fixed normals reused across θ)",
+            minimum=1,
+            maximum=200,
+        ),
+        ParamSpec(
+            "releases",
+            "int",
+            1,
+            "number l of parameter draws released, each at epsilon/l; rows are split evenly among them",
+            minimum=1,
+            maximum=100,
+        ),
+        ParamSpec(
+            "iterations",
+            "int",
+            2000,
+            "MCMC iterations after burn-in (thinning = iterations / releases); "
+            f"at least {MIN_ITERATIONS}: shorter chains release data-dependent copies of the start",
+            minimum=MIN_ITERATIONS,
+            maximum=1_000_000,
+        ),
+        ParamSpec(
+            "burn_in",
+            "int",
+            1000,
+            f"MCMC burn-in iterations (proposal adapted during burn-in only); at least {MIN_BURN_IN}",
+            minimum=MIN_BURN_IN,
+            maximum=1_000_000,
+        ),
+        ParamSpec(
+            "proposal_scale",
+            "float",
+            DEFAULT_PROPOSAL_SCALE,
+            "initial random-walk standard deviation on the unit scale (adapted during burn-in)",
+            minimum=1e-6,
+            maximum=10.0,
+        ),
+        ParamSpec(
+            "column_order",
+            "str",
+            None,
+            "comma-separated column order of the sequential model (empty = schema order)",
+            optional=True,
+        ),
     )
 
     def __init__(self, schema: Schema, **kw):
         super().__init__(schema, **kw)
         self.order = self._parse_order(self.params["column_order"], schema)
         if self.params["iterations"] < self.params["releases"]:  # refused before any data is read
-            raise ValueError(f"iterations must be at least the number of releases, got "
-                             f"iterations={self.params['iterations']}, releases={self.params['releases']}")
+            raise ValueError(
+                f"iterations must be at least the number of releases, got "
+                f"iterations={self.params['iterations']}, releases={self.params['releases']}"
+            )
         self.n: int | None = None
         self.thetas: np.ndarray | None = None
         self.diagnostics: dict = {}  # PRIVATE (data-dependent): for benchmarks/stewards, never reported
@@ -599,8 +684,9 @@ class PMSEMechanism(Mechanism):
             return list(names)
         order = [t.strip() for t in text.split(",") if t.strip()]
         if sorted(order) != sorted(names) or len(set(order)) != len(order):
-            raise ValueError(f"column_order must list every kept column exactly once ({names}), got "
-                             f"column_order={text!r}")
+            raise ValueError(
+                f"column_order must list every kept column exactly once ({names}), got column_order={text!r}"
+            )
         return order
 
     # -- model plumbing --------------------------------------------------------------------------
@@ -653,19 +739,30 @@ class PMSEMechanism(Mechanism):
 
         self.progress(0.0, "MCMC start")
         self.thetas, self.diagnostics = metropolis(
-            score, model.initial(), scale=model.proposal_scales(p["proposal_scale"]), burn_in=p["burn_in"],
-            iterations=p["iterations"], keep=p["releases"], noise=self.noise, progress=report,
+            score,
+            model.initial(),
+            scale=model.proposal_scales(p["proposal_scale"]),
+            burn_in=p["burn_in"],
+            iterations=p["iterations"],
+            keep=p["releases"],
+            noise=self.noise,
+            progress=report,
             prior=lambda theta: log_prior(theta, *box),
             anneal_from=min(1.0, ANNEAL_SCALE / (eps_each / (2.0 * sensitivity))),
-            warmup_score=warm, warmup=warmup)
+            warmup_score=warm,
+            warmup=warmup,
+        )
 
     def sample(self, n: int) -> pd.DataFrame:
         n = self._check_rows(n)
         model = self._model()
         l = len(self.thetas)
         sizes = np.full(l, n // l) + (np.arange(l) < n % l)
-        parts = [model.generate(theta, self.noise.rng.standard_normal((int(k), model.d)))
-                 for theta, k in zip(self.thetas, sizes) if k > 0]
+        parts = [
+            model.generate(theta, self.noise.rng.standard_normal((int(k), model.d)))
+            for theta, k in zip(self.thetas, sizes)
+            if k > 0
+        ]
         U = np.concatenate(parts)
         pos = [self.order.index(c) for c in self.schema.names]
         return self.schema.from_unit(U[:, pos])
@@ -675,30 +772,42 @@ class PMSEMechanism(Mechanism):
         n = self._check_rows(n)
         model = self._model()
         pos = [self.order.index(c) for c in self.schema.names]
-        return [self.schema.from_unit(model.generate(t, self.noise.rng.standard_normal((n, model.d)))[:, pos])
-                for t in self.thetas]
+        return [
+            self.schema.from_unit(model.generate(t, self.noise.rng.standard_normal((n, model.d)))[:, pos])
+            for t in self.thetas
+        ]
 
     # -- reporting -------------------------------------------------------------------------------
     def privacy_cost(self) -> PrivacyCost:
         p = self.params
-        caveats = ["MCMC sampling only approximates the exponential mechanism's distribution. GUARANTEED: the "
-                   "target distribution (exact exponential mechanism, utility sensitivity 1/n) is epsilon-DP; the "
-                   "chain's start and proposals are data-independent; burn_in and iterations are at least "
-                   f"{MIN_BURN_IN} and {MIN_ITERATIONS} (shorter chains measurably leak). APPROXIMATED: that the "
-                   "finite chain has reached the target; convergence is not certified, so epsilon is not a "
-                   "proven bound for the released draw (label 'mcmc', not 'pure')"]
+        caveats = [
+            "MCMC sampling only approximates the exponential mechanism's distribution. GUARANTEED: the "
+            "target distribution (exact exponential mechanism, utility sensitivity 1/n) is epsilon-DP; the "
+            "chain's start and proposals are data-independent; burn_in and iterations are at least "
+            f"{MIN_BURN_IN} and {MIN_ITERATIONS} (shorter chains measurably leak). APPROXIMATED: that the "
+            "finite chain has reached the target; convergence is not certified, so epsilon is not a "
+            "proven bound for the released draw (label 'mcmc', not 'pure')"
+        ]
         if p["releases"] > 1:
-            caveats.append("the l released parameter draws come from one chain (thinned), so they are only "
-                           "approximately independent draws of the mechanism")
+            caveats.append(
+                "the l released parameter draws come from one chain (thinned), so they are only "
+                "approximately independent draws of the mechanism"
+            )
         if p["tree"] == "paper":
             caveats.insert(0, PAPER_MODE_CAVEAT)
         return PrivacyCost(
-            epsilon=self.epsilon, delta=0.0, guarantee="heuristic" if p["tree"] == "paper" else "mcmc",
+            epsilon=self.epsilon,
+            delta=0.0,
+            guarantee="heuristic" if p["tree"] == "paper" else "mcmc",
             caveats=tuple(caveats),
-            details={"per_release_epsilon": self.epsilon / p["releases"], "releases": p["releases"],
-                     "utility_sensitivity": "1/n (Theorem 2)",
-                     "sensitivity_value": (1.0 / self.n) if self.n else None,
-                     "tree": p["tree"], "composition": "basic: l draws at epsilon/l each"},
+            details={
+                "per_release_epsilon": self.epsilon / p["releases"],
+                "releases": p["releases"],
+                "utility_sensitivity": "1/n (Theorem 2)",
+                "sensitivity_value": (1.0 / self.n) if self.n else None,
+                "tree": p["tree"],
+                "composition": "basic: l draws at epsilon/l each",
+            },
         )
 
     def report(self) -> dict:
@@ -709,12 +818,16 @@ class PMSEMechanism(Mechanism):
             "model": "sequential linear-Gaussian on the public unit scale",
             "column_order": self.order,
             "parameters": model.names(self.order),
-            "tree": p["tree"], "tree_depth": depth, "cp": p["cp"] if p["tree"] == "paper" else None,
-            "synthetic_sets_per_utility": p["m"], "mcmc_burn_in": p["burn_in"],
-            "mcmc_iterations": p["iterations"], "thinning": p["iterations"] // p["releases"],
+            "tree": p["tree"],
+            "tree_depth": depth,
+            "cp": p["cp"] if p["tree"] == "paper" else None,
+            "synthetic_sets_per_utility": p["m"],
+            "mcmc_burn_in": p["burn_in"],
+            "mcmc_iterations": p["iterations"],
+            "thinning": p["iterations"] // p["releases"],
             "prior": f"N(0, {PRIOR_VARIANCE:g}) on every parameter (variances on the log scale), truncated to "
-                     f"intercepts {PRIOR_INTERCEPT}, slopes {PRIOR_SLOPE}, log-variances "
-                     f"({PRIOR_LOG_VAR[0]:.2f}, {PRIOR_LOG_VAR[1]:.2f}) on the unit scale",
+            f"intercepts {PRIOR_INTERCEPT}, slopes {PRIOR_SLOPE}, log-variances "
+            f"({PRIOR_LOG_VAR[0]:.2f}, {PRIOR_LOG_VAR[1]:.2f}) on the unit scale",
             "n": self.n,
         }
 

@@ -123,6 +123,7 @@ GROWTH_WORDS = 16  # int64 temporaries per candidate in one block (measured with
 # The public domain: axes, cut schedule, encoding records to cells and decoding cells to points
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Domain:
     """Axes of the unit cube built from the confirmed schema (public)."""
@@ -141,7 +142,7 @@ class Domain:
                 k = int(math.floor(c.upper) - math.ceil(c.lower)) + 1
             else:
                 k = 0
-            if k > 2 ** MAX_DISCRETE_BITS:  # huge integer range: continuous axis + rounding
+            if k > 2**MAX_DISCRETE_BITS:  # huge integer range: continuous axis + rounding
                 k = 0
             sizes.append(k)
             bits.append(None if k == 0 else int(math.ceil(math.log2(k))) if k > 1 else 0)
@@ -245,6 +246,7 @@ def _deinterleave(ids: np.ndarray, level: int, schedule: np.ndarray, d: int) -> 
 # Resolved parameters (public: depend on schema, n, epsilon and the user's parameters only)
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Plan:
     depth: int  # r
@@ -268,16 +270,23 @@ class Plan:
 
     def memory_bytes(self, d: int) -> dict[str, int]:
         """Peak bytes by part (see ``memory_model``)."""
-        return memory_model(self.depth, self.pruning_level, self.k, self.width, self.sketch_depth,
-                            self.chunk_rows, d)
+        return memory_model(self.depth, self.pruning_level, self.k, self.width, self.sketch_depth, self.chunk_rows, d)
 
     def to_dict(self) -> dict:
-        return {"depth": self.depth, "pruning_level": self.pruning_level, "k": self.k, "width": self.width,
-                "sketch_depth": self.sketch_depth, "chunk_rows": self.chunk_rows, "sigma": list(self.sigma)}
+        return {
+            "depth": self.depth,
+            "pruning_level": self.pruning_level,
+            "k": self.k,
+            "width": self.width,
+            "sketch_depth": self.sketch_depth,
+            "chunk_rows": self.chunk_rows,
+            "sigma": list(self.sigma),
+        }
 
 
-def memory_model(depth: int, pruning_level: int, k: int, width: int, sketch_depth: int, chunk_rows: int,
-                 d: int) -> dict[str, int]:
+def memory_model(
+    depth: int, pruning_level: int, k: int, width: int, sketch_depth: int, chunk_rows: int, d: int
+) -> dict[str, int]:
     """Bytes held at the peak of a release, by part (checked against tracemalloc in the tests).
 
     structure: noisy counters of levels 1..L* (2^(L*+1) words), the exact level-L* accumulator (2^L*) and
@@ -286,13 +295,18 @@ def memory_model(depth: int, pruning_level: int, k: int, width: int, sketch_dept
     chunk: one chunk's frame and the per-record arrays of the update.
     """
     s = depth - pruning_level
-    structure = WORD * (2 ** (pruning_level + 1) + 2 ** pruning_level + s * sketch_depth * width)
+    structure = WORD * (2 ** (pruning_level + 1) + 2**pruning_level + s * sketch_depth * width)
     tree = LEAF_BYTES * (2 ** (pruning_level + 1) + 2 * k * s)
-    parents = min(BLOCK_PARENTS, max(2 ** pruning_level, k if s else 0))
+    parents = min(BLOCK_PARENTS, max(2**pruning_level, k if s else 0))
     growth = GROWTH_WORDS * WORD * (2 * parents + (k if s else 0))
     chunk = WORD * chunk_rows * (3 * d + 8)
-    return {"structure": structure, "tree": tree, "growth": growth, "chunk": chunk,
-            "total": structure + tree + growth + chunk}
+    return {
+        "structure": structure,
+        "tree": tree,
+        "growth": growth,
+        "chunk": chunk,
+        "total": structure + tree + growth + chunk,
+    }
 
 
 def _pow2_floor(x: float) -> int:
@@ -303,14 +317,15 @@ def _pow2_ceil(x: int) -> int:
     return 1 << max(int(math.ceil(math.log2(max(x, 1)))), 0)
 
 
-def budget_split(epsilon: float, domain: Domain, schedule: np.ndarray, pruning_level: int, k: int,
-                 sketch_depth: int) -> list[float]:
+def budget_split(
+    epsilon: float, domain: Domain, schedule: np.ndarray, pruning_level: int, k: int, sketch_depth: int
+) -> list[float]:
     """sigma_l proportional to sqrt(a_l) (Lemma 5 [D]; see the module docstring)."""
     r = len(schedule)
     delta = domain.diameters(schedule)
     tail = np.concatenate([np.cumsum(delta[::-1])[::-1], [0.0]])  # tail[l] = sum_{m>=l} delta_m
     weights = []
-    hot = 2 ** pruning_level
+    hot = 2**pruning_level
     for level in range(1, r + 1):
         if level <= pruning_level:
             a = 2.0 ** (level - 1) * delta[level - 1]
@@ -331,12 +346,13 @@ def make_plan(schema: Schema, n: int, epsilon: float, params: dict) -> Plan:
     schedule = domain.schedule(r)
     r = len(schedule)
     if r == 0:
-        raise ValueError("the schema's domain has a single point (every kept column has one value): "
-                         "nothing to decompose")
-    budget = float(params.get("memory_mb", DEFAULT_MEMORY_MB)) * 2 ** 20  # bytes for structure + tree
+        raise ValueError(
+            "the schema's domain has a single point (every kept column has one value): nothing to decompose"
+        )
+    budget = float(params.get("memory_mb", DEFAULT_MEMORY_MB)) * 2**20  # bytes for structure + tree
     ls = params.get("pruning_level")
     if ls is None:  # full tree if it fits, else the exact part gets half of the budget
-        full = (3 * WORD + LEAF_BYTES) * 2 ** r
+        full = (3 * WORD + LEAF_BYTES) * 2**r
         ls = r if full <= budget else int(math.floor(math.log2(budget / 2 / (3 * WORD + 2 * LEAF_BYTES))))
     ls = max(0, min(int(ls), r))
     j = params.get("sketch_depth") or min(max(int(math.ceil(math.log2(en) / 8)), 2), 6)
@@ -350,18 +366,31 @@ def make_plan(schema: Schema, n: int, epsilon: float, params: dict) -> Plan:
     if k is None:
         k = max(w // 2, 1)
     sigma = budget_split(float(epsilon), domain, schedule, ls, int(k), int(j))
-    return Plan(depth=r, pruning_level=ls, k=int(k), width=int(w), sketch_depth=int(j),
-                chunk_rows=min(int(params.get("chunk_rows") or DEFAULT_CHUNK_ROWS), int(n)), sigma=tuple(sigma),
-                schedule=tuple(int(a) for a in schedule))
+    return Plan(
+        depth=r,
+        pruning_level=ls,
+        k=int(k),
+        width=int(w),
+        sketch_depth=int(j),
+        chunk_rows=min(int(params.get("chunk_rows") or DEFAULT_CHUNK_ROWS), int(n)),
+        sigma=tuple(sigma),
+        schedule=tuple(int(a) for a in schedule),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # Algorithm 3: consistency of one level (vectorised over all parents of the level)
 # ------------------------------------------------------------------------------------------------
 
-def consistency(parent: np.ndarray, child0: np.ndarray, child1: np.ndarray, parent_ids: np.ndarray,
-                empty0: np.ndarray | None = None, empty1: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+
+def consistency(
+    parent: np.ndarray,
+    child0: np.ndarray,
+    child1: np.ndarray,
+    parent_ids: np.ndarray,
+    empty0: np.ndarray | None = None,
+    empty1: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 3 on integer counts: returns children >= 0 with child0 + child1 == parent exactly.
 
     ``parent`` must already be consistent (>= 0). ``empty0/1`` flag structurally empty children (public).
@@ -387,11 +416,11 @@ def consistency(parent: np.ndarray, child0: np.ndarray, child1: np.ndarray, pare
 # The mechanism
 # ------------------------------------------------------------------------------------------------
 
+
 class PrivHP(Mechanism):
     name = "privhp"
     title = "PrivHP: bounded-memory streaming hierarchical decomposition"
-    paper = ("Private Synthetic Data Generation in Bounded Memory (PrivHP, arXiv 2412.09756), "
-             "Algorithms 1-3")
+    paper = "Private Synthetic Data Generation in Bounded Memory (PrivHP, arXiv 2412.09756), Algorithms 1-3"
     supported_kinds = frozenset({"continuous", "integer", "categorical"})
     streaming = True
     # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
@@ -403,31 +432,73 @@ class PrivHP(Mechanism):
     speed_rank = 3
     target_structure = "joint"
     params = (
-        ParamSpec("memory_mb", "float", DEFAULT_MEMORY_MB,
-                  "memory budget M of the private structure in MiB (counters + sketches); sets L*, w, k "
-                  "when they are left empty", minimum=0.001, maximum=4096),
-        ParamSpec("depth", "int", None, "hierarchy depth r (default ceil(log2(epsilon n)))",
-                  minimum=1, maximum=MAX_DEPTH, optional=True),
-        ParamSpec("pruning_level", "int", None,
-                  "L*: levels 0..L* keep exact noisy counters; deeper levels use sketches and keep the "
-                  "top-k nodes (default from memory_mb; = depth when the full tree fits)",
-                  minimum=0, maximum=MAX_DEPTH, optional=True),
-        ParamSpec("k", "int", None, "pruning parameter: hot nodes kept per pruned level (default w/2)",
-                  minimum=1, maximum=2 ** 30, optional=True),
-        ParamSpec("width", "int", None, "Count-Min sketch width w, rounded up to a power of two "
-                  "(default from memory_mb, or 2k)", minimum=2, maximum=2 ** 30, optional=True),
-        ParamSpec("sketch_depth", "int", None, "Count-Min sketch rows j (default clamp(ceil(log2(eps n)/8), 2, 6))",
-                  minimum=1, maximum=32, optional=True),
-        ParamSpec("chunk_rows", "int", DEFAULT_CHUNK_ROWS, "rows read per streamed chunk",
-                  minimum=1000, maximum=10_000_000),
+        ParamSpec(
+            "memory_mb",
+            "float",
+            DEFAULT_MEMORY_MB,
+            "memory budget M of the private structure in MiB (counters + sketches); sets L*, w, k "
+            "when they are left empty",
+            minimum=0.001,
+            maximum=4096,
+        ),
+        ParamSpec(
+            "depth",
+            "int",
+            None,
+            "hierarchy depth r (default ceil(log2(epsilon n)))",
+            minimum=1,
+            maximum=MAX_DEPTH,
+            optional=True,
+        ),
+        ParamSpec(
+            "pruning_level",
+            "int",
+            None,
+            "L*: levels 0..L* keep exact noisy counters; deeper levels use sketches and keep the "
+            "top-k nodes (default from memory_mb; = depth when the full tree fits)",
+            minimum=0,
+            maximum=MAX_DEPTH,
+            optional=True,
+        ),
+        ParamSpec(
+            "k",
+            "int",
+            None,
+            "pruning parameter: hot nodes kept per pruned level (default w/2)",
+            minimum=1,
+            maximum=2**30,
+            optional=True,
+        ),
+        ParamSpec(
+            "width",
+            "int",
+            None,
+            "Count-Min sketch width w, rounded up to a power of two (default from memory_mb, or 2k)",
+            minimum=2,
+            maximum=2**30,
+            optional=True,
+        ),
+        ParamSpec(
+            "sketch_depth",
+            "int",
+            None,
+            "Count-Min sketch rows j (default clamp(ceil(log2(eps n)/8), 2, 6))",
+            minimum=1,
+            maximum=32,
+            optional=True,
+        ),
+        ParamSpec(
+            "chunk_rows", "int", DEFAULT_CHUNK_ROWS, "rows read per streamed chunk", minimum=1000, maximum=10_000_000
+        ),
     )
 
     @classmethod
     def check_schema(cls, schema: Schema) -> None:
         super().check_schema(schema)
         if Domain.from_schema(schema).max_depth == 0:  # refused before any data is read
-            raise ValueError("the schema's domain has a single point (every kept column has one value): "
-                             "nothing to decompose")
+            raise ValueError(
+                "the schema's domain has a single point (every kept column has one value): nothing to decompose"
+            )
 
     # -- public planning ------------------------------------------------------------------------------
     @classmethod
@@ -439,9 +510,16 @@ class PrivHP(Mechanism):
     @classmethod
     def memory_parts(cls, schema: Schema, n: int, epsilon: float, params: dict) -> list[dict]:
         plan = cls.plan_for(schema, n, epsilon, params)
-        return [{"part": k, "what": guide.MEMORY_PARTS.get(k, k), "bytes": v,
-                 "chunk_rows": plan.chunk_rows if k == "chunk" else None}
-                for k, v in plan.memory_bytes(len(schema.kept)).items() if k != "total"]
+        return [
+            {
+                "part": k,
+                "what": guide.MEMORY_PARTS.get(k, k),
+                "bytes": v,
+                "chunk_rows": plan.chunk_rows if k == "chunk" else None,
+            }
+            for k, v in plan.memory_bytes(len(schema.kept)).items()
+            if k != "total"
+        ]
 
     def check_plan(self, n: int) -> None:
         make_plan(self.schema, int(n), self.epsilon, self.params)
@@ -450,8 +528,7 @@ class PrivHP(Mechanism):
         return self.memory_estimate(self.schema, n, self.params, epsilon=self.epsilon)
 
     @classmethod
-    def memory_estimate(cls, schema: Schema, n: int, params: dict | None = None, *,
-                        epsilon: float = 1.0) -> int:
+    def memory_estimate(cls, schema: Schema, n: int, params: dict | None = None, *, epsilon: float = 1.0) -> int:
         """Bytes the release will hold (structure + growing + one chunk's working arrays); no data read."""
         plan = cls.plan_for(schema, n, epsilon, params)
         return plan.memory_bytes(len(schema.kept))["total"]
@@ -479,8 +556,9 @@ class PrivHP(Mechanism):
 
     def _setup_hashing(self) -> None:
         p = self.plan
-        self.hash_a = self.noise.private_rng.integers(0, 2 ** 64, size=(p.sketch_levels, p.sketch_depth),
-                                              dtype=np.uint64, endpoint=False) | np.uint64(1)
+        self.hash_a = self.noise.private_rng.integers(
+            0, 2**64, size=(p.sketch_levels, p.sketch_depth), dtype=np.uint64, endpoint=False
+        ) | np.uint64(1)
         self.hash_shift = np.uint64(64 - int(math.log2(p.width)))
         self._tables = self._deposit_tables()
 
@@ -488,8 +566,10 @@ class PrivHP(Mechanism):
         """Noise drawn before the pass: per counter level, and every sketch cell (optional batch axis)."""
         p = self.plan
         lead = () if batch is None else (batch,)
-        counters = [self._noise_into(np.zeros(lead + (2 ** level,), np.int64), p.counter_scale(level))
-                    for level in range(1, p.pruning_level + 1)]
+        counters = [
+            self._noise_into(np.zeros(lead + (2**level,), np.int64), p.counter_scale(level))
+            for level in range(1, p.pruning_level + 1)
+        ]
         sketch = np.zeros(lead + (p.sketch_levels, p.sketch_depth, p.width), np.int64)
         for s in range(p.sketch_levels):
             level = p.pruning_level + 1 + s
@@ -501,20 +581,22 @@ class PrivHP(Mechanism):
         per NOISE_BLOCK values keeps that transient small."""
         flat = zeros.reshape(-1)
         for start in range(0, flat.size, NOISE_BLOCK):
-            flat[start:start + NOISE_BLOCK] = self.noise.laplace_int(flat[start:start + NOISE_BLOCK], scale=scale)
+            flat[start : start + NOISE_BLOCK] = self.noise.laplace_int(flat[start : start + NOISE_BLOCK], scale=scale)
         return zeros
 
     def _initial_state(self) -> dict[str, Any]:
         """Algorithm 1 lines 1-3: counters and sketch cells start at their noise."""
         counters, sketch = self._initial_noise()
-        return {"counters": counters, "sketch": sketch, "leaf": np.zeros(2 ** self.plan.pruning_level, np.int64)}
+        return {"counters": counters, "sketch": sketch, "leaf": np.zeros(2**self.plan.pruning_level, np.int64)}
 
     def _empty_state(self) -> dict[str, Any]:
         """The same structure without noise (tests: exact counts)."""
         p = self.plan
-        return {"counters": [np.zeros(2 ** level, np.int64) for level in range(1, p.pruning_level + 1)],
-                "sketch": np.zeros((p.sketch_levels, p.sketch_depth, p.width), np.int64),
-                "leaf": np.zeros(2 ** p.pruning_level, np.int64)}
+        return {
+            "counters": [np.zeros(2**level, np.int64) for level in range(1, p.pruning_level + 1)],
+            "sketch": np.zeros((p.sketch_levels, p.sketch_depth, p.width), np.int64),
+            "leaf": np.zeros(2**p.pruning_level, np.int64),
+        }
 
     def _deposit_tables(self) -> list[list[np.ndarray]]:
         """Per axis and per byte of its depth-r cell index: the bits deposited at their id positions."""
@@ -558,7 +640,7 @@ class PrivHP(Mechanism):
         """Algorithm 1 lines 4-8 for one chunk (vectorised)."""
         p = self.plan
         ids = self.leaf_ids(frame)
-        state["leaf"] += np.bincount(ids >> (p.depth - p.pruning_level), minlength=2 ** p.pruning_level)
+        state["leaf"] += np.bincount(ids >> (p.depth - p.pruning_level), minlength=2**p.pruning_level)
         if p.sketch_levels == 0:
             return
         for s in range(p.sketch_levels):
@@ -599,8 +681,9 @@ class PrivHP(Mechanism):
         return empty
 
     # -- Algorithm 2 ------------------------------------------------------------------------------------
-    def _consistent_children(self, level: int, parent_ids: np.ndarray, parent_counts: np.ndarray,
-                             est0: np.ndarray, est1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _consistent_children(
+        self, level: int, parent_ids: np.ndarray, parent_counts: np.ndarray, est0: np.ndarray, est1: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         ids0 = 2 * parent_ids
         e0, e1 = self._empty(level, ids0), self._empty(level, ids0 + 1)
         return consistency(parent_counts, np.where(e0, 0, est0), np.where(e1, 0, est1), parent_ids, e0, e1)
@@ -629,7 +712,7 @@ class PrivHP(Mechanism):
             keep = 0 if level == p.depth else p.k
             hot_ids, hot_counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
             for start in range(0, len(ids), BLOCK_PARENTS):
-                pid, pc = ids[start:start + BLOCK_PARENTS], counts[start:start + BLOCK_PARENTS]
+                pid, pc = ids[start : start + BLOCK_PARENTS], counts[start : start + BLOCK_PARENTS]
                 child = np.column_stack([2 * pid, 2 * pid + 1]).ravel()
                 est = self._query(sketches, s, child)
                 a, b = self._consistent_children(level, pid, pc, est[0::2], est[1::2])
@@ -680,8 +763,11 @@ class PrivHP(Mechanism):
                 if dom.sizes[a] == 0:
                     X[rows, a] = (prefix[a] + rng.random(len(rows))) / math.ldexp(1.0, t)
                     continue
-                lo, hi = dom.value_range(a, prefix[a], t) if t else (np.zeros(len(rows), np.int64),
-                                                                   np.full(len(rows), dom.sizes[a]))
+                lo, hi = (
+                    dom.value_range(a, prefix[a], t)
+                    if t
+                    else (np.zeros(len(rows), np.int64), np.full(len(rows), dom.sizes[a]))
+                )
                 code = lo + np.floor(rng.random(len(rows)) * np.maximum(hi - lo, 1)).astype(np.int64)
                 code = np.minimum(code, np.maximum(hi - 1, lo))
                 if c.kind == "integer":
@@ -692,15 +778,22 @@ class PrivHP(Mechanism):
 
     # -- accounting, summary, report ----------------------------------------------------------------------
     def privacy_cost(self) -> PrivacyCost:
-        details: dict[str, Any] = {"root_count": "n (public, no budget)",
-                                   "counter_l1_sensitivity_per_level": COUNTER_SENSITIVITY,
-                                   "sketch_l1_sensitivity_per_level": "2 j (2 per row)"}
+        details: dict[str, Any] = {
+            "root_count": "n (public, no budget)",
+            "counter_l1_sensitivity_per_level": COUNTER_SENSITIVITY,
+            "sketch_l1_sensitivity_per_level": "2 j (2 per row)",
+        }
         if hasattr(self, "plan"):
             p = self.plan
-            details.update(plan=p.to_dict(), counter_scales=[p.counter_scale(l) for l in range(1, p.pruning_level + 1)],
-                           sketch_scales=[p.sketch_scale(l) for l in range(p.pruning_level + 1, p.depth + 1)])
+            details.update(
+                plan=p.to_dict(),
+                counter_scales=[p.counter_scale(l) for l in range(1, p.pruning_level + 1)],
+                sketch_scales=[p.sketch_scale(l) for l in range(p.pruning_level + 1, p.depth + 1)],
+            )
         return PrivacyCost(
-            epsilon=self.epsilon, delta=0.0, guarantee="pure",
+            epsilon=self.epsilon,
+            delta=0.0,
+            guarantee="pure",
             caveats=(
                 "the paper's Theorem 2 calibrates noise for add/remove neighbours (sensitivity 1 per level, j "
                 "per sketch); this implementation doubles every scale so epsilon holds for replace-one",
@@ -713,17 +806,30 @@ class PrivHP(Mechanism):
         )
 
     def summary(self) -> dict[str, Any]:
-        return {"leaf_level": self.leaf_level, "leaf_id": self.leaf_id, "leaf_count": self.leaf_count,
-                "n": self.n, "plan": self.plan.to_dict(), "hot_per_level": self.hot_per_level}
+        return {
+            "leaf_level": self.leaf_level,
+            "leaf_id": self.leaf_id,
+            "leaf_count": self.leaf_count,
+            "n": self.n,
+            "plan": self.plan.to_dict(),
+            "hot_per_level": self.hot_per_level,
+        }
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
         self.domain = Domain.from_schema(self.schema)
         pl = dict(summary["plan"])
         r = int(pl["depth"])
         schedule = self.domain.schedule(r)
-        self.plan = Plan(depth=r, pruning_level=int(pl["pruning_level"]), k=int(pl["k"]), width=int(pl["width"]),
-                         sketch_depth=int(pl["sketch_depth"]), chunk_rows=int(pl["chunk_rows"]),
-                         sigma=tuple(float(x) for x in pl["sigma"]), schedule=tuple(int(a) for a in schedule))
+        self.plan = Plan(
+            depth=r,
+            pruning_level=int(pl["pruning_level"]),
+            k=int(pl["k"]),
+            width=int(pl["width"]),
+            sketch_depth=int(pl["sketch_depth"]),
+            chunk_rows=int(pl["chunk_rows"]),
+            sigma=tuple(float(x) for x in pl["sigma"]),
+            schedule=tuple(int(a) for a in schedule),
+        )
         self.leaf_level = np.asarray(summary["leaf_level"], dtype=np.int8)
         self.leaf_id = np.asarray(summary["leaf_id"], dtype=np.int64)
         self.leaf_count = np.asarray(summary["leaf_count"], dtype=np.int64)
@@ -737,7 +843,15 @@ class PrivHP(Mechanism):
             return {}
         p = self.plan
         mem = p.memory_bytes(len(self.schema.kept))
-        return {"depth_r": p.depth, "pruning_level_L*": p.pruning_level, "k": p.k, "sketch_width_w": p.width,
-                "sketch_rows_j": p.sketch_depth, "level_budgets": list(p.sigma), "memory_bytes": mem,
-                "leaves_with_mass": int(len(self.leaf_count)), "hot_nodes_per_level": self.hot_per_level,
-                "unpruned (PMM tree)": p.sketch_levels == 0}
+        return {
+            "depth_r": p.depth,
+            "pruning_level_L*": p.pruning_level,
+            "k": p.k,
+            "sketch_width_w": p.width,
+            "sketch_rows_j": p.sketch_depth,
+            "level_budgets": list(p.sigma),
+            "memory_bytes": mem,
+            "leaves_with_mass": int(len(self.leaf_count)),
+            "hot_nodes_per_level": self.hot_per_level,
+            "unpruned (PMM tree)": p.sketch_levels == 0,
+        }

@@ -16,19 +16,17 @@ RUNTIME = RuntimeModel(0.744, 1.52e-06)  # one pass over the table per column: `
 
 STEWARD_HELP = {
     "memory_mb": "Memory the summary may use, in MiB. More: keeps more detail, in proportion. The "
-                 "table itself is read in chunks and never held whole.",
+    "table itself is read in chunks and never held whole.",
     "depth": "How many times the domain is halved. Deeper: finer detail, each level noisier. Empty: "
-             "set from n and epsilon.",
+    "set from n and epsilon.",
     "pruning_level": "Levels kept exactly; deeper ones are approximated to save memory. Empty: set "
-                     "from the memory budget.",
+    "from the memory budget.",
     "k": "Dense regions kept per approximated level. More: more detail, more memory. Empty: set "
-         "from the memory budget.",
-    "width": "Size of the approximate counters. Wider: more accurate, more memory. Empty: set from "
-             "the memory budget.",
+    "from the memory budget.",
+    "width": "Size of the approximate counters. Wider: more accurate, more memory. Empty: set from the memory budget.",
     "sketch_depth": "Rows of the approximate counters. More: fewer collisions, more memory and "
-                    "time. Empty: set from n and epsilon.",
-    "chunk_rows": "Rows read at a time. Larger: faster reading, more working memory. No accuracy or "
-                  "privacy effect.",
+    "time. Empty: set from n and epsilon.",
+    "chunk_rows": "Rows read at a time. Larger: faster reading, more working memory. No accuracy or privacy effect.",
 }
 
 # What each part of the memory plan is, for the steward (memory_model in __init__.py).
@@ -40,15 +38,23 @@ MEMORY_PARTS = {
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
-MEASURED_TSTR = {('privhp', 0.1): {'adult': (0.574, 0.85),
-                   'bank_marketing': (0.545, 0.826),
-                   'credit_default_taiwan': (0.516, 0.712),
-                   'german_credit': (0.496, 0.775)},
- ('privhp', 1.0): {'adult': (0.758, 0.85),
-                   'bank_marketing': (0.501, 0.826),
-                   'credit_default_taiwan': (0.511, 0.712),
-                   'german_credit': (0.522, 0.775)},
- ('privhp', 10.0): {'adult': (0.776, 0.85),
-                    'bank_marketing': (0.523, 0.826),
-                    'credit_default_taiwan': (0.483, 0.712),
-                    'german_credit': (0.569, 0.775)}}
+MEASURED_TSTR = {
+    ("privhp", 0.1): {
+        "adult": (0.574, 0.85),
+        "bank_marketing": (0.545, 0.826),
+        "credit_default_taiwan": (0.516, 0.712),
+        "german_credit": (0.496, 0.775),
+    },
+    ("privhp", 1.0): {
+        "adult": (0.758, 0.85),
+        "bank_marketing": (0.501, 0.826),
+        "credit_default_taiwan": (0.511, 0.712),
+        "german_credit": (0.522, 0.775),
+    },
+    ("privhp", 10.0): {
+        "adult": (0.776, 0.85),
+        "bank_marketing": (0.523, 0.826),
+        "credit_default_taiwan": (0.483, 0.712),
+        "german_credit": (0.569, 0.775),
+    },
+}

@@ -34,12 +34,12 @@ def test_a_steward_creates_an_analyst_who_can_log_in_and_download(world):
     assert "one-time password" in client.get("/accounts/password/").content.decode()
     api = world.client(None).post("/api/auth/token/", {"username": "bea", "password": password})
     assert api.status_code == 403 and "one-time password" in api.json()["error"]
-    same = client.post("/accounts/password/", {"old_password": password, "new_password1": password,
-                                               "new_password2": password})
+    same = client.post(
+        "/accounts/password/", {"old_password": password, "new_password1": password, "new_password2": password}
+    )
     assert "must differ" in same.content.decode()
     new = "bea-own-Pass-8642"
-    done = client.post("/accounts/password/", {"old_password": password, "new_password1": new,
-                                               "new_password2": new})
+    done = client.post("/accounts/password/", {"old_password": password, "new_password1": new, "new_password2": new})
     assert done.status_code == 302
     bea.profile.refresh_from_db()
     assert bea.profile.must_change_password is False
@@ -66,6 +66,7 @@ def test_a_bad_username_is_refused_with_the_value(world):
 
 
 def test_only_the_owner_can_create_analysts(world):
-    resp = world.client(world.other_steward).post(f"/datasets/{world.dataset.pk}/grants/",
-                                                  {"username": "eve", "action": "create"})
+    resp = world.client(world.other_steward).post(
+        f"/datasets/{world.dataset.pk}/grants/", {"username": "eve", "action": "create"}
+    )
     assert resp.status_code == 404 and not get_user_model().objects.filter(username="eve").exists()

@@ -51,8 +51,9 @@ def _call(client, method, url, **extra):
     if method == "put":
         return client.put(url, '{"epsilon": "5"}', content_type="application/json", **extra)
     if url.startswith("/api/"):
-        return client.post(url, '{"rows": 5, "mechanism": "baseline", "epsilon": "0.1"}',
-                           content_type="application/json", **extra)
+        return client.post(
+            url, '{"rows": 5, "mechanism": "baseline", "epsilon": "0.1"}', content_type="application/json", **extra
+        )
     return client.post(url, body, **extra)
 
 

@@ -32,8 +32,9 @@ def test_a_password_change_on_the_web_revokes_every_token(world):
     other = Token.issue(world.analyst)
     assert _answers(key) == 200
     new = "another-horse-battery-7"
-    resp = world.client(world.owner).post("/accounts/password/", {
-        "old_password": PASSWORD, "new_password1": new, "new_password2": new})
+    resp = world.client(world.owner).post(
+        "/accounts/password/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new}
+    )
     assert resp.status_code == 302
     assert _answers(key) == 401 and not world.owner.api_tokens.exists()
     assert _answers(other) == 200  # other users keep theirs
@@ -68,8 +69,12 @@ def test_at_most_the_limit_of_named_tokens(world):
 
 
 def test_a_bad_token_name_is_refused_and_creates_nothing(world):
-    for name, message in (("x" * 65, "at most 64 characters"), ("a\u202eb", "control, format or invisible"),
-                          ("  ", "non-empty string"), (5, "non-empty string")):
+    for name, message in (
+        ("x" * 65, "at most 64 characters"),
+        ("a\u202eb", "control, format or invisible"),
+        ("  ", "non-empty string"),
+        (5, "non-empty string"),
+    ):
         resp = _issue(name)
         assert resp.status_code == 400 and message in resp.json()["error"], (name, resp.content)
     assert not world.owner.api_tokens.exists()
@@ -107,8 +112,10 @@ def test_the_tokens_page_lists_and_revokes(world):
 
 def test_a_rehash_at_login_is_not_a_password_change(world, settings):
     key = Token.issue(world.owner)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher",
-                                 "django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+    ]
     old_hash = type(world.owner).objects.get(pk=world.owner.pk).password
     assert _issue().status_code == 201  # logs in: Django upgrades the stored MD5 hash to PBKDF2
     assert type(world.owner).objects.get(pk=world.owner.pk).password != old_hash

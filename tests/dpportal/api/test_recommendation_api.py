@@ -10,18 +10,21 @@ from tests.personas import make_dataset
 URL = "/api/datasets/{}/recommendation/"
 
 # Same header and row count as SMALL_CSV, different values (the same schema fits both)
-OTHER_CSV = ("age,city,income,note\n"
-             "80,Nice,99000,a\n"
-             "19,Nice,1000,b\n"
-             "20,Lyon,2000,c\n"
-             "21,Lyon,3000,d\n"
-             "22,Nice,4000,e\n"
-             "23,Nice,5000,f\n")
+OTHER_CSV = (
+    "age,city,income,note\n"
+    "80,Nice,99000,a\n"
+    "19,Nice,1000,b\n"
+    "20,Lyon,2000,c\n"
+    "21,Lyon,3000,d\n"
+    "22,Nice,4000,e\n"
+    "23,Nice,5000,f\n"
+)
 
 
 def test_it_recommends_with_a_curve_and_the_remaining_budget(world):
-    resp = world.client(None).get(URL.format(world.dataset.pk) + "?purpose=explore&epsilon=0.5&target_error=0.5",
-                                  **world.api(world.owner))
+    resp = world.client(None).get(
+        URL.format(world.dataset.pk) + "?purpose=explore&epsilon=0.5&target_error=0.5", **world.api(world.owner)
+    )
     assert resp.status_code == 200, resp.content
     data = resp.json()
     assert data["public_inputs_only"] is True and data["rows"] == world.dataset.n_rows
@@ -41,18 +44,21 @@ def test_two_tables_with_the_same_schema_and_n_get_the_same_answer(world):
     assert a == b
 
 
-@pytest.mark.parametrize("query, message", [
-    ("?epsilon=abc", "epsilon must be a number, got epsilon='abc'"),
-    ("?epsilon=1e999", "epsilon must be in (0, 100]"),
-    ("?epsilon=0", "epsilon must be in (0, 100]"),
-    ("?delta=1", "delta must be in [0, 1)"),
-    ("?epsilon=" + "1" * 50, "epsilon is too long"),
-    ("?purpose=ml", "needs a target column"),
-    ("?purpose=ml&target=note", "target must name a kept column"),
-    ("?purpose=marginals&pairs=age", "column:column"),
-    ("?target_error=2", "target_error must be in (0, 1)"),
-    ("?colour=blue", "unknown parameter(s) ['colour']"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("?epsilon=abc", "epsilon must be a number, got epsilon='abc'"),
+        ("?epsilon=1e999", "epsilon must be in (0, 100]"),
+        ("?epsilon=0", "epsilon must be in (0, 100]"),
+        ("?delta=1", "delta must be in [0, 1)"),
+        ("?epsilon=" + "1" * 50, "epsilon is too long"),
+        ("?purpose=ml", "needs a target column"),
+        ("?purpose=ml&target=note", "target must name a kept column"),
+        ("?purpose=marginals&pairs=age", "column:column"),
+        ("?target_error=2", "target_error must be in (0, 1)"),
+        ("?colour=blue", "unknown parameter(s) ['colour']"),
+    ],
+)
 def test_bad_input_is_named(world, query, message):
     resp = world.client(None).get(URL.format(world.dataset.pk) + query, **world.api(world.owner))
     assert resp.status_code == 400 and message in resp.json()["error"], resp.content
@@ -75,11 +81,16 @@ def test_a_release_of_a_mechanism_predicted_to_fail_needs_the_confirmation(world
     assert resp.status_code == 400 and "confirm_would_fail" in resp.json()["error"]
     assert "near-uniform" in resp.json()["error"] and "Nothing was charged" in resp.json()["error"]
     assert Release.objects.count() == before and ledger.remaining(world.dataset)["epsilon"]["remaining"] == left
-    ok = world.client(None).post(url, {**body, "confirm_would_fail": True}, content_type="application/json",
-                                 **world.api(world.owner))
+    ok = world.client(None).post(
+        url, {**body, "confirm_would_fail": True}, content_type="application/json", **world.api(world.owner)
+    )
     assert ok.status_code == 201
-    plain = world.client(None).post(url, {"mechanism": "baseline", "epsilon": "0.1", "rows": 5},
-                                    content_type="application/json", **world.api(world.owner))
+    plain = world.client(None).post(
+        url,
+        {"mechanism": "baseline", "epsilon": "0.1", "rows": 5},
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert plain.status_code == 201  # mechanisms not predicted to fail need nothing new
 
 
@@ -102,14 +113,17 @@ def test_a_release_predicted_above_the_error_threshold_needs_the_high_error_conf
     assert resp.status_code == 400 and "confirm_high_error" in error and "Nothing was charged" in error
     assert "predicted error at ε 0.01 is 49%" in error and "above the 30%" in error and "ε 0.0438 or more" in error
     assert Release.objects.count() == before and ledger.remaining(d)["epsilon"]["remaining"] == left
-    ok = world.client(None).post(url, {**body, "confirm_high_error": True}, content_type="application/json",
-                                 **world.api(world.owner))
+    ok = world.client(None).post(
+        url, {**body, "confirm_high_error": True}, content_type="application/json", **world.api(world.owner)
+    )
     assert ok.status_code == 201
-    fine = world.client(None).post(url, {**body, "epsilon": "0.5"}, content_type="application/json",
-                                   **world.api(world.owner))
+    fine = world.client(None).post(
+        url, {**body, "epsilon": "0.5"}, content_type="application/json", **world.api(world.owner)
+    )
     assert fine.status_code == 201  # predicted under the threshold: nothing new to confirm
-    tiny = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/", body,
-                                   content_type="application/json", **world.api(world.owner))
+    tiny = world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/releases/", body, content_type="application/json", **world.api(world.owner)
+    )
     assert tiny.status_code == 201  # 6 rows: no epsilon brings it under, so epsilon is not what to confirm
 
 

@@ -26,7 +26,9 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium (scripts/ensure-system-packages.sh)"),
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM), reason="needs Debian chromium (scripts/ensure-system-packages.sh)"
+    ),
 ]
 
 SCHEMA = {
@@ -71,8 +73,7 @@ def finished(transactional_db):
     assert release.status == "done" and ev.status == Evaluation.DONE, (release.error, ev.error)
     assert ev.results["ml"] is not None
     # sessions are made here: once Playwright runs, this thread has an event loop and the ORM refuses
-    return {"owner": _session(owner), "analyst": _session(analyst), "dataset": dataset, "release": release,
-            "low": low}
+    return {"owner": _session(owner), "analyst": _session(analyst), "dataset": dataset, "release": release, "low": low}
 
 
 def _session(user) -> str:
@@ -138,8 +139,11 @@ def test_release_dashboard_renders_offline_and_is_404_for_an_analyst(finished, l
     assert len(drawn) == 5 and all(drawn), drawn  # quality, 1-way, 2-way, pMSE, TSTR against epsilon
     page.screenshot(path=str(ARTIFACTS / "dashboard-dataset.png"), full_page=True)
 
-    page.goto(live_server.url + reverse("dpportal-release-compare", args=[dataset.pk])
-              + f"?a={release.pk}&b={finished['low'].pk}")
+    page.goto(
+        live_server.url
+        + reverse("dpportal-release-compare", args=[dataset.pk])
+        + f"?a={release.pk}&b={finished['low'].pk}"
+    )
     drawn = _charts_render(page)
     assert len(drawn) == 6 and all(drawn), drawn
     assert errors == [] and external == []

@@ -38,8 +38,8 @@ def test_the_dataset_pages_mark_the_best_release_by_quality(world):
     for name in ("dpportal-dataset", "dpportal-dataset-dashboard"):
         page = world.client(world.owner).get(reverse(name, args=[world.dataset.pk])).content.decode()
         assert page.count(">best</span>") == 1, name
-        row = page[page.index(f"/releases/{best}/"):]
-        row = row[:row.index("</tr>")]
+        row = page[page.index(f"/releases/{best}/") :]
+        row = row[: row.index("</tr>")]
         assert ">best</span>" in row, name
     analyst = world.client(world.analyst).get(reverse("dpportal-dataset", args=[world.dataset.pk])).content.decode()
     assert "Quality" not in analyst and ">best</span>" not in analyst
@@ -55,11 +55,17 @@ def test_better_side_follows_each_metrics_direction():
 
 
 def test_compare_rows_keep_metrics_missing_on_one_side():
-    rows = compare_metrics([{"metric": "Quality score", "value": 0.8, "reading": "a"}],
-                           [{"metric": "Quality score", "value": 0.9, "reading": "b"},
-                            {"metric": "TSTR macro_f1 (mean of 12 models)", "value": 0.5, "reading": "t"}])
-    assert [(r["metric"], r["better"]) for r in rows] == [("Quality score", "b"),
-                                                           ("TSTR macro_f1 (mean of 12 models)", "")]
+    rows = compare_metrics(
+        [{"metric": "Quality score", "value": 0.8, "reading": "a"}],
+        [
+            {"metric": "Quality score", "value": 0.9, "reading": "b"},
+            {"metric": "TSTR macro_f1 (mean of 12 models)", "value": 0.5, "reading": "t"},
+        ],
+    )
+    assert [(r["metric"], r["better"]) for r in rows] == [
+        ("Quality score", "b"),
+        ("TSTR macro_f1 (mean of 12 models)", ""),
+    ]
 
 
 def test_the_compare_page_marks_the_better_value(world):
@@ -67,8 +73,8 @@ def test_the_compare_page_marks_the_better_value(world):
     url = reverse("dpportal-release-compare", args=[world.dataset.pk]) + f"?a={world.release.pk}&b={other.pk}"
     page = world.client(world.owner).get(url).content.decode()
     qa, qb = _quality(world.release)["score"], _quality(other)["score"]
-    row = page[page.index("<th>Quality score</th>"):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index("<th>Quality score</th>") :]
+    row = row[: row.index("</tr>")]
     cells = row.split("<td")[1:]
     assert ("better" in cells[0]) == (qa > qb) and ("better" in cells[1]) == (qb > qa)
     assert "✓ marks the better value" in page

@@ -22,9 +22,13 @@ N_IDS = 1000
 def _ids_dataset(owner):
     """Every record unique on an identifier column (the table of tests/mechanisms/test_risk.py)."""
     text = "id,x\n" + "".join(f"p{i},{i % 10}\n" for i in range(N_IDS))
-    schema = {"missing_markers": [""], "columns": [
-        {"name": "id", "kind": "categorical", "categories": [f"p{i}" for i in range(N_IDS)]},
-        {"name": "x", "kind": "integer", "lower": 0, "upper": 9, "bins": 10}]}
+    schema = {
+        "missing_markers": [""],
+        "columns": [
+            {"name": "id", "kind": "categorical", "categories": [f"p{i}" for i in range(N_IDS)]},
+            {"name": "x", "kind": "integer", "lower": 0, "upper": 9, "bins": 10},
+        ],
+    }
     return make_dataset(owner, text=text, schema=schema)
 
 
@@ -32,8 +36,9 @@ def _api_get(world, user, release):
     return world.client(None).get(f"/api/releases/{release.pk}/risk/", **world.api(user))
 
 
-def test_queued_after_the_release_and_not_computable_on_a_tiny_table(world, django_capture_on_commit_callbacks,
-                                                                     settings):
+def test_queued_after_the_release_and_not_computable_on_a_tiny_table(
+    world, django_capture_on_commit_callbacks, settings
+):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     with django_capture_on_commit_callbacks(execute=True):
         release_services.queue_evaluation(world.release.pk)
@@ -65,11 +70,16 @@ def test_a_computed_report_reaches_the_api_and_the_pages(world):
     assert body["status"] == "done" and body["claimed_epsilon"] == 1.0 and body["guarantee_failed"] is False
     assert {a["name"] for a in body["attacks"]} == set(mrisk.ATTACKS)
     for a in body["attacks"] + body["control"]:
-        assert set(a) >= {"name", "auc", "tpr_at_fpr", "epsilon_lower_bound"} and set(a["tpr_at_fpr"]) == {"0.01", "0.001"}
+        assert set(a) >= {"name", "auc", "tpr_at_fpr", "epsilon_lower_bound"} and set(a["tpr_at_fpr"]) == {
+            "0.01",
+            "0.001",
+        }
     assert all(a["epsilon_lower_bound"] <= 1.0 for a in body["attacks"])
     assert body["control_detected"] and body["control_auc"] >= 0.9  # the members themselves are found
     page = world.client(world.owner).get(reverse("dpportal-release-dashboard", args=[release.pk])).content.decode()
-    assert 'id="risk-summary"' in page and "more success than a coin flip" in page and "risk-guarantee-failed" not in page
+    assert (
+        'id="risk-summary"' in page and "more success than a coin flip" in page and "risk-guarantee-failed" not in page
+    )
     assert 'id="risk-linkability"' in page and "Attribute inference" in page and 'id="risk-singling-out"' in page
     assert body["singling_out"]["queries"] > 0 and body["target_pairs"] > 0
     detail = world.client(world.owner).get(reverse("dpportal-release", args=[release.pk])).content.decode()

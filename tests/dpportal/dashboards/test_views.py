@@ -13,9 +13,12 @@ from tests.personas import run_release
 
 def urls(world) -> list[str]:
     r, d = world.release.pk, world.dataset.pk
-    return [reverse("dpportal-release-dashboard", args=[r]), reverse("dpportal-evaluation-status", args=[r]),
-            reverse("dpportal-dataset-dashboard", args=[d]),
-            reverse("dpportal-release-compare", args=[d]) + f"?a={r}&b={r}"]
+    return [
+        reverse("dpportal-release-dashboard", args=[r]),
+        reverse("dpportal-evaluation-status", args=[r]),
+        reverse("dpportal-dataset-dashboard", args=[d]),
+        reverse("dpportal-release-compare", args=[d]) + f"?a={r}&b={r}",
+    ]
 
 
 def test_the_worker_stores_an_evaluation_after_the_release(world):
@@ -102,8 +105,9 @@ def test_a_bad_target_is_refused_with_its_name(world):
 def test_utility_vs_epsilon_has_one_line_per_mechanism(world):
     run_release(world.dataset, world.owner, epsilon="0.25")
     page = world.client(world.owner).get(reverse("dpportal-dataset-dashboard", args=[world.dataset.pk]))
-    fig = json.loads(page.content.decode().split('id="util-tvd_1way_mean-data" type="application/json">')[1]
-                     .split("</script>")[0])
+    fig = json.loads(
+        page.content.decode().split('id="util-tvd_1way_mean-data" type="application/json">')[1].split("</script>")[0]
+    )
     assert {t["name"] for t in fig["data"]} == {"baseline"} and sorted(fig["data"][0]["x"]) == [0.25, 0.5]
 
 
@@ -133,9 +137,14 @@ def test_compare_defaults_to_finished_releases_never_a_cancelled_one(world):
     from dpportal.releases import services as release_services
 
     other = run_release(world.dataset, world.owner, epsilon="0.25")
-    cancelled = release_services.plan_release(world.dataset, world.owner, release_services.ReleaseRequest(
-        mechanism="baseline", epsilon="0.1", delta="0", params={}, rows=5))
+    cancelled = release_services.plan_release(
+        world.dataset,
+        world.owner,
+        release_services.ReleaseRequest(mechanism="baseline", epsilon="0.1", delta="0", params={}, rows=5),
+    )
     release_services.cancel(cancelled)  # the newest release: first in the list
-    page = world.client(world.owner).get(reverse("dpportal-dataset-dashboard", args=[world.dataset.pk])).content.decode()
+    page = (
+        world.client(world.owner).get(reverse("dpportal-dataset-dashboard", args=[world.dataset.pk])).content.decode()
+    )
     checked = dict(re.findall(r'name="([ab])" value="(\d+)" checked', page))
     assert checked == {"a": str(other.pk), "b": str(world.release.pk)}

@@ -12,8 +12,9 @@ from dpportal.releases.models import Release
 
 from tests.personas import make_dataset
 
-AGES = "age,city,income,note\n" + "".join(f"{18 + (i * 7) % 70},Paris,{1000 + (i * 37) % 900}.5,x\n"
-                                          for i in range(3000))
+AGES = "age,city,income,note\n" + "".join(
+    f"{18 + (i * 7) % 70},Paris,{1000 + (i * 37) % 900}.5,x\n" for i in range(3000)
+)
 
 
 def _start(world, d, **data):
@@ -77,10 +78,12 @@ def test_no_budget_no_estimate_and_nothing_charged(world):
 
 def test_bad_requests_are_named_and_charge_nothing(world):
     d = make_dataset(world.owner, text=AGES, schema=None, budget=("1", "0"))
-    for data, message in (({"bounds_columns": ["nope"], "bounds_epsilon": "0.1"}, "got [&#x27;nope&#x27;]"),
-                          ({"bounds_epsilon": "0.1"}, "got none"),
-                          ({"bounds_columns": ["age"], "bounds_epsilon": "-1"}, "epsilon: expected a positive"),
-                          ({"bounds_columns": ["age"], "bounds_epsilon": "5"}, "over budget")):
+    for data, message in (
+        ({"bounds_columns": ["nope"], "bounds_epsilon": "0.1"}, "got [&#x27;nope&#x27;]"),
+        ({"bounds_epsilon": "0.1"}, "got none"),
+        ({"bounds_columns": ["age"], "bounds_epsilon": "-1"}, "epsilon: expected a positive"),
+        ({"bounds_columns": ["age"], "bounds_epsilon": "5"}, "over budget"),
+    ):
         text = _start(world, d, **data).content.decode()
         assert "Bounds not estimated" in text and message in text, message
     assert not Release.objects.filter(dataset=d).exists()
@@ -113,8 +116,12 @@ def test_the_api_starts_an_estimate_and_names_bad_input(world):
     d = make_dataset(world.owner, text=AGES, schema=None, budget=("1", "0"))
     url = f"/api/datasets/{d.pk}/bounds/"
     c = world.client(None)
-    resp = c.post(url, json.dumps({"columns": ["age"], "epsilon": "0.3"}), content_type="application/json",
-                  **world.api(world.owner))
+    resp = c.post(
+        url,
+        json.dumps({"columns": ["age"], "epsilon": "0.3"}),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert resp.status_code == 201 and resp.json()["mechanism"] == "dp-bounds"
     r = _run(Release.objects.get(pk=resp.json()["id"]))
     got = c.get(f"/api/releases/{r.pk}/", **world.api(world.owner)).json()
@@ -123,8 +130,7 @@ def test_the_api_starts_an_estimate_and_names_bad_input(world):
     assert bad.status_code == 400 and "columns must be a list" in bad.json()["error"]
 
 
-JOBS = "job,age\n" + "".join(f"{'clerk' if i % 3 else 'nurse'},{20 + i % 50}\n" for i in range(3000)) + \
-    "astronaut,44\n"
+JOBS = "job,age\n" + "".join(f"{'clerk' if i % 3 else 'nurse'},{20 + i % 50}\n" for i in range(3000)) + "astronaut,44\n"
 
 
 def test_categories_are_discovered_privately_with_a_delta_and_used_on_the_schema_page(world):
@@ -140,9 +146,16 @@ def test_categories_are_discovered_privately_with_a_delta_and_used_on_the_schema
     assert found == ["clerk", "nurse"]  # the one astronaut is not released
     page = world.client(world.owner).get(f"/datasets/{d.pk}/schema/").content.decode()
     assert "private discovery (ε 0.5, release" in page
-    post = {"markers": "", "empty_is_missing": "1", "bulk": "use_dp", "col-0-kind": "categorical",
-            "col-0-categories": "astronaut\nclerk\nnurse", "col-1-kind": "integer", "col-1-lower": "0",
-            "col-1-upper": "100"}
+    post = {
+        "markers": "",
+        "empty_is_missing": "1",
+        "bulk": "use_dp",
+        "col-0-kind": "categorical",
+        "col-0-categories": "astronaut\nclerk\nnurse",
+        "col-1-kind": "integer",
+        "col-1-lower": "0",
+        "col-1-upper": "100",
+    }
     page = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post).content.decode()
     assert "Used the private estimates for 1 column(s): job" in page and "clerk\nnurse\n(other)" in page
 

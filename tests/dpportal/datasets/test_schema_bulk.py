@@ -9,7 +9,8 @@ from tests.personas import make_dataset
 
 WIDE = "id,q1,q2,q3,age,score_a,score_b\n" + "".join(
     f"{i},{i % 5},{(i * 3) % 5},{(i * 7) % 5},{17 + (i * 13) % 74},{(i * 37) % 1000 / 10},{(i * 11) % 997 / 10}\n"
-    for i in range(60))
+    for i in range(60)
+)
 
 
 def _page(world, d, data=None):
@@ -37,8 +38,10 @@ def test_the_page_counts_the_columns_not_yet_reviewed(world):
     assert '<span class="review-left">7</span> of 7 kept columns not yet ticked as reviewed' in page
     post = _post_from_page(d, {"col-0-ok": "1", "col-4-ok": "1", "bulk": "review", "bulk_kind": "categorical"})
     page = _page(world, d, post)  # two ticked by hand; no categorical column to tick
-    assert '<span class="review-left">5</span> of 7 kept columns not yet ticked as reviewed (q1, q2, q3, score_a, ' \
-           'score_b)' in page
+    assert (
+        '<span class="review-left">5</span> of 7 kept columns not yet ticked as reviewed (q1, q2, q3, score_a, '
+        "score_b)" in page
+    )
 
 
 def test_tick_every_column_of_a_kind_at_once_without_saving(world):
@@ -59,8 +62,8 @@ def test_set_kinds_by_name_pattern(world):
     page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": "Q*", "bulk_set_kind": "categorical"}))
     assert "Set kind categorical on 3 column(s) matching &#x27;Q*&#x27;: q1, q2, q3" in page
     for i in (1, 2, 3):
-        select = page[page.index(f'name="col-{i}-kind"'):]
-        assert '<option value="categorical" selected>' in select[:select.index("</select>")]
+        select = page[page.index(f'name="col-{i}-kind"') :]
+        assert '<option value="categorical" selected>' in select[: select.index("</select>")]
     assert 'name="col-1-categories" rows="2" cols="24">0\n1\n2\n3\n4\n</textarea>' in page  # codes 0-4
     page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": "id", "bulk_set_kind": "excluded"}))
     assert "Set kind excluded on 1 column(s)" in page and '<span class="review-left">7</span>' not in page
@@ -91,6 +94,7 @@ def test_glob_match_agrees_with_fnmatch_on_stars_and_question_marks():
     import itertools
 
     from dpportal.datasets.services import glob_match
+
     names = ["", "a", "ab", "abc", "a*bc", "q1", "score_a", "x_id", "aaa", "a?c"]
     patterns = ["", "*", "?", "a*", "*c", "a?c", "*_id", "a*b*c", "**", "*a*a*", "?*?", "q?", "a*bc*"]
     for name, pattern in itertools.product(names, patterns):
@@ -100,14 +104,17 @@ def test_glob_match_agrees_with_fnmatch_on_stars_and_question_marks():
 
 def test_a_hostile_pattern_is_answered_at_once(world):
     import time
+
     d = make_dataset(world.owner, text=WIDE, schema=None, budget=None)
     started = time.perf_counter()
-    page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": "[" * 20_000,
-                                               "bulk_set_kind": "integer"}))
+    page = _page(
+        world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": "[" * 20_000, "bulk_set_kind": "integer"})
+    )
     assert "a column name pattern may be at most 200 characters, got 20000" in page
     worst = "*a" * 99  # with "b": 199 characters, the bounded matcher's worst case
-    page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": worst + "b",
-                                               "bulk_set_kind": "integer"}))
+    page = _page(
+        world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": worst + "b", "bulk_set_kind": "integer"})
+    )
     assert "no column name matches the pattern" in page
     assert time.perf_counter() - started < 5
     assert Dataset.objects.get(pk=d.pk).schema is None
@@ -117,6 +124,7 @@ def test_bounded_matcher_is_fast_on_long_names():
     import time
 
     from dpportal.datasets.services import glob_match
+
     started = time.perf_counter()
     assert not glob_match("a" * 1000, "*a" * 99 + "b")
     assert time.perf_counter() - started < 1

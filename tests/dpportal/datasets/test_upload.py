@@ -23,23 +23,26 @@ def upload(steward, text, limits=LIMITS, markers=("", "?", "NA")):
     return store_upload(csv_file(text), owner=steward, name="t", markers=list(markers), limits=limits)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "the file is empty"),
-    ("a,b\n", "header but no data rows"),
-    ("a,b\n" + "1,2\n" * 11, "more than 10 data rows"),
-    ("a,b,c,d,e,f\n1,2,3,4,5,6\n", "6 columns; the limit is 5"),
-    ("a,b\n1," + "x" * 25 + "\n", "limit is 20 characters"),
-    ("a,b\n" + "1,2\n" * 5 + "x" * 3000 + "\n", "larger than the upload limit of"),
-    ("a,b\n1,2\n3\n", "row 2 (line 3) has 1 fields, the header has 2"),
-    ("a,a\n1,2\n", "duplicate column names"),
-    ("a,\n1,2\n", "empty name"),
-    ("a,b\u202ec\n1,2\n", "invisible character U+202E (RIGHT-TO-LEFT OVERRIDE)"),
-    ("a,b\u200d\n1,2\n", "invisible character U+200D (ZERO WIDTH JOINER)"),
-    ("caf\u00e9,cafe\u0301\n1,2\n", "look identical in the header: 'caf\u00e9' and 'cafe\u0301'"),
-    ("\uff41,a\n1,2\n", "column names that look identical"),
-    (b"a,b\n1,\x00\x00\n", "NUL bytes"),
-    (b"a,b\n\x81\x8d,\x8f\x90\n", "neither UTF-8 nor Windows-1252"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "the file is empty"),
+        ("a,b\n", "header but no data rows"),
+        ("a,b\n" + "1,2\n" * 11, "more than 10 data rows"),
+        ("a,b,c,d,e,f\n1,2,3,4,5,6\n", "6 columns; the limit is 5"),
+        ("a,b\n1," + "x" * 25 + "\n", "limit is 20 characters"),
+        ("a,b\n" + "1,2\n" * 5 + "x" * 3000 + "\n", "larger than the upload limit of"),
+        ("a,b\n1,2\n3\n", "row 2 (line 3) has 1 fields, the header has 2"),
+        ("a,a\n1,2\n", "duplicate column names"),
+        ("a,\n1,2\n", "empty name"),
+        ("a,b\u202ec\n1,2\n", "invisible character U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("a,b\u200d\n1,2\n", "invisible character U+200D (ZERO WIDTH JOINER)"),
+        ("caf\u00e9,cafe\u0301\n1,2\n", "look identical in the header: 'caf\u00e9' and 'cafe\u0301'"),
+        ("\uff41,a\n1,2\n", "column names that look identical"),
+        (b"a,b\n1,\x00\x00\n", "NUL bytes"),
+        (b"a,b\n\x81\x8d,\x8f\x90\n", "neither UTF-8 nor Windows-1252"),
+    ],
+)
 def test_it_refuses_bad_files_with_a_clear_message_and_keeps_nothing(steward, settings, text, message):
     with pytest.raises(UploadError, match=re.escape(message)):
         upload(steward, text)

@@ -20,9 +20,19 @@ def make_release(dataset, personas):
     from dpportal.releases.models import Release
 
     def make(epsilon="0.1", delta="0", mechanism="baseline", **kw):
-        return Release.objects.create(dataset=dataset, created_by=personas.owner, mechanism=mechanism,
-                                      params=kw.pop("params", {"bins": 10}), epsilon=epsilon, delta=delta,
-                                      rows=100, schema={}, schema_fingerprint="f" * 64, **kw)
+        return Release.objects.create(
+            dataset=dataset,
+            created_by=personas.owner,
+            mechanism=mechanism,
+            params=kw.pop("params", {"bins": 10}),
+            epsilon=epsilon,
+            delta=delta,
+            rows=100,
+            schema={},
+            schema_fingerprint="f" * 64,
+            **kw,
+        )
+
     return make
 
 

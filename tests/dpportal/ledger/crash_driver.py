@@ -74,10 +74,12 @@ def command(argv: list[str]) -> dict:
     elif cmd == "state":
         r = Release.objects.get(pk=int(argv[1]))
         return {
-            "status": r.status, "data_touched": r.data_touched, "output_file": r.output_file,
-            "error": r.error, "stage": r.stage,
-            "ledger": list(LedgerEntry.objects.filter(release_pk=r.pk).order_by("seq")
-                           .values_list("kind", flat=True)),
+            "status": r.status,
+            "data_touched": r.data_touched,
+            "output_file": r.output_file,
+            "error": r.error,
+            "stage": r.stage,
+            "ledger": list(LedgerEntry.objects.filter(release_pk=r.pk).order_by("seq").values_list("kind", flat=True)),
             "budget": ledger.remaining(r.dataset)["epsilon"],
             "chain_ok": ledger.verify_dataset(r.dataset_id).ok,
             "release_dir_exists": r.storage_dir().exists(),

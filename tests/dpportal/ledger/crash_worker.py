@@ -36,5 +36,15 @@ from dpportal.celery import app  # noqa: E402
 
 app.conf.worker_lost_wait = 1.0  # billiard waits 10 s by default before reporting the lost job
 
-app.worker_main(["worker", "--pool=prefork", "--concurrency=1", "--loglevel=INFO", "--without-gossip",
-                 "--without-mingle", "--without-heartbeat", "--hostname=crash@%h"])
+app.worker_main(
+    [
+        "worker",
+        "--pool=prefork",
+        "--concurrency=1",
+        "--loglevel=INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--hostname=crash@%h",
+    ]
+)

@@ -27,8 +27,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=32)
     ap.add_argument("--cost", default="0.1")
     ap.add_argument("--cap", default="1")
-    ap.add_argument("--mutant", action="store_true",
-                    help="replace the conditional UPDATE by read-check-write (must overspend on PostgreSQL)")
+    ap.add_argument(
+        "--mutant",
+        action="store_true",
+        help="replace the conditional UPDATE by read-check-write (must overspend on PostgreSQL)",
+    )
     args = ap.parse_args()
 
     import django
@@ -66,8 +69,16 @@ def main() -> None:
             barrier.wait()
             with transaction.atomic():
                 release = Release.objects.create(
-                    dataset=dataset, created_by=steward, mechanism="baseline", params={}, epsilon=args.cost,
-                    delta="0", rows=10, schema={}, schema_fingerprint="0" * 64)
+                    dataset=dataset,
+                    created_by=steward,
+                    mechanism="baseline",
+                    params={},
+                    epsilon=args.cost,
+                    delta="0",
+                    rows=10,
+                    schema={},
+                    schema_fingerprint="0" * 64,
+                )
                 services.reserve(dataset=dataset, release=release, user=steward, epsilon=args.cost, delta="0")
             with lock:
                 granted.append(release.pk)
@@ -103,18 +114,27 @@ def main() -> None:
 
     b = Budget.objects.get(dataset=dataset)
     entries = LedgerEntry.objects.filter(dataset=dataset)
-    print(json.dumps({
-        "vendor": connection.vendor,
-        "granted": len(granted), "refused": len(refused), "errors": errors,
-        "refusal_example": refused[0] if refused else "",
-        "releases_rows": Release.objects.filter(dataset=dataset).count(),
-        "reserve_entries": entries.filter(kind="reserve").count(),
-        "spend_entries": entries.filter(kind="spend").count(),
-        "sum_spend_units": sum(entries.filter(kind="spend").values_list("eps_units", flat=True)),
-        "eps_spent_units": b.eps_spent, "eps_reserved_units": b.eps_reserved, "eps_cap_units": b.eps_cap,
-        "unit": EPS_UNIT, "chain_ok": services.verify_dataset(dataset.pk).ok,
-        "seconds_reserve": round(seconds_reserve, 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "vendor": connection.vendor,
+                "granted": len(granted),
+                "refused": len(refused),
+                "errors": errors,
+                "refusal_example": refused[0] if refused else "",
+                "releases_rows": Release.objects.filter(dataset=dataset).count(),
+                "reserve_entries": entries.filter(kind="reserve").count(),
+                "spend_entries": entries.filter(kind="spend").count(),
+                "sum_spend_units": sum(entries.filter(kind="spend").values_list("eps_units", flat=True)),
+                "eps_spent_units": b.eps_spent,
+                "eps_reserved_units": b.eps_reserved,
+                "eps_cap_units": b.eps_cap,
+                "unit": EPS_UNIT,
+                "chain_ok": services.verify_dataset(dataset.pk).ok,
+                "seconds_reserve": round(seconds_reserve, 3),
+            }
+        )
+    )
 
 
 def _install_read_check_write_mutant(services, Budget) -> None:
@@ -132,8 +152,16 @@ def _install_read_check_write_mutant(services, Budget) -> None:
                 raise services.BudgetExceeded("over budget (mutant)")
             time.sleep(0.005)  # the window between check and write that real load opens too
             Budget.objects.filter(dataset_id=dataset.pk).update(eps_reserved=F("eps_reserved") + cost)
-            return services.admission._append(dataset.pk, kind="reserve", user=user, release=release,
-                                              epsilon=epsilon, delta="0", eps_units=cost, guarantee="pure")
+            return services.admission._append(
+                dataset.pk,
+                kind="reserve",
+                user=user,
+                release=release,
+                epsilon=epsilon,
+                delta="0",
+                eps_units=cost,
+                guarantee="pure",
+            )
 
     services.reserve = reserve
 

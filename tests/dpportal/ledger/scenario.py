@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import io
 
-CSV = "age,sex,income\n" + "".join(f"{20 + i % 50},{'fm'[i % 2]},{'<=50K' if i % 3 else '>50K'}\n"
-                                    for i in range(400))
+CSV = "age,sex,income\n" + "".join(f"{20 + i % 50},{'fm'[i % 2]},{'<=50K' if i % 3 else '>50K'}\n" for i in range(400))
 
 
 def ready_dataset(owner, *, epsilon_cap: str = "1", delta_cap: str = "0"):

@@ -15,9 +15,22 @@ from dpportal.releases.models import Release
 from mechanisms.accounting import canonical, exact
 
 
-@pytest.mark.parametrize("typed, stored", [("+5", "5"), (" 0.1 ", "0.1"), ("2/4", "0.5"), ("1e-5", "0.00001"),
-                                           ("1E-30", "1e-30"), ("1/3", "1/3"), ("0.50", "0.5"), (".5", "0.5"),
-                                           ("1e30", "1e30"), (0.1, "0.1"), (7, "7")])
+@pytest.mark.parametrize(
+    "typed, stored",
+    [
+        ("+5", "5"),
+        (" 0.1 ", "0.1"),
+        ("2/4", "0.5"),
+        ("1e-5", "0.00001"),
+        ("1E-30", "1e-30"),
+        ("1/3", "1/3"),
+        ("0.50", "0.5"),
+        (".5", "0.5"),
+        ("1e30", "1e30"),
+        (0.1, "0.1"),
+        (7, "7"),
+    ],
+)
 def test_canonical_text(typed, stored):
     assert canonical(typed) == stored and exact(stored) == exact(typed)
 
@@ -29,13 +42,20 @@ def test_misleading_text_is_refused(typed):
 
 
 def _api(world, method, path, body):
-    return getattr(world.client(None), method)(f"/api/datasets/{world.dataset.pk}/{path}", json.dumps(body),
-                                               content_type="application/json", **world.api(world.owner))
+    return getattr(world.client(None), method)(
+        f"/api/datasets/{world.dataset.pk}/{path}",
+        json.dumps(body),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
 
 
 def _state(world):
-    return (Release.objects.count(), LedgerEntry.objects.count(),
-            ledger.remaining(Dataset.objects.get(pk=world.dataset.pk)))
+    return (
+        Release.objects.count(),
+        LedgerEntry.objects.count(),
+        ledger.remaining(Dataset.objects.get(pk=world.dataset.pk)),
+    )
 
 
 def test_release_amounts_are_stored_canonically_everywhere(world):
@@ -54,8 +74,10 @@ def test_misleading_release_amounts_are_refused_and_charge_nothing(world, typed)
     before = _state(world)
     resp = _api(world, "post", "releases/", {"mechanism": "baseline", "epsilon": typed, "rows": 5})
     assert resp.status_code == 400 and "expected a number like 0.5" in resp.json()["error"], resp.content
-    page = world.client(world.owner).post(f"/datasets/{world.dataset.pk}/releases/new/", {
-        "mechanism": "baseline", "epsilon": typed, "delta": "0", "rows": "5", "param_noise_type": "laplace"})
+    page = world.client(world.owner).post(
+        f"/datasets/{world.dataset.pk}/releases/new/",
+        {"mechanism": "baseline", "epsilon": typed, "delta": "0", "rows": "5", "param_noise_type": "laplace"},
+    )
     assert page.status_code == 200 and "expected a number like 0.5" in page.content.decode()
     assert _state(world) == before
 
@@ -69,7 +91,8 @@ def test_caps_are_stored_canonically_and_misleading_caps_refused(world):
     for typed in ("1_0", "\u0661\u0660", "-1/-1"):
         resp = _api(world, "put", "budget/", {"epsilon": typed, "delta": "0"})
         assert resp.status_code == 400 and "epsilon cap must be a number like 0.5" in resp.json()["error"]
-        page = world.client(world.owner).post(f"/datasets/{world.dataset.pk}/budget/",
-                                              {"preset": "custom", "epsilon": typed, "delta": "0"})
+        page = world.client(world.owner).post(
+            f"/datasets/{world.dataset.pk}/budget/", {"preset": "custom", "epsilon": typed, "delta": "0"}
+        )
         assert page.status_code == 200 and "epsilon cap must be a number like 0.5" in page.content.decode()
     assert _state(world) == before

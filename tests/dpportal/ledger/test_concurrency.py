@@ -20,11 +20,16 @@ pytestmark = pytest.mark.services
 
 def run_race(database_url: str | None, *extra: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="dpportal-race-") as tmp:
-        env = {**os.environ, "DPPORTAL_DATA_DIR": tmp,
-               "DATABASE_URL": database_url or f"sqlite:///{tmp}/db.sqlite3"}
+        env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": database_url or f"sqlite:///{tmp}/db.sqlite3"}
         env.pop("DJANGO_SETTINGS_MODULE", None)
-        proc = subprocess.run([sys.executable, str(RACE), "--threads", "32", "--cost", "0.1", "--cap", "1", *extra],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [sys.executable, str(RACE), "--threads", "32", "--cost", "0.1", "--cap", "1", *extra],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -34,7 +39,9 @@ def check_exactly_ten(result: dict, vendor: str) -> None:
     assert result["errors"] == []
     assert (result["granted"], result["refused"]) == (10, 22)
     assert "0 remaining of cap 1" in result["refusal_example"]
-    assert result["releases_rows"] == result["reserve_entries"] == result["spend_entries"] == 10  # nothing queued on refusal
+    assert (
+        result["releases_rows"] == result["reserve_entries"] == result["spend_entries"] == 10
+    )  # nothing queued on refusal
     assert result["sum_spend_units"] == result["eps_spent_units"] == result["eps_cap_units"] == result["unit"]
     assert result["eps_reserved_units"] == 0
     assert result["chain_ok"]

@@ -27,14 +27,26 @@ class Scene:
     def __init__(self, tmp: str, broker_url: str | None):
         self.tmp = tmp
         self.marker = os.path.join(tmp, "fit-calls")
-        self.env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3",
-                    "CRASH_MARKER": self.marker, "DPPORTAL_BROKER_POLLING_INTERVAL": "0.05"}
+        self.env = {
+            **os.environ,
+            "DPPORTAL_DATA_DIR": tmp,
+            "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3",
+            "CRASH_MARKER": self.marker,
+            "DPPORTAL_BROKER_POLLING_INTERVAL": "0.05",
+        }
         for name in ("DJANGO_SETTINGS_MODULE", "CELERY_BROKER_URL", "REDIS_URL"):
             self.env.pop(name, None)
         if broker_url:
             self.env["CELERY_BROKER_URL"] = broker_url
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "crash_driver.py")], cwd=ROOT, env=self.env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "crash_driver.py")],
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
 
     def driver(self, *args: str) -> dict:
         self.proc.stdin.write(" ".join(args) + "\n")
@@ -80,8 +92,11 @@ def broker_url(request, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen([redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                               "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -104,8 +119,14 @@ def scene(broker_url):
         ids = s.driver("setup")  # release A is queued before the worker starts
         s.dataset, s.release = ids["dataset"], ids["release"]
         with open(os.path.join(tmp, "worker.log"), "w") as log:
-            worker = subprocess.Popen([sys.executable, str(HERE / "crash_worker.py")], cwd=ROOT, env=s.env,
-                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            worker = subprocess.Popen(
+                [sys.executable, str(HERE / "crash_worker.py")],
+                cwd=ROOT,
+                env=s.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             yield s
         finally:
@@ -138,8 +159,11 @@ def test_sigkill_mid_job_leaves_it_failed_and_spent_and_never_runs_it_twice(scen
 
     # a job that failed before reading any data is refunded
     assert not refunded["data_touched"] and refunded["ledger"] == ["reserve", "refund"], refunded
-    assert (refunded["budget"]["spent"], refunded["budget"]["reserved"], refunded["budget"]["remaining"]) == \
-        ("0.5", "0", "0.5")
+    assert (refunded["budget"]["spent"], refunded["budget"]["reserved"], refunded["budget"]["remaining"]) == (
+        "0.5",
+        "0",
+        "0.5",
+    )
     assert refunded["chain_ok"]
     if "CELERY_BROKER_URL" in scene.env:
         assert "Connected to redis://" in scene.log()  # the worker really used the Redis broker

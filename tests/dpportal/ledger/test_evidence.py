@@ -48,11 +48,23 @@ def _sql(statement: str, *params) -> None:
 
 ENTRY_EDITS = {  # column -> SQL expression giving a different value (entry #4: a reservation)
     "dataset_id": None,  # moved to another dataset: see the dedicated test
-    "seq": "seq + 100", "kind": "'refund'", "created_at": "'2001-01-01 00:00:00'", "username": "'mallory'",
-    "user_pk": "user_pk + 1", "release_pk": "release_pk + 1000", "mechanism": "'dpmerf'",
-    "params_json": "'{}'", "epsilon": "'0.0001'", "delta": "'1e-9'", "eps_units": "eps_units - 1",
-    "delta_units": "delta_units + 1", "guarantee": "'approximate'", "note": "'edited'",
-    "prev_hash": "'" + "a" * 64 + "'", "hash": "'" + "b" * 64 + "'", "hash_version": "1",
+    "seq": "seq + 100",
+    "kind": "'refund'",
+    "created_at": "'2001-01-01 00:00:00'",
+    "username": "'mallory'",
+    "user_pk": "user_pk + 1",
+    "release_pk": "release_pk + 1000",
+    "mechanism": "'dpmerf'",
+    "params_json": "'{}'",
+    "epsilon": "'0.0001'",
+    "delta": "'1e-9'",
+    "eps_units": "eps_units - 1",
+    "delta_units": "delta_units + 1",
+    "guarantee": "'approximate'",
+    "note": "'edited'",
+    "prev_hash": "'" + "a" * 64 + "'",
+    "hash": "'" + "b" * 64 + "'",
+    "hash_version": "1",
 }
 
 
@@ -62,8 +74,9 @@ def test_every_single_field_edit_is_detected(anchored, column):
     assert not services.verify_dataset(anchored.pk).ok, column
 
 
-@pytest.mark.parametrize("column", ["eps_cap", "eps_spent", "eps_reserved", "delta_cap", "delta_spent",
-                                    "delta_reserved", "head_seq"])
+@pytest.mark.parametrize(
+    "column", ["eps_cap", "eps_spent", "eps_reserved", "delta_cap", "delta_spent", "delta_reserved", "head_seq"]
+)
 def test_every_budget_counter_edit_is_detected(anchored, column):
     _sql(f"UPDATE ledger_budget SET {column} = {column} + 1")
     assert not services.verify_dataset(anchored.pk).ok, column
@@ -142,8 +155,9 @@ def test_a_whole_chain_rewrite_passes_the_database_check_but_not_the_anchor(anch
 def test_a_truncated_and_regrown_chain_is_detected_by_the_anchor(anchored):
     _sql("DELETE FROM ledger_ledgerentry WHERE seq >= 6")
     last = LedgerEntry.objects.get(dataset=anchored, seq=5)
-    Budget.objects.filter(dataset=anchored).update(head_seq=5, head_hash=last.hash, eps_reserved=last.eps_units * 0,
-                                                   eps_spent=F_spent(anchored))
+    Budget.objects.filter(dataset=anchored).update(
+        head_seq=5, head_hash=last.hash, eps_reserved=last.eps_units * 0, eps_spent=F_spent(anchored)
+    )
     problems = services.verify_dataset(anchored.pk, anchor.read(anchor.anchor_path())[0]).problems
     assert any("missing from the database" in p for p in problems), problems
 
@@ -193,15 +207,23 @@ def run_burst(database_url: str | None, *extra: str) -> dict:
         env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": database_url or f"sqlite:///{tmp}/db.sqlite3"}
         env.pop("DJANGO_SETTINGS_MODULE", None)
         env.pop("DPPORTAL_LEDGER_ANCHOR", None)
-        proc = subprocess.run([sys.executable, str(BURST), "--threads", "32", "--rounds", str(ROUNDS), *extra], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            [sys.executable, str(BURST), "--threads", "32", "--rounds", str(ROUNDS), *extra],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def check_no_false_alarm(result: dict, vendor: str) -> None:
-    print(f"{vendor}: {result['false_alarms']} false alarms in {sum(result['checks'].values())} checks "
-          f"{result['checks']}, {result['entries']} entries, {result['seconds']} s")
+    print(
+        f"{vendor}: {result['false_alarms']} false alarms in {sum(result['checks'].values())} checks "
+        f"{result['checks']}, {result['entries']} entries, {result['seconds']} s"
+    )
     assert result["vendor"] == vendor and result["errors"] == [], result
     assert result["false_alarms"] == 0, result["alarm_examples"]
     assert result["checks"]["verify_dataset"] > 10 and result["checks"]["entries_json"] > 10, result
@@ -229,13 +251,14 @@ def test_the_old_reads_raise_false_alarms_in_the_same_burst(postgres_url):
     assert result["false_alarms"] > 0, result  # the burst is a real test of the snapshot
 
 
-def test_the_anchor_can_be_switched_off_and_a_refused_request_writes_no_line(anchored, settings, personas,
-                                                                          make_release,
-                                                                          django_capture_on_commit_callbacks):
+def test_the_anchor_can_be_switched_off_and_a_refused_request_writes_no_line(
+    anchored, settings, personas, make_release, django_capture_on_commit_callbacks
+):
     lines = anchor.anchor_path().read_text().count("\n")
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(services.BudgetExceeded):
-        services.reserve(dataset=anchored, release=make_release(epsilon="5"), user=personas.owner,
-                         epsilon="5", delta="0")
+        services.reserve(
+            dataset=anchored, release=make_release(epsilon="5"), user=personas.owner, epsilon="5", delta="0"
+        )
     assert anchor.anchor_path().read_text().count("\n") == lines
     settings.DPPORTAL_LEDGER_ANCHOR = "off"
     assert anchor.anchor_path() is None

@@ -35,14 +35,27 @@ def test_a_confirmed_would_fail_release_says_so_on_its_ledger_entry(world):
 def test_a_would_fail_release_confirmed_through_the_api_says_so_and_others_carry_no_note(world):
     url = f"/api/datasets/{world.dataset.pk}/releases/"
     api = world.api(world.owner)
-    ok = world.client(None).post(url, {"mechanism": "kdtree-grid", "epsilon": "0.1", "rows": 5,
-                                       "confirm_would_fail": True, "confirm_high_error": True},
-                                 content_type="application/json", **api)
+    ok = world.client(None).post(
+        url,
+        {
+            "mechanism": "kdtree-grid",
+            "epsilon": "0.1",
+            "rows": 5,
+            "confirm_would_fail": True,
+            "confirm_high_error": True,
+        },
+        content_type="application/json",
+        **api,
+    )
     assert ok.status_code == 201
     note = _reservation(ok.json()["id"]).note
     assert "confirmed through the API: run kdtree-grid although predicted to fail (near-uniform" in note
-    plain = world.client(None).post(url, {"mechanism": "baseline", "epsilon": "0.5", "rows": 5,
-                                          "confirm_high_error": True}, content_type="application/json", **api)
+    plain = world.client(None).post(
+        url,
+        {"mechanism": "baseline", "epsilon": "0.5", "rows": 5, "confirm_high_error": True},
+        content_type="application/json",
+        **api,
+    )
     assert plain.status_code == 201
     assert "predicted to fail" not in _reservation(plain.json()["id"]).note
 
@@ -53,8 +66,10 @@ def test_a_draw_of_more_rows_leaves_a_zero_cost_note_in_the_chain(world):
     row = LedgerEntry.objects.get(kind=LedgerEntry.NOTE, release_pk=draw.pk)
     assert (row.eps_units, row.delta_units, row.resolves_id) == (0, 0, None)
     assert row.username == world.owner.username and row.params == {"parent": world.release.pk, "rows": 120}
-    assert row.note == (f"draw of 120 more rows from release {world.release.pk}: post-processing of its private "
-                        "summary, no privacy cost")
+    assert row.note == (
+        f"draw of 120 more rows from release {world.release.pk}: post-processing of its private "
+        "summary, no privacy cost"
+    )
     assert ledger.remaining(world.dataset) == before
     report = ledger.verify_dataset(world.dataset.pk)
     assert report.ok, report.problems

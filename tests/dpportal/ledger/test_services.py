@@ -24,6 +24,7 @@ def budget_row(dataset) -> Budget:
 
 # ---------------------------------------------------------------------------------------------- exactness
 
+
 def test_nine_releases_of_one_ninth_fill_a_cap_of_one_and_a_tenth_is_refused(dataset, personas, make_release):
     user = personas.owner
     services.set_caps(dataset, epsilon="1", delta="0", user=user)
@@ -45,6 +46,7 @@ def test_float_sum_would_have_overspent_but_units_do_not():
     # the DP Creator bug this design avoids
     assert sum([1 / 9] * 9) > 1.0
     from dpportal.ledger.units import epsilon_cap_units, epsilon_cost_units
+
     assert 9 * epsilon_cost_units("1/9") == epsilon_cap_units("1")
 
 
@@ -91,6 +93,7 @@ def test_one_reservation_per_release(budget, personas, make_release):
 
 # ---------------------------------------------------------------------------------------------- settle/refund
 
+
 def test_settle_moves_reserved_to_spent_once(budget, personas, make_release):
     r = make_release(epsilon="0.25")
     services.reserve(dataset=budget, release=r, user=personas.owner, epsilon="0.25", delta="0")
@@ -132,6 +135,7 @@ def test_close_failed_refunds_a_job_that_never_read_data(budget, personas, make_
 
 # ---------------------------------------------------------------------------------------------- caps
 
+
 def test_caps_first_set_raised_with_warning_lowered_never_below_used(dataset, personas, make_release):
     user = personas.owner
     first = services.set_caps(dataset, epsilon="1", delta="0", user=user)
@@ -156,6 +160,7 @@ def test_only_the_steward_changes_caps(dataset, personas):
 
 
 # ---------------------------------------------------------------------------------------------- deletes
+
 
 def test_deleting_a_release_or_the_raw_file_frees_nothing(budget, personas, make_release):
     user = personas.owner
@@ -195,6 +200,7 @@ def test_entries_are_append_only_through_the_orm(budget):
 
 # ---------------------------------------------------------------------------------------------- tampering
 
+
 @pytest.fixture
 def busy_ledger(budget, personas, make_release):
     user = personas.owner
@@ -206,15 +212,20 @@ def busy_ledger(budget, personas, make_release):
     return budget
 
 
-@pytest.mark.parametrize("sql, expected", [
-    ("UPDATE ledger_ledgerentry SET eps_units = eps_units / 2 WHERE seq = 3",
-     "entry #3: content does not match its hash"),
-    ("UPDATE ledger_ledgerentry SET epsilon = '0.01' WHERE seq = 2", "entry #2: content does not match"),
-    ("UPDATE ledger_ledgerentry SET username = 'someone' WHERE seq = 1", "entry #1: content does not match"),
-    ("DELETE FROM ledger_ledgerentry WHERE seq = 7", "budget head (#7) does not match the last entry (#6)"),
-    ("UPDATE ledger_budget SET eps_spent = 0", "budget eps_spent is 0 units"),
-    ("UPDATE ledger_budget SET eps_cap = eps_cap * 10", "budget eps_cap"),
-])
+@pytest.mark.parametrize(
+    "sql, expected",
+    [
+        (
+            "UPDATE ledger_ledgerentry SET eps_units = eps_units / 2 WHERE seq = 3",
+            "entry #3: content does not match its hash",
+        ),
+        ("UPDATE ledger_ledgerentry SET epsilon = '0.01' WHERE seq = 2", "entry #2: content does not match"),
+        ("UPDATE ledger_ledgerentry SET username = 'someone' WHERE seq = 1", "entry #1: content does not match"),
+        ("DELETE FROM ledger_ledgerentry WHERE seq = 7", "budget head (#7) does not match the last entry (#6)"),
+        ("UPDATE ledger_budget SET eps_spent = 0", "budget eps_spent is 0 units"),
+        ("UPDATE ledger_budget SET eps_cap = eps_cap * 10", "budget eps_cap"),
+    ],
+)
 def test_tampering_in_the_database_is_detected(busy_ledger, sql, expected):
     with connection.cursor() as cur:
         cur.execute(sql)
@@ -248,6 +259,7 @@ def test_verify_ledger_command_reports_and_fails_on_tampering(busy_ledger):
 
 # ---------------------------------------------------------------------------------------------- exports
 
+
 def test_json_and_csv_exports_agree_and_neutralize_formulas(busy_ledger, personas):
     from django.contrib.auth import get_user_model
 
@@ -278,8 +290,9 @@ def test_tighter_accounting_is_informational_for_gaussian_releases(budget, perso
     gauss = make_release(epsilon="2.42", delta="1e-6")
     for r in (lap, gauss):
         services.reserve(dataset=budget, release=r, user=user, epsilon=r.epsilon, delta=r.delta)
-    type(gauss).objects.filter(pk=gauss.pk).update(report={"guarantee": "approximate", "caveats": [],
-                                                           "details": {"noise_multiplier": 2.0}})
+    type(gauss).objects.filter(pk=gauss.pk).update(
+        report={"guarantee": "approximate", "caveats": [], "details": {"noise_multiplier": 2.0}}
+    )
     services.settle(lap)
     services.settle(type(gauss).objects.get(pk=gauss.pk))
     info = services.tighter_accounting(budget)

@@ -24,14 +24,23 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 # of 2 minutes.
 DEFAULT_TIMING = bool(os.environ.get("STRANDED_DEFAULT_TIMING"))
 BOUND = 120 if DEFAULT_TIMING else 60
-FAST_SWEEP = {} if DEFAULT_TIMING else {"DPPORTAL_HEARTBEAT_SECONDS": "0.5", "DPPORTAL_STALE_SECONDS": "4",
-                                        "DPPORTAL_SWEEP_SECONDS": "1"}
+FAST_SWEEP = (
+    {}
+    if DEFAULT_TIMING
+    else {"DPPORTAL_HEARTBEAT_SECONDS": "0.5", "DPPORTAL_STALE_SECONDS": "4", "DPPORTAL_SWEEP_SECONDS": "1"}
+)
 
 
 def start_worker(scene: Scene, log_name: str) -> subprocess.Popen:
     log = open(os.path.join(scene.tmp, log_name), "w")
-    return subprocess.Popen([sys.executable, str(HERE / "crash_worker.py")], cwd=ROOT, env=scene.env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "crash_worker.py")],
+        cwd=ROOT,
+        env=scene.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -60,8 +69,7 @@ def test_sigkill_of_the_whole_worker_leaves_no_stranded_release(broker_url):  # 
             assert scene.driver("state", str(release))["status"] == "running"
 
             workers.append(start_worker(scene, "worker2.log"))  # the supervisor (run.sh) restarts the worker
-            state = scene.wait("the stranded release to be failed and settled", lambda: scene.resolved(release),
-                               BOUND)
+            state = scene.wait("the stranded release to be failed and settled", lambda: scene.resolved(release), BOUND)
             elapsed = time.monotonic() - killed_at
             print(f"stranded release settled {elapsed:.1f} s after SIGKILL of the whole worker")
             assert elapsed < BOUND

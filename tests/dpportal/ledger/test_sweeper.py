@@ -29,8 +29,9 @@ def ready(settings, personas):  # storage: the private_storage fixture
 def running(dataset, owner, *, silent_for: float, touched: bool, epsilon: str = "0.25") -> Release:
     release = plan(dataset, owner, epsilon=epsilon)
     assert jobs.claim(release.pk)
-    Release.objects.filter(pk=release.pk).update(data_touched=touched,
-                                                 heartbeat_at=timezone.now() - timedelta(seconds=silent_for))
+    Release.objects.filter(pk=release.pk).update(
+        data_touched=touched, heartbeat_at=timezone.now() - timedelta(seconds=silent_for)
+    )
     return release
 
 

@@ -100,7 +100,8 @@ def test_budget_panel_tag_renders_gauge_and_timeline(ledger):
     from django.template import Context, Template
 
     html = Template("{% load ledger_tags %}{% budget_panel dataset %}|{% remaining_budget dataset %}").render(
-        Context({"dataset": ledger}))
+        Context({"dataset": ledger})
+    )
     assert 'aria-label="epsilon: spent 13/30, reserved 0.2, remaining 11/30 of cap 1"' in html
     assert 'id="ledger-timeline-%d-data"' % ledger.pk in html
     assert html.endswith("|epsilon 11/30 of 1 left; delta 1e-5 of 1e-5 left")

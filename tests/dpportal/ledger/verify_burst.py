@@ -65,8 +65,16 @@ def main() -> None:
             for _ in range(args.rounds):
                 with transaction.atomic():
                     release = Release.objects.create(
-                        dataset=dataset, created_by=steward, mechanism="baseline", params={}, epsilon="0.1",
-                        delta="0", rows=10, schema={}, schema_fingerprint="0" * 64)
+                        dataset=dataset,
+                        created_by=steward,
+                        mechanism="baseline",
+                        params={},
+                        epsilon="0.1",
+                        delta="0",
+                        rows=10,
+                        schema={},
+                        schema_fingerprint="0" * 64,
+                    )
                     services.reserve(dataset=dataset, release=release, user=steward, epsilon="0.1", delta="0")
                 services.settle(release)
         except Exception as exc:  # noqa: BLE001 - reported, the test fails on any
@@ -106,12 +114,23 @@ def main() -> None:
         t.join()
     heads, file_problems = anchor.read(anchor.anchor_path())
     final = services.verify_dataset(dataset.pk, heads)
-    print(json.dumps({
-        "vendor": connections["default"].vendor, "errors": errors[:5], "false_alarms": len(alarms),
-        "alarm_examples": alarms[:3], "checks": checks, "entries": LedgerEntry.objects.filter(dataset=dataset).count(),
-        "anchored_heads": len(heads), "anchor_problems": file_problems, "final_ok": final.ok,
-        "final_problems": final.problems[:3], "seconds": round(time.perf_counter() - t0, 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "vendor": connections["default"].vendor,
+                "errors": errors[:5],
+                "false_alarms": len(alarms),
+                "alarm_examples": alarms[:3],
+                "checks": checks,
+                "entries": LedgerEntry.objects.filter(dataset=dataset).count(),
+                "anchored_heads": len(heads),
+                "anchor_problems": file_problems,
+                "final_ok": final.ok,
+                "final_problems": final.problems[:3],
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+        )
+    )
 
 
 def _install_mutant(services, Budget, LedgerEntry) -> None:

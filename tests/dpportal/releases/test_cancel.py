@@ -14,8 +14,11 @@ from tests.personas import run_release
 
 
 def _plan(world, epsilon="0.25") -> Release:
-    return services.plan_release(world.dataset, world.owner, services.ReleaseRequest(
-        mechanism="baseline", epsilon=epsilon, delta="0", params={}, rows=20))
+    return services.plan_release(
+        world.dataset,
+        world.owner,
+        services.ReleaseRequest(mechanism="baseline", epsilon=epsilon, delta="0", params={}, rows=20),
+    )
 
 
 def _cancel_api(world, release, user=None):
@@ -57,7 +60,8 @@ def test_a_running_release_cancelled_before_reading_data_stops_and_is_refunded(w
 
 
 def test_a_running_release_cancelled_after_reading_data_stops_at_the_next_progress_point_and_is_spent(
-        world, monkeypatch):
+    world, monkeypatch
+):
     release = _plan(world)
     touched = services.worker._mark_data_touched
 

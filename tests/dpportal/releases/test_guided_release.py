@@ -56,8 +56,10 @@ def test_parameters_sit_behind_advanced_with_steward_help(world):
 def test_a_parameter_error_opens_advanced(world):
     url = NEW.format(world.dataset.pk) + "?mechanism=density-lp"
     post = {k: v for k, v in _defaults(registry.get("density-lp")).items()}
-    for bad, message in (({"param_degree": "9"}, "parameter &#x27;degree&#x27; must be &lt;= 3"),  # the service
-                         ({"param_degree": "two"}, "Enter a whole number.")):  # the form field
+    for bad, message in (
+        ({"param_degree": "9"}, "parameter &#x27;degree&#x27; must be &lt;= 3"),  # the service
+        ({"param_degree": "two"}, "Enter a whole number."),
+    ):  # the form field
         page = world.client(world.owner).post(url, {**post, **bad}).content.decode()
         assert '<details id="advanced" open>' in page and message in page, bad
     closed = world.client(world.owner).post(url, {**post, "epsilon": "-1"}).content.decode()
@@ -79,13 +81,15 @@ def test_recommendation_and_curve_are_identical_for_two_tables_with_the_same_sch
 def _no_raw_access(monkeypatch):
     def refuse(self):
         raise AssertionError("the raw file was opened")
+
     monkeypatch.setattr(Dataset, "raw_path", refuse)
 
 
 def test_the_guided_page_never_opens_the_raw_file(world, monkeypatch):
     _no_raw_access(monkeypatch)
-    resp = world.client(world.owner).get(NEW.format(world.dataset.pk), {"purpose": "ml", "target": "city",
-                                                                         "error_pct": "50"})
+    resp = world.client(world.owner).get(
+        NEW.format(world.dataset.pk), {"purpose": "ml", "target": "city", "error_pct": "50"}
+    )
     assert resp.status_code == 200 and 'id="recommended-mechanism"' in resp.content.decode()
 
 
@@ -97,6 +101,7 @@ def test_the_raw_file_guard_catches_a_view_that_reads_data(world, monkeypatch):
     def mutant(dataset, query, **kw):
         dataset.source(dataset.confirmed_schema()).frame()
         return real(dataset, query, **kw)
+
     monkeypatch.setattr(guidance, "recommendation_for", mutant)
     with pytest.raises(AssertionError, match="raw file was opened"):
         world.client(world.owner).get(NEW.format(world.dataset.pk))
@@ -126,8 +131,11 @@ def test_would_fail_mechanisms_are_listed_last(world):
 
 
 def test_model_training_recommends_aim_around_the_target_and_carries_epsilon_and_delta_into_the_form(world):
-    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
-        "purpose": "ml", "target": "city", "epsilon": "0.8", "delta": "1e-6"}).content.decode()
+    page = (
+        world.client(world.owner)
+        .get(NEW.format(world.dataset.pk), {"purpose": "ml", "target": "city", "epsilon": "0.8", "delta": "1e-6"})
+        .content.decode()
+    )
     assert 'id="recommended-mechanism">aim<' in page
     form = page.split('id="release-form"')[1]
     assert 'name="epsilon" value="0.8"' in form and 'name="delta" value="1e-06"' in form
@@ -138,8 +146,14 @@ def test_model_training_recommends_aim_around_the_target_and_carries_epsilon_and
 
 
 def test_model_training_without_aim_recommends_dpmerf_labelled(world):
-    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
-        "purpose": "ml", "target": "city", "epsilon": "0.8", "delta": "1e-6", "mechanism": "dpmerf"}).content.decode()
+    page = (
+        world.client(world.owner)
+        .get(
+            NEW.format(world.dataset.pk),
+            {"purpose": "ml", "target": "city", "epsilon": "0.8", "delta": "1e-6", "mechanism": "dpmerf"},
+        )
+        .content.decode()
+    )
     form = page.split('id="release-form"')[1]
     assert '<option value="city" selected>city</option>' in form.split('name="param_target"')[1].split("</select>")[0]
 
@@ -151,12 +165,15 @@ def test_the_smallest_epsilon_for_an_accepted_error_links_back_with_it(world):
     assert f"Use ε {eps}" in line and f"epsilon={eps}" in line
 
 
-@pytest.mark.parametrize("query, message", [
-    ({"purpose": "ml"}, "needs a target column"),
-    ({"epsilon": "lots"}, "epsilon must be a number"),
-    ({"error_pct": "abc"}, "target_error must be a number"),
-    ({"purpose": "marginals", "pairs": "age:nope"}, "&#x27;nope&#x27; is not a kept column"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ({"purpose": "ml"}, "needs a target column"),
+        ({"epsilon": "lots"}, "epsilon must be a number"),
+        ({"error_pct": "abc"}, "target_error must be a number"),
+        ({"purpose": "marginals", "pairs": "age:nope"}, "&#x27;nope&#x27; is not a kept column"),
+    ],
+)
 def test_a_bad_purpose_is_named_and_the_form_still_works(world, query, message):
     resp = world.client(world.owner).get(NEW.format(world.dataset.pk), query)
     page = resp.content.decode()
@@ -166,14 +183,18 @@ def test_a_bad_purpose_is_named_and_the_form_still_works(world, query, message):
 
 def test_a_plain_post_without_purpose_still_releases(world):
     """The form's old contract (mechanism, epsilon, delta, rows) keeps working: API-like scripts and tests."""
-    resp = world.client(world.owner).post(NEW.format(world.dataset.pk), {"mechanism": "baseline", "epsilon": "0.1",
-                                                                          "delta": "0", "rows": "5"})
+    resp = world.client(world.owner).post(
+        NEW.format(world.dataset.pk), {"mechanism": "baseline", "epsilon": "0.1", "delta": "0", "rows": "5"}
+    )
     assert resp.status_code == 302
 
 
 def test_the_recommendation_explains_its_order_terms_and_epsilon_and_shows_run_times(world):
-    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
-        "purpose": "ml", "target": "city", "epsilon": "0.5", "delta": "1e-6"}).content.decode()
+    page = (
+        world.client(world.owner)
+        .get(NEW.format(world.dataset.pk), {"purpose": "ml", "target": "city", "epsilon": "0.5", "delta": "1e-6"})
+        .content.decode()
+    )
     rec = _section(page, "recommendation")
     assert "<th>Run time</th>" in rec and 'id="ranking">Sorted first by whether the mechanism models' in rec
     cells = re.findall(r'<td class="runtime">(.*?)</td>', rec)
@@ -183,23 +204,39 @@ def test_the_recommendation_explains_its_order_terms_and_epsilon_and_shows_run_t
     for term in ("TVD", "marginals", "rho (ρ)", "ε (epsilon)"):
         assert f"<dt>{term}</dt>" in rec
     assert "The privacy loss" in page.split('id="purpose-form"')[1]
-    api = world.client(None).get(f"/api/datasets/{world.dataset.pk}/recommendation/",
-                                 {"purpose": "ml", "target": "city"}, **world.api(world.owner)).json()
+    api = (
+        world.client(None)
+        .get(
+            f"/api/datasets/{world.dataset.pk}/recommendation/",
+            {"purpose": "ml", "target": "city"},
+            **world.api(world.owner),
+        )
+        .json()
+    )
     assert api["ranking"].startswith("Sorted first") and "label_conditional" in api["mechanisms"][0]
 
 
 def test_train_a_model_shows_measured_model_accuracy_beside_the_predicted_error(world, monkeypatch):
     _no_raw_access(monkeypatch)
-    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {
-        "purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6"}).content.decode()
+    page = (
+        world.client(world.owner)
+        .get(NEW.format(world.dataset.pk), {"purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6"})
+        .content.decode()
+    )
     assert "Model accuracy (AUC, measured on benchmark tables)" in page
     assert 'id="model-quality-note"' in page and "Model accuracy is not predicted for this table" in page
     cells = re.findall(r'<td class="model-quality">([^<]*)</td>', page)
     assert cells and all(c.startswith(("measured ", "about 0.5 (chance)", "not measured")) for c in cells)
     assert any("benchmark tables at ε 1 (real data:" in c for c in cells)
-    api = world.client(None).get(f"/api/datasets/{world.dataset.pk}/recommendation/",
-                                 {"purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6"},
-                                 **world.api(world.owner)).json()
+    api = (
+        world.client(None)
+        .get(
+            f"/api/datasets/{world.dataset.pk}/recommendation/",
+            {"purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6"},
+            **world.api(world.owner),
+        )
+        .json()
+    )
     assert api["model_quality_note"].startswith("Model accuracy is not predicted")
     assert all(m["model_quality"]["kind"] in ("measured", "chance", "none") for m in api["mechanisms"])
     explore = world.client(world.owner).get(NEW.format(world.dataset.pk), {"purpose": "explore"}).content.decode()

@@ -33,10 +33,20 @@ def test_label_text_is_checked(world):
 def test_a_withdrawn_release_and_its_draws_are_gone_for_analysts_but_stay_in_the_ledger(world):
     client = world.client(world.analyst)
     r = world.release
-    draw = Release.objects.create(dataset=r.dataset, created_by=world.owner, parent=r, mechanism=r.mechanism,
-                                  params=r.params, epsilon=r.epsilon, delta=r.delta, rows=5, schema=r.schema,
-                                  schema_fingerprint=r.schema_fingerprint, status=Release.DONE,
-                                  output_file=r.output_file)
+    draw = Release.objects.create(
+        dataset=r.dataset,
+        created_by=world.owner,
+        parent=r,
+        mechanism=r.mechanism,
+        params=r.params,
+        epsilon=r.epsilon,
+        delta=r.delta,
+        rows=5,
+        schema=r.schema,
+        schema_fingerprint=r.schema_fingerprint,
+        status=Release.DONE,
+        output_file=r.output_file,
+    )
     assert client.get(f"/releases/{draw.pk}/").status_code == 200
     text = _edit(world, r, action="withdraw").content.decode()
     assert "withdrawn" in text and "cannot be recalled" in text
@@ -73,8 +83,9 @@ def test_the_api_labels_withdraws_and_reports_quality_to_the_owner_only(world):
 
     url = f"/api/releases/{world.release.pk}/"
     owner = world.client(None)
-    resp = owner.patch(url, json.dumps({"title": "v1", "withdrawn": True}), content_type="application/json",
-                       **world.api(world.owner))
+    resp = owner.patch(
+        url, json.dumps({"title": "v1", "withdrawn": True}), content_type="application/json", **world.api(world.owner)
+    )
     assert resp.status_code == 200 and resp.json()["title"] == "v1" and resp.json()["withdrawn"] is True
     assert resp.json()["quality"]["score"] > 0
     assert world.client(None).get(url, **world.api(world.analyst)).status_code == 404

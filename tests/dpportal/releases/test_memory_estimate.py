@@ -14,19 +14,22 @@ def test_privhp_form_shows_the_memory_estimate_and_updates_it_without_queueing(w
     assert "Memory the release will use" in page
     expected = PrivHP.memory_estimate(world.dataset.confirmed_schema(), world.dataset.n_rows, {}, epsilon=1.0)
     assert f"{round(expected / 2**20, 2)} MiB" in page
-    big = client.post(url, {"mechanism": "privhp", "estimate": "1", "epsilon": "1", "rows": "10",
-                            "param_memory_mb": "64"}).content.decode()
+    big = client.post(
+        url, {"mechanism": "privhp", "estimate": "1", "epsilon": "1", "rows": "10", "param_memory_mb": "64"}
+    ).content.decode()
     assert "Memory the release will use" in big
     bad = client.post(url, {"mechanism": "privhp", "estimate": "1", "epsilon": "-1"}).content.decode()
     assert "epsilon must be positive" in bad
     assert Release.objects.count() == before  # estimating queues nothing
 
 
-
 def test_the_update_button_posts_so_the_csrf_token_never_goes_into_the_url(world):
-    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/",
-                                         {"mechanism": "privhp"}).content.decode()
-    form = page[page.index('id="release-form"') - 40:page.index("</form>", page.index('id="release-form"'))]
+    page = (
+        world.client(world.owner)
+        .get(f"/datasets/{world.dataset.pk}/releases/new/", {"mechanism": "privhp"})
+        .content.decode()
+    )
+    form = page[page.index('id="release-form"') - 40 : page.index("</form>", page.index('id="release-form"'))]
     assert 'method="post"' in form and 'id="estimate-memory"' in form
     assert "formmethod" not in form  # a GET button would put csrfmiddlewaretoken and every value in the URL
 
@@ -39,8 +42,9 @@ def test_the_estimate_names_its_parts_so_the_fixed_chunk_memory_is_explained(wor
     schema, n = world.dataset.confirmed_schema(), world.dataset.n_rows
     parts = {}
     for mb in ("8", "1"):
-        page = client.post(url, {"mechanism": "privhp", "estimate": "1", "epsilon": "1",
-                                 "param_memory_mb": mb}).content.decode()
+        page = client.post(
+            url, {"mechanism": "privhp", "estimate": "1", "epsilon": "1", "param_memory_mb": mb}
+        ).content.decode()
         assert "one chunk of rows being read" in page and "not by memory_mb" in page
         plan = PrivHP.plan_for(schema, n, 1.0, {"memory_mb": mb})
         parts[mb] = plan.memory_bytes(len(schema.kept))
@@ -49,7 +53,12 @@ def test_the_estimate_names_its_parts_so_the_fixed_chunk_memory_is_explained(wor
 
 
 def test_updating_the_estimate_keeps_the_typed_values_and_shows_no_errors_yet(world):
-    page = world.client(world.owner).post(f"/datasets/{world.dataset.pk}/releases/new/",
-                                          {"mechanism": "privhp", "estimate": "1", "epsilon": "",
-                                           "param_memory_mb": "3.5"}).content.decode()
+    page = (
+        world.client(world.owner)
+        .post(
+            f"/datasets/{world.dataset.pk}/releases/new/",
+            {"mechanism": "privhp", "estimate": "1", "epsilon": "", "param_memory_mb": "3.5"},
+        )
+        .content.decode()
+    )
     assert 'name="param_memory_mb" value="3.5"' in page and "This field is required" not in page

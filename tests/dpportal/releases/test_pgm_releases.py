@@ -14,8 +14,12 @@ from dpportal.releases.models import Release
 
 
 def _api_release(world, body):
-    resp = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/", json.dumps(body),
-                                   content_type="application/json", **world.api(world.owner))
+    resp = world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/releases/",
+        json.dumps(body),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert resp.status_code == 201, resp.content
     release = Release.objects.get(pk=resp.json()["id"])
     assert services.claim(release.pk)
@@ -24,16 +28,20 @@ def _api_release(world, body):
     return release
 
 
-@pytest.mark.parametrize("mechanism,params", [
-    ("mst", {}),
-    ("aim", {"max_rounds": 3, "iters": 100, "final_iters": 100}),
-    ("baseline", {"noise_type": "gaussian"}),
-])
+@pytest.mark.parametrize(
+    "mechanism,params",
+    [
+        ("mst", {}),
+        ("aim", {"max_rounds": 3, "iters": 100, "final_iters": 100}),
+        ("baseline", {"noise_type": "gaussian"}),
+    ],
+)
 @pytest.mark.slow
 def test_a_zcdp_release_through_the_api_is_charged_what_its_report_declares(world, mechanism, params):
     before = ledger.remaining(world.dataset)
-    release = _api_release(world, {"mechanism": mechanism, "epsilon": "0.5", "delta": "1e-6", "rows": 30,
-                                   "params": params})
+    release = _api_release(
+        world, {"mechanism": mechanism, "epsilon": "0.5", "delta": "1e-6", "rows": 30, "params": params}
+    )
     assert release.status == "done", release.error
     report = release.report
     assert (report["epsilon"], report["delta"], report["guarantee"]) == (0.5, 1e-6, "approximate")
@@ -47,9 +55,12 @@ def test_a_zcdp_release_through_the_api_is_charged_what_its_report_declares(worl
 
 def test_aim_without_a_delta_is_refused_and_nothing_is_charged(world):
     before = ledger.remaining(world.dataset)
-    resp = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/",
-                                   json.dumps({"mechanism": "aim", "epsilon": "0.5"}),
-                                   content_type="application/json", **world.api(world.owner))
+    resp = world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/releases/",
+        json.dumps({"mechanism": "aim", "epsilon": "0.5"}),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert resp.status_code == 400 and "needs a positive delta" in resp.json()["error"]
     world.dataset.refresh_from_db()
     assert ledger.remaining(world.dataset) == before
@@ -61,8 +72,9 @@ def test_the_release_form_runs_mst(world):
     url = f"/datasets/{world.dataset.pk}/releases/new/?mechanism=mst"
     page = client.get(url).content.decode()
     assert "MST" in page
-    resp = client.post(url, {"mechanism": "mst", "epsilon": "0.25", "delta": "1e-7", "rows": "20",
-                             "param_iters": "200"})
+    resp = client.post(
+        url, {"mechanism": "mst", "epsilon": "0.25", "delta": "1e-7", "rows": "20", "param_iters": "200"}
+    )
     assert resp.status_code == 302, resp.content.decode()[:2000]
     release = Release.objects.latest("pk")
     assert (release.mechanism, str(release.epsilon), release.status) == ("mst", "0.25", "queued")

@@ -50,5 +50,5 @@ def test_the_stylesheet_prints_the_report_without_the_site_chrome():
     from pathlib import Path
 
     css = (Path(__file__).resolve().parents[3] / "static" / "dpportal" / "app.css").read_text()
-    block = css[css.index("@media print"):]
+    block = css[css.index("@media print") :]
     assert "header.top" in block and ".no-print" in block and "display: none" in block

@@ -18,9 +18,14 @@ def _supported():
 
 def _defaults(cls) -> dict:
     """What the browser submits for an untouched form."""
-    post = {"mechanism": cls.name, "epsilon": "0.2", "delta": "1e-7" if cls.needs_delta else "0", "rows": "20",
-            "confirm_would_fail": "on",  # ignored unless the mechanism is predicted to fail (then it is required)
-            "confirm_high_error": "on"}  # likewise above the predicted-error threshold (6 rows: density-lp at 0.2)
+    post = {
+        "mechanism": cls.name,
+        "epsilon": "0.2",
+        "delta": "1e-7" if cls.needs_delta else "0",
+        "rows": "20",
+        "confirm_would_fail": "on",  # ignored unless the mechanism is predicted to fail (then it is required)
+        "confirm_high_error": "on",
+    }  # likewise above the predicted-error threshold (6 rows: density-lp at 0.2)
     for spec in cls.params:
         if spec.type == "bool":
             if spec.default:
@@ -51,7 +56,9 @@ def test_an_unsupported_mechanism_says_which_column_kinds_to_exclude(world):
     assert f"{name} does not support {missing} columns: mark them excluded in the schema" in page
     assert "(does not support " in page and "this schema)" not in page.split("<select", 1)[1].split("</select>")[0]
     before = Release.objects.count()
-    post = client.post(f"/datasets/{world.dataset.pk}/releases/new/", {"mechanism": name, "epsilon": "0.1", "rows": "5"})
+    post = client.post(
+        f"/datasets/{world.dataset.pk}/releases/new/", {"mechanism": name, "epsilon": "0.1", "rows": "5"}
+    )
     assert f"{name} does not support {missing} columns" in post.content.decode()
     assert Release.objects.count() == before  # nothing planned, nothing charged
 
@@ -71,8 +78,14 @@ def test_each_supported_mechanism_gets_its_form_and_defaults_validate(world, nam
 
 
 def test_a_parameter_out_of_range_is_named(world):
-    cls = next((registry.get(n) for n in _supported()
-                if any(p.type == "int" and p.minimum is not None for p in registry.get(n).params)), None)
+    cls = next(
+        (
+            registry.get(n)
+            for n in _supported()
+            if any(p.type == "int" and p.minimum is not None for p in registry.get(n).params)
+        ),
+        None,
+    )
     if cls is None:
         pytest.skip("no supported mechanism has a bounded integer parameter")
     spec = next(p for p in cls.params if p.type == "int" and p.minimum is not None)
@@ -81,13 +94,16 @@ def test_a_parameter_out_of_range_is_named(world):
     text = resp.content.decode()
     assert resp.status_code == 200 and (spec.name in text), text.split("<main>")[1][:1500]
     assert f"parameter &#x27;{spec.name}&#x27; must be &gt;= {spec.minimum}" in text
-    assert ("must be" in text or "greater than" in text)
+    assert "must be" in text or "greater than" in text
     assert Release.objects.count() == 1
 
 
 def test_dpmerf_prefills_a_usable_delta_and_offers_only_categorical_targets(world):
-    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/",
-                                         {"mechanism": "dpmerf"}).content.decode()
+    page = (
+        world.client(world.owner)
+        .get(f"/datasets/{world.dataset.pk}/releases/new/", {"mechanism": "dpmerf"})
+        .content.decode()
+    )
     import re
 
     n = world.dataset.n_rows  # 6 rows: 1/(10 n) = 1/60 -> 1e-2, unless the budget has less delta left
@@ -97,12 +113,14 @@ def test_dpmerf_prefills_a_usable_delta_and_offers_only_categorical_targets(worl
     left = remaining(world.dataset)["delta"]["remaining"]
     assert n == 6 and 0 < prefilled <= 1e-2
     assert prefilled <= float(left)  # a pre-filled delta the ledger would refuse is no help
-    target = page[page.index('name="param_target"'):page.index("</select>", page.index('name="param_target"'))]
+    target = page[page.index('name="param_target"') : page.index("</select>", page.index('name="param_target"'))]
     assert '<option value="city">' in target
     assert '"age"' not in target and '"income"' not in target  # numeric columns are no labels
     assert "(none: unlabeled mode)" in target
-    assert "Leave empty for the automatic value" not in page[page.index('name="param_target"'):
-                                                             page.index('name="param_features"')]
+    assert (
+        "Leave empty for the automatic value"
+        not in page[page.index('name="param_target"') : page.index('name="param_features"')]
+    )
 
 
 def test_suggested_delta_is_a_power_of_ten_below_one_tenth_of_one_over_n():
@@ -130,8 +148,13 @@ def test_the_prefilled_delta_never_exceeds_the_delta_the_guide_planned_with():
     from mechanisms.schema import Schema
 
     schema = Schema.from_dict(SMALL_SCHEMA)
-    guide = {"epsilon": 1.0, "delta": 1e-5, "delta_given": False, "purpose": "explore",
-             "mechanisms": [{"mechanism": "baseline", "params": {"noise_type": "gaussian"}, "status": "recommended"}]}
+    guide = {
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "delta_given": False,
+        "purpose": "explore",
+        "mechanisms": [{"mechanism": "baseline", "params": {"noise_type": "gaussian"}, "status": "recommended"}],
+    }
     form = ReleaseForm(mechanism_cls=registry.get("baseline"), schema=schema, n_rows=6)
     form.apply_guide(guide)
     assert form.fields["delta"].initial == "1e-05"

@@ -15,8 +15,12 @@ from tests.personas import make_dataset, run_release
 
 
 def _post(world, body):
-    return world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/", json.dumps(body),
-                                   content_type="application/json", **world.api(world.owner))
+    return world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/releases/",
+        json.dumps(body),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
 
 
 BAD_REQUESTS = [
@@ -26,7 +30,10 @@ BAD_REQUESTS = [
     ({"mechanism": "baseline", "epsilon": "0"}, "epsilon must be positive"),
     ({"mechanism": "baseline", "epsilon": "nan"}, "expected a finite number"),
     ({"mechanism": "baseline", "epsilon": "1e400"}, "between 1e-30 and 1e30"),
-    ({"mechanism": "baseline", "epsilon": "abc"}, "expected a number like 0.5, 1e-6 or 1/9 (digits 0-9; no spaces, underscores or signs inside), got 'abc'"),
+    (
+        {"mechanism": "baseline", "epsilon": "abc"},
+        "expected a number like 0.5, 1e-6 or 1/9 (digits 0-9; no spaces, underscores or signs inside), got 'abc'",
+    ),
     ({"mechanism": "baseline", "epsilon": True}, "epsilon must be a number"),
     ({"mechanism": "baseline", "epsilon": "0.1", "delta": "1"}, "delta must be in [0, 1)"),
     ({"mechanism": "baseline", "epsilon": "0.1", "delta": "1e-6"}, "pure epsilon-DP and takes no delta"),
@@ -57,8 +64,12 @@ def test_a_mechanism_that_does_not_support_the_schema_is_refused(world, monkeypa
 
 def test_an_unconfirmed_schema_is_refused(world):
     d = make_dataset(world.owner, schema=None)
-    resp = world.client(None).post(f"/api/datasets/{d.pk}/releases/", '{"mechanism": "baseline", "epsilon": 1}',
-                                   content_type="application/json", **world.api(world.owner))
+    resp = world.client(None).post(
+        f"/api/datasets/{d.pk}/releases/",
+        '{"mechanism": "baseline", "epsilon": 1}',
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert resp.status_code == 400 and "confirm the dataset's schema" in resp.json()["error"]
 
 
@@ -83,8 +94,19 @@ def test_a_finished_release_is_settled_and_downloadable(world):
 
 def test_manifest_has_the_facts_and_no_seed(world):
     m = world.client(None).get(f"/api/releases/{world.release.pk}/manifest.json", **world.api(world.owner)).json()
-    for key in ("dataset", "schema_sha256", "mechanism", "parameters", "epsilon", "delta", "guarantee", "caveats",
-                "rows", "software_version", "timestamps"):
+    for key in (
+        "dataset",
+        "schema_sha256",
+        "mechanism",
+        "parameters",
+        "epsilon",
+        "delta",
+        "guarantee",
+        "caveats",
+        "rows",
+        "software_version",
+        "timestamps",
+    ):
         assert key in m, key
     assert m["schema_sha256"] == world.dataset.confirmed_schema().fingerprint()
     assert (m["epsilon"], m["guarantee"], m["rows"]) == ("0.5", "pure", 50)
@@ -93,9 +115,12 @@ def test_manifest_has_the_facts_and_no_seed(world):
 
 def test_the_spreadsheet_csv_guards_formula_cells_and_leaves_numbers_and_the_analysis_csv_exact(world):
     text = "cmd,temp\n=SUM(A1),-5\n+1,-3\n@x,-7\n"
-    schema = {"columns": [
-        {"name": "cmd", "kind": "categorical", "categories": ["=SUM(A1)", "+1", "@x", "-2"]},
-        {"name": "temp", "kind": "integer", "lower": -10, "upper": -1, "bins": 10}]}
+    schema = {
+        "columns": [
+            {"name": "cmd", "kind": "categorical", "categories": ["=SUM(A1)", "+1", "@x", "-2"]},
+            {"name": "temp", "kind": "integer", "lower": -10, "upper": -1, "bins": 10},
+        ]
+    }
     d = make_dataset(world.owner, text=text, schema=schema)
     r = run_release(d, world.owner, epsilon="1", rows=200)
     body = world.client(world.owner).get(f"/releases/{r.pk}/synthetic-spreadsheet.csv").content.decode()
@@ -180,8 +205,14 @@ def test_a_job_whose_worker_died_is_failed_once_and_stays_charged(world):
 def test_the_status_endpoint_reports_progress(world):
     data = world.client(world.owner).get(f"/releases/{world.release.pk}/status.json").json()
     assert {k: data[k] for k in ("id", "status", "progress", "stage", "finished", "can_cancel", "queue")} == {
-        "id": world.release.pk, "status": "done", "progress": 100.0, "stage": "done", "finished": True,
-        "can_cancel": False, "queue": "fast"}
+        "id": world.release.pk,
+        "status": "done",
+        "progress": 100.0,
+        "stage": "done",
+        "finished": True,
+        "can_cancel": False,
+        "queue": "fast",
+    }
     assert data["elapsed_seconds"] >= 0 and data["timing_text"].startswith("took ")
 
 
@@ -211,10 +242,14 @@ def test_release_form_warns_when_pmse_gets_more_columns_than_it_can_use(world):
     it refuses nothing and reserves nothing."""
     cols = ["a", "b", "c", "d"]
     text = ",".join(cols) + "\n" + "\n".join(",".join(str((i * (j + 3)) % 50) for j in range(4)) for i in range(60))
-    wide = {"missing_markers": [""], "columns": [
-        {"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in cols]}
-    narrow = {"missing_markers": [""], "columns": wide["columns"][:2] + [
-        {"name": c, "kind": "excluded"} for c in cols[2:]]}
+    wide = {
+        "missing_markers": [""],
+        "columns": [{"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in cols],
+    }
+    narrow = {
+        "missing_markers": [""],
+        "columns": wide["columns"][:2] + [{"name": c, "kind": "excluded"} for c in cols[2:]],
+    }
     client = world.client(world.owner)
     before = Release.objects.count()
     pages = {}
@@ -235,15 +270,23 @@ def test_pmse_releases_are_recorded_as_mcmc_or_heuristic_never_pure(world):
     from dpportal.ledger.models import LedgerEntry
 
     text = "a,b\n" + "\n".join(f"{(i * 7) % 50},{(i * 3) % 50}" for i in range(40))
-    schema = {"missing_markers": [""], "columns": [
-        {"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in "ab"]}
+    schema = {
+        "missing_markers": [""],
+        "columns": [{"name": c, "kind": "continuous", "lower": 0, "upper": 50, "bins": 5, "fill": 0} for c in "ab"],
+    }
     ds = make_dataset(world.owner, text=text, schema=schema)
     client = world.client(world.owner)
     form = client.get(f"/datasets/{ds.pk}/releases/new/", {"mechanism": "pmse"}).content.decode()
     assert "tree=&#x27;paper&#x27; is heuristic" in form and "not &#x27;pure&#x27;" in form
     for tree, label in (("strict", "mcmc"), ("paper", "heuristic")):
-        release = run_release(ds, world.owner, epsilon="0.2", rows=10, mechanism="pmse",
-                              params={"tree": tree, "burn_in": 100, "iterations": 100, "m": 1})
+        release = run_release(
+            ds,
+            world.owner,
+            epsilon="0.2",
+            rows=10,
+            mechanism="pmse",
+            params={"tree": tree, "burn_in": 100, "iterations": 100, "m": 1},
+        )
         assert release.status == "done", release.error
         spend = LedgerEntry.objects.get(release=release, kind=LedgerEntry.SPEND)
         assert spend.guarantee == label

@@ -20,8 +20,12 @@ def _state(world):
 
 
 def _post(world, path, body):
-    return world.client(None).post(f"/api/datasets/{world.dataset.pk}/{path}", json.dumps(body),
-                                   content_type="application/json", **world.api(world.owner))
+    return world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/{path}",
+        json.dumps(body),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
 
 
 def test_the_api_refuses_a_release_over_the_time_limit_and_charges_nothing(world, settings):
@@ -35,16 +39,21 @@ def test_the_api_refuses_a_release_over_the_time_limit_and_charges_nothing(world
     assert "more than the time limit of about 2 min per job (DPPORTAL_TASK_TIME_LIMIT=120)" in message
     assert "Nothing was charged" in message and _state(world) == before
     ok = _post(world, "releases/", {**LONG, "params": {"epochs": 50}})
-    assert ok.status_code == 201 and _post(world, "releases/estimate/", {**LONG, "params": {"epochs": 50}}).json()[
-        "over_time_limit"] is False
+    assert (
+        ok.status_code == 201
+        and _post(world, "releases/estimate/", {**LONG, "params": {"epochs": 50}}).json()["over_time_limit"] is False
+    )
 
 
 def test_the_limit_follows_the_setting(world, settings):
     settings.CELERY_TASK_TIME_LIMIT = 10
     before = _state(world)
     with pytest.raises(services.ReleaseRequestError, match="time limit of about 10 s per job"):
-        services.plan_release(world.dataset, world.owner, services.ReleaseRequest(
-            mechanism="dpmerf", epsilon="1", delta="1e-6", params={"epochs": 100_000}, rows=20))
+        services.plan_release(
+            world.dataset,
+            world.owner,
+            services.ReleaseRequest(mechanism="dpmerf", epsilon="1", delta="1e-6", params={"epochs": 100_000}, rows=20),
+        )
     assert _state(world) == before
 
 
@@ -55,8 +64,9 @@ def test_the_form_warns_and_refuses(world, settings):
     page = client.get(url + "?mechanism=dpmerf&param_epochs=100000").content.decode()
     assert 'id="over-time-limit"' in page
     before = _state(world)
-    resp = client.post(url, {"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6", "rows": "20",
-                             "param_epochs": "100000"})
+    resp = client.post(
+        url, {"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6", "rows": "20", "param_epochs": "100000"}
+    )
     assert resp.status_code == 200 and "more than the time limit" in resp.content.decode()
     assert _state(world) == before
 
@@ -73,8 +83,11 @@ def test_a_job_past_its_memory_limit_fails_as_a_job_and_stays_spent(world, monke
 
     settings.DPPORTAL_JOB_MEMORY_LIMIT_MB = 1024
     monkeypatch.setattr(Baseline, "_fit", runaway)
-    release = services.plan_release(world.dataset, world.owner, services.ReleaseRequest(
-        mechanism="baseline", epsilon="0.25", delta="0", params={}, rows=20))
+    release = services.plan_release(
+        world.dataset,
+        world.owner,
+        services.ReleaseRequest(mechanism="baseline", epsilon="0.25", delta="0", params={}, rows=20),
+    )
     assert services.claim(release.pk)
     services.execute(release.pk)
     release.refresh_from_db()

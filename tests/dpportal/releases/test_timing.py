@@ -14,9 +14,17 @@ from dpportal.releases.models import Release
 
 
 def _plan(world, mechanism="baseline", params=None, epsilon="0.1") -> Release:
-    return services.plan_release(world.dataset, world.owner, services.ReleaseRequest(
-        mechanism=mechanism, epsilon=epsilon, delta="1e-6" if mechanism == "dpmerf" else "0",
-        params=params or {}, rows=20))
+    return services.plan_release(
+        world.dataset,
+        world.owner,
+        services.ReleaseRequest(
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta="1e-6" if mechanism == "dpmerf" else "0",
+            params=params or {},
+            rows=20,
+        ),
+    )
 
 
 def _status(world, release) -> dict:
@@ -60,23 +68,30 @@ def test_a_running_release_reports_elapsed_and_remaining(world):
 def test_the_api_estimates_a_request_without_charging_it(world):
     before = ledger.remaining(Dataset.objects.get(pk=world.dataset.pk))
     n = Release.objects.count()
-    resp = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
-                                   json.dumps({"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6",
-                                               "params": {"epochs": 100000}}),
-                                   content_type="application/json", **world.api(world.owner))
+    resp = world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+        json.dumps({"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6", "params": {"epochs": 100000}}),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert resp.status_code == 200, resp.content
     assert resp.json()["seconds"] > 20 and resp.json()["queue"] == "synthesis"
-    bad = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
-                                  json.dumps({"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6",
-                                              "params": {"epochs": -3}}),
-                                  content_type="application/json", **world.api(world.owner))
+    bad = world.client(None).post(
+        f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+        json.dumps({"mechanism": "dpmerf", "epsilon": "1", "delta": "1e-6", "params": {"epochs": -3}}),
+        content_type="application/json",
+        **world.api(world.owner),
+    )
     assert bad.status_code == 400 and "epochs" in bad.json()["error"]
     assert Release.objects.count() == n and ledger.remaining(Dataset.objects.get(pk=world.dataset.pk)) == before
 
 
 def test_the_release_form_shows_the_estimate_before_submit(world):
-    page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism=dpmerf"
-                                         "&param_epochs=100000").content.decode()
+    page = (
+        world.client(world.owner)
+        .get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism=dpmerf&param_epochs=100000")
+        .content.decode()
+    )
     assert 'id="runtime-estimate"' in page and "Estimated run time: about" in page
     assert "synthesis queue" in page
 
@@ -115,8 +130,9 @@ def test_the_estimate_on_load_is_the_one_after_update_and_on_the_release_page(wo
 def test_the_queue_wait_adds_the_remaining_estimates_of_the_jobs_ahead(world):
     running, first, second = _plan(world), _plan(world), _plan(world)
     assert services.claim(running.pk)
-    Release.objects.filter(pk=running.pk).update(started_at=timezone.now() - timedelta(seconds=30), progress=0.02,
-                                                 estimate_seconds=100)
+    Release.objects.filter(pk=running.pk).update(
+        started_at=timezone.now() - timedelta(seconds=30), progress=0.02, estimate_seconds=100
+    )
     Release.objects.filter(pk=first.pk).update(estimate_seconds=200)
     s = _status(world, second)
     assert s["jobs_ahead"] == 2 and 265 <= s["wait_seconds"] <= 271  # 70 s left of the running one + 200 s
@@ -126,7 +142,14 @@ def test_the_queue_wait_adds_the_remaining_estimates_of_the_jobs_ahead(world):
     page = world.client(world.owner).get(f"/datasets/{world.dataset.pk}/releases/new/?mechanism=baseline")
     est = page.context["runtime_estimate"]
     assert est["jobs_ahead"] == 3 and "3 jobs ahead" in page.content.decode()
-    api = world.client(None).post(f"/api/datasets/{world.dataset.pk}/releases/estimate/",
-                                  json.dumps({"mechanism": "baseline", "epsilon": "0.1"}),
-                                  content_type="application/json", **world.api(world.owner)).json()
+    api = (
+        world.client(None)
+        .post(
+            f"/api/datasets/{world.dataset.pk}/releases/estimate/",
+            json.dumps({"mechanism": "baseline", "epsilon": "0.1"}),
+            content_type="application/json",
+            **world.api(world.owner),
+        )
+        .json()
+    )
     assert api["jobs_ahead"] == 3 and abs(api["wait_seconds"] - est["wait_seconds"]) < 2  # the running job went on

@@ -18,12 +18,14 @@ from mechanisms.evaluation import encoding, metrics, sections, utility
 from mechanisms.__main__ import main as cli_main
 from mechanisms.schema import Column, Schema
 
-SCHEMA = Schema(columns=(
-    Column(name="x", kind="continuous", lower=0.0, upper=10.0, bins=5),
-    Column(name="k", kind="integer", lower=0.0, upper=4.0),
-    Column(name="c", kind="categorical", categories=("a", "b", "c")),
-    Column(name="y", kind="categorical", categories=("no", "yes")),
-))
+SCHEMA = Schema(
+    columns=(
+        Column(name="x", kind="continuous", lower=0.0, upper=10.0, bins=5),
+        Column(name="k", kind="integer", lower=0.0, upper=4.0),
+        Column(name="c", kind="categorical", categories=("a", "b", "c")),
+        Column(name="y", kind="categorical", categories=("no", "yes")),
+    )
+)
 
 
 def table(n: int, seed: int, *, shift: float = 0.0, flip_labels: bool = False) -> pd.DataFrame:
@@ -42,6 +44,7 @@ def table(n: int, seed: int, *, shift: float = 0.0, flip_labels: bool = False) -
 # ------------------------------------------------------------------------------------------------
 # Hand-computed values
 # ------------------------------------------------------------------------------------------------
+
 
 def tvd_failures(tvd_fn) -> list[str]:
     """Properties a correct TVD has; returns what failed (used on the real function and mutants)."""
@@ -171,9 +174,9 @@ def test_gaussian_mmd_matches_a_direct_sklearn_kernel_computation():
     rng = np.random.default_rng(6)
     X, Y = rng.normal(size=(60, 3)), rng.normal(0.5, 1, size=(70, 3))
     bw = 1.3
-    g = 1 / (2 * bw ** 2)
+    g = 1 / (2 * bw**2)
     kxx, kyy, kxy = rbf_kernel(X, X, gamma=g), rbf_kernel(Y, Y, gamma=g), rbf_kernel(X, Y, gamma=g)
-    expected = ((kxx.sum() - 60) / (60 * 59) + (kyy.sum() - 70) / (70 * 69) - 2 * kxy.mean())
+    expected = (kxx.sum() - 60) / (60 * 59) + (kyy.sum() - 70) / (70 * 69) - 2 * kxy.mean()
     assert metrics.gaussian_mmd2(X, Y, bandwidth=bw) == pytest.approx(expected, rel=1e-9)
 
 
@@ -182,7 +185,7 @@ def test_random_feature_mmd_is_close_to_the_exact_biased_value():
 
     rng = np.random.default_rng(7)
     X, Y = rng.normal(size=(800, 4)), rng.normal(0.4, 1, size=(800, 4))
-    bw, g = 2.0, 1 / (2 * 2.0 ** 2)
+    bw, g = 2.0, 1 / (2 * 2.0**2)
     biased = rbf_kernel(X, X, gamma=g).mean() + rbf_kernel(Y, Y, gamma=g).mean() - 2 * rbf_kernel(X, Y, gamma=g).mean()
     approx = metrics.rff_mmd2(X, Y, bandwidth=bw, features=4000, rng=np.random.default_rng(0))
     assert approx == pytest.approx(biased, abs=0.01)  # RFF std ~ sqrt(2/D) per entry; 0.01 is > 3 sd here
@@ -269,15 +272,29 @@ def test_bad_target_is_named_in_the_error():
 
 
 def test_cli_prints_json_and_undoes_the_formula_guard(tmp_path):
-    schema = Schema(columns=(Column(name="x", kind="continuous", lower=0.0, upper=10.0),
-                             Column(name="c", kind="categorical", categories=("-1", "a"))))
+    schema = Schema(
+        columns=(
+            Column(name="x", kind="continuous", lower=0.0, upper=10.0),
+            Column(name="c", kind="categorical", categories=("-1", "a")),
+        )
+    )
     (tmp_path / "s.json").write_text(schema.to_json())
     (tmp_path / "r.csv").write_text("x,c\n1,-1\n2,a\n3,a\n4,-1\n")
     (tmp_path / "y.csv").write_text("x,c\n1,'-1\n2,a\n3,a\n4,'-1\n")  # as io.write_synthetic_csv writes it
     buf = io.StringIO()
     with redirect_stdout(buf):
-        rc = cli_main(["evaluate", "--real", str(tmp_path / "r.csv"), "--synthetic", str(tmp_path / "y.csv"),
-                       "--schema", str(tmp_path / "s.json"), "--compact"])
+        rc = cli_main(
+            [
+                "evaluate",
+                "--real",
+                str(tmp_path / "r.csv"),
+                "--synthetic",
+                str(tmp_path / "y.csv"),
+                "--schema",
+                str(tmp_path / "s.json"),
+                "--compact",
+            ]
+        )
     assert rc == 0
     out = json.loads(buf.getvalue())
     assert out["summary"]["tvd_1way_mean"] == 0.0 and out["n_real"] == 4
@@ -295,9 +312,23 @@ def test_cli_runs_tstr_with_a_test_file(tmp_path):
     table(200, 3).to_csv(tmp_path / "t.csv", index=False)
     buf = io.StringIO()
     with redirect_stdout(buf):
-        rc = cli_main(["evaluate", "--real", str(tmp_path / "r.csv"), "--synthetic", str(tmp_path / "y.csv"),
-                       "--schema", str(tmp_path / "s.json"), "--target", "y", "--test", str(tmp_path / "t.csv"),
-                       "--fast", "--compact"])
+        rc = cli_main(
+            [
+                "evaluate",
+                "--real",
+                str(tmp_path / "r.csv"),
+                "--synthetic",
+                str(tmp_path / "y.csv"),
+                "--schema",
+                str(tmp_path / "s.json"),
+                "--target",
+                "y",
+                "--test",
+                str(tmp_path / "t.csv"),
+                "--fast",
+                "--compact",
+            ]
+        )
     assert rc == 0
     ml = json.loads(buf.getvalue())["ml"]
     assert ml["test"] == "separate real test file" and ml["test_rows"] == 200 and ml["mean"]["roc_auc"]["real"] > 0.7
@@ -319,8 +350,12 @@ def pair_tvd_failures(pairs_fn) -> list[str]:
     """Same 1-way marginals, different joint: real pairs a with no and b with yes, synthetic is
     independent. Hand value: real joint (a,no) = (b,yes) = 1/2, synthetic 1/4 in each of 4 cells ->
     TVD = 1/2 * (2 * 1/4 + 2 * 1/4) = 1/2."""
-    schema = Schema(columns=(Column(name="c", kind="categorical", categories=("a", "b")),
-                             Column(name="y", kind="categorical", categories=("no", "yes"))))
+    schema = Schema(
+        columns=(
+            Column(name="c", kind="categorical", categories=("a", "b")),
+            Column(name="y", kind="categorical", categories=("no", "yes")),
+        )
+    )
     real = pd.DataFrame({"c": ["a", "b"] * 50, "y": ["no", "yes"] * 50})
     syn = pd.DataFrame({"c": ["a", "a", "b", "b"] * 25, "y": ["no", "yes"] * 50})
     rc, sc = schema.to_cells(real), schema.to_cells(syn)
@@ -336,6 +371,7 @@ def test_two_way_tvd_sees_a_joint_that_the_marginals_hide_and_a_marginal_only_va
             p = np.bincount(cells[:, 0], minlength=2) / len(cells)
             q = np.bincount(cells[:, 1], minlength=2) / len(cells)
             return np.outer(p, q).ravel()
+
         return {"mean_tvd": metrics.tvd(joint(rc), joint(sc))}
 
     assert pair_tvd_failures(from_marginals)

@@ -35,6 +35,7 @@ def test_chance_of_macro_f1_is_the_uniform_guess():
 
 # ------------------------------------------------------------------------------------------ quality
 
+
 def test_quality_is_the_mean_of_column_shapes_and_pair_trends_by_hand():
     cols = [{"tvd": 0.1}, {"tvd": 0.3}]  # shapes: mean(0.9, 0.7) = 0.8
     pairs = [{"tvd": 0.4}]  # trends: 0.6
@@ -66,6 +67,7 @@ def test_a_broken_quality_that_averages_tvd_instead_of_its_complement_is_caught(
 
 # ------------------------------------------------------------------------------------------ CLI
 
+
 def test_cli_evaluate_prints_a_short_summary_by_default_and_json_on_request(tmp_path, capsys):
     import json
 
@@ -75,8 +77,15 @@ def test_cli_evaluate_prints_a_short_summary_by_default_and_json_on_request(tmp_
     (tmp_path / "s.json").write_text(SCHEMA.to_json())
     table(300, 1).to_csv(tmp_path / "r.csv", index=False)
     table(300, 2).to_csv(tmp_path / "y.csv", index=False)
-    args = ["evaluate", "--real", str(tmp_path / "r.csv"), "--synthetic", str(tmp_path / "y.csv"),
-            "--schema", str(tmp_path / "s.json")]
+    args = [
+        "evaluate",
+        "--real",
+        str(tmp_path / "r.csv"),
+        "--synthetic",
+        str(tmp_path / "y.csv"),
+        "--schema",
+        str(tmp_path / "s.json"),
+    ]
     assert main(args) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
@@ -85,5 +94,4 @@ def test_cli_evaluate_prints_a_short_summary_by_default_and_json_on_request(tmp_
     assert len(text) < 4000 and len(lines) < 25  # short: the full JSON is tens of KB
     assert main(args + ["--json"]) == 0
     full = json.loads(capsys.readouterr().out)
-    assert full["quality"]["score"] == pytest.approx(
-        float(lines[2].split()[2]), abs=1e-4)
+    assert full["quality"]["score"] == pytest.approx(float(lines[2].split()[2]), abs=1e-4)

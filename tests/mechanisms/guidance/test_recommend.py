@@ -29,8 +29,12 @@ def wide_schema(d: int = 40) -> Schema:
 
 
 def narrow_schema() -> Schema:
-    return Schema(columns=(Column("x", "continuous", lower=0, upper=1, bins=4),
-                           Column("y", "continuous", lower=0, upper=1, bins=4)))
+    return Schema(
+        columns=(
+            Column("x", "continuous", lower=0, upper=1, bins=4),
+            Column("y", "continuous", lower=0, upper=1, bins=4),
+        )
+    )
 
 
 def test_a_wide_table_gets_the_baseline_at_epsilon_1_and_the_joint_domain_mechanisms_last():
@@ -65,8 +69,14 @@ def test_model_training_marks_the_independent_baseline_as_failing_and_needs_delt
     # AIM with the target workload (measured TSTR 0.832 on adult at epsilon 1, DP-MERF 0.797)
     assert with_delta.recommended == "aim" and with_delta.get("aim").params == {"workload": "target"}
     assert "contain income" in with_delta.reason
-    without_aim = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=purpose,
-                                mechanisms=[m for m in rec.registry.names() if m != "aim"])
+    without_aim = rec.recommend(
+        ADULT,
+        n=ADULT_N,
+        epsilon=1.0,
+        delta=1e-5,
+        purpose=purpose,
+        mechanisms=[m for m in rec.registry.names() if m != "aim"],
+    )
     assert without_aim.recommended == "dpmerf" and "columns given income" in without_aim.reason
 
 
@@ -90,29 +100,38 @@ def test_larger_than_memory_leaves_only_streaming_mechanisms():
 
 def test_named_pairs_change_the_metric_to_those_pairs():
     all_pairs = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0)
-    named = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0,
-                          purpose=rec.Purpose.parse("marginals", pairs="age:income, sex:income"))
+    named = rec.recommend(
+        ADULT, n=ADULT_N, epsilon=1.0, purpose=rec.Purpose.parse("marginals", pairs="age:income, sex:income")
+    )
     assert named.metric == "mean 2-way TVD over the named pairs"
     assert named.get("density-lp").score != all_pairs.get("density-lp").score
 
 
-@pytest.mark.parametrize("kind, kw, message", [
-    ("ml", {}, "needs a target column"),
-    ("ml", {"target": "nope"}, "target must name a kept column"),
-    ("marginals", {"pairs": "age"}, "column:column"),
-    ("marginals", {"pairs": "age:nope"}, "'nope' is not a kept column"),
-    ("marginals", {"pairs": "age:age"}, "two different columns"),
-    ("sell", {}, "purpose must be one of"),
-])
+@pytest.mark.parametrize(
+    "kind, kw, message",
+    [
+        ("ml", {}, "needs a target column"),
+        ("ml", {"target": "nope"}, "target must name a kept column"),
+        ("marginals", {"pairs": "age"}, "column:column"),
+        ("marginals", {"pairs": "age:nope"}, "'nope' is not a kept column"),
+        ("marginals", {"pairs": "age:age"}, "two different columns"),
+        ("sell", {}, "purpose must be one of"),
+    ],
+)
 def test_bad_purposes_are_named(kind, kw, message):
     with pytest.raises(ValueError, match=message):
         rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, purpose=rec.Purpose.parse(kind, **kw))
 
 
-@pytest.mark.parametrize("kw, message", [({"n": 0}, "rows must be a positive integer"),
-                                         ({"epsilon": -1.0}, "epsilon must be positive"),
-                                         ({"epsilon": math.inf}, "epsilon must be positive"),
-                                         ({"delta": 1.5}, "delta must be in")])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"n": 0}, "rows must be a positive integer"),
+        ({"epsilon": -1.0}, "epsilon must be positive"),
+        ({"epsilon": math.inf}, "epsilon must be positive"),
+        ({"delta": 1.5}, "delta must be in"),
+    ],
+)
 def test_bad_settings_are_named(kw, message):
     args = {"n": 100, "epsilon": 1.0, "delta": 0.0, **kw}
     with pytest.raises(ValueError, match=message):
@@ -158,15 +177,29 @@ def test_the_recommendation_takes_no_data():
     """Only the schema, n, epsilon, delta and purpose enter: the signature has no place for a table."""
     import inspect
 
-    assert set(inspect.signature(rec.recommend).parameters) == {"schema", "n", "epsilon", "delta", "purpose",
-                                                               "mechanisms", "variants"}
-    assert set(inspect.signature(rec.accuracy_curve).parameters) == {"name", "schema", "n", "delta", "purpose",
-                                                                    "epsilons"}
+    assert set(inspect.signature(rec.recommend).parameters) == {
+        "schema",
+        "n",
+        "epsilon",
+        "delta",
+        "purpose",
+        "mechanisms",
+        "variants",
+    }
+    assert set(inspect.signature(rec.accuracy_curve).parameters) == {
+        "name",
+        "schema",
+        "n",
+        "delta",
+        "purpose",
+        "epsilons",
+    }
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mechanisms", "recommend", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mechanisms", "recommend", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.slow
@@ -176,8 +209,21 @@ def test_cli_prints_a_human_summary_and_json():
     assert out.returncode == 0, out.stderr
     assert "Recommended: density-lp." in out.stdout and "would-fail" in out.stdout
     assert "Smallest epsilon for density-lp within 10.0%:" in out.stdout
-    js = _cli("--schema", schema, "--rows", str(ADULT_N), "--epsilon", "1", "--delta", "1e-5", "--purpose", "ml",
-              "--target", "income", "--json")
+    js = _cli(
+        "--schema",
+        schema,
+        "--rows",
+        str(ADULT_N),
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--purpose",
+        "ml",
+        "--target",
+        "income",
+        "--json",
+    )
     assert js.returncode == 0, js.stderr
     data = json.loads(js.stdout)
     assert data["recommended"] == "aim" and data["purpose"] == "ml" and data["target"] == "income"
@@ -193,8 +239,10 @@ def test_cli_errors_are_one_line():
 
 def test_a_near_tie_goes_to_the_faster_mechanism():
     """Predictions within TIE_MARGIN are a tie (they are approximate): the faster mechanism wins it."""
+
     def pred(name, score):
         return rec.Prediction(name, name, "ok", score=score)
+
     slow, fast = pred("dpmerf", 0.200), pred("baseline", 0.205)
     assert rec._break_tie([slow, fast], slow) is fast
     far = pred("baseline", 0.200 * (1 + rec.TIE_MARGIN) + 0.001)
@@ -204,8 +252,15 @@ def test_a_near_tie_goes_to_the_faster_mechanism():
 
 
 def test_the_tie_rule_reads_in_the_reason():
-    r = rec.recommend(wide_schema(), n=1_000, epsilon=1.0, delta=1e-6, mechanisms=("baseline", "dpmerf"),
-                      purpose=rec.Purpose.parse("marginals", pairs="x0:c0, x1:c1"), variants=False)
+    r = rec.recommend(
+        wide_schema(),
+        n=1_000,
+        epsilon=1.0,
+        delta=1e-6,
+        mechanisms=("baseline", "dpmerf"),
+        purpose=rec.Purpose.parse("marginals", pairs="x0:c0, x1:c1"),
+        variants=False,
+    )
     assert r.get("dpmerf").score < r.get("baseline").score <= r.get("dpmerf").score * (1 + rec.TIE_MARGIN)
     assert r.recommended == "baseline" and "and is faster" in r.reason and r.items[0].mechanism == "baseline"
 
@@ -230,8 +285,9 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
     laplace = rec.predict("baseline", setting, rec.Purpose())
     gaussian = rec.predict("baseline", setting, rec.Purpose(), {"noise": "gaussian"})
     assert gaussian.tvd_1way < 0.8 * laplace.tvd_1way and "Gaussian" in gaussian.modelled
-    monkeypatch.setattr(Baseline, "params", (ParamSpec("noise", "choice", "laplace", "noise",
-                                                       choices=("laplace", "gaussian")),))
+    monkeypatch.setattr(
+        Baseline, "params", (ParamSpec("noise", "choice", "laplace", "noise", choices=("laplace", "gaussian")),)
+    )
     with_delta = rec.recommend(ADULT, n=ADULT_N, epsilon=0.1, delta=1e-5).get("baseline")
     assert with_delta.params == {"noise": "gaussian"} and with_delta.score == gaussian.score
     assert rec.recommend(ADULT, n=ADULT_N, epsilon=0.1).get("baseline").params == {}  # pure: no delta
@@ -288,7 +344,9 @@ def test_density_lp_is_floored_by_its_product_reference_only_where_its_noise_swa
     assert _mean_two_way(lp, len(german.kept)) > 0.42  # the reference's level (0.45), not the LP link's 0.3
     rich = rec.Setting(ADULT, ADULT_N, 10.0, 0.0)
     d = len(ADULT.kept)
-    assert _mean_two_way(registry.get("density-lp").predict_accuracy(rich, {}), d) < _mean_two_way(predictors.predict_independent_histograms(rich, {}), d)
+    assert _mean_two_way(registry.get("density-lp").predict_accuracy(rich, {}), d) < _mean_two_way(
+        predictors.predict_independent_histograms(rich, {}), d
+    )
     assert rec.recommend(ADULT, n=ADULT_N, epsilon=10.0).recommended == "density-lp"
     # the broken variant: its reference (the product of 1-way marginals at half the budget) is above the
     # LP's prediction there, so a floor applied everywhere would have lifted density-lp to it
@@ -311,7 +369,11 @@ def test_aim_with_rounds_for_the_1way_start_only_is_predicted_as_independent_col
     pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
     assert max(abs(start_only.two_way(i, j) - independent(i, j)) for i, j in pairs) < 0.002
     paper = registry.get("aim").predict_accuracy(rec.Setting(german, 800, 10.0, 1e-5), {"max_rounds": 16 * d})
-    alone = predictors.independent_columns(rec.Setting(german, 800, 10.0, 1e-5), paper.one_way, predictors.covered_sampling(1.0, aim_guide.AIM_PARENT_CELLS))
+    alone = predictors.independent_columns(
+        rec.Setting(german, 800, 10.0, 1e-5),
+        paper.one_way,
+        predictors.covered_sampling(1.0, aim_guide.AIM_PARENT_CELLS),
+    )
     assert all(paper.two_way(i, j) <= alone(i, j) for i, j in pairs)
     assert _mean_two_way(paper, d) < 0.7 * sum(alone(i, j) for i, j in pairs) / len(pairs)
 

@@ -10,9 +10,13 @@ from mechanisms.guidance import runtime
 from mechanisms.synthesizers.aim import guide as aim_guide
 from mechanisms.schema import Column, Schema
 
-SCHEMA = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
-                         Column("c", "categorical", categories=("a", "b")),
-                         Column("skip", "excluded")))
+SCHEMA = Schema(
+    columns=(
+        Column("x", "continuous", lower=0.0, upper=1.0),
+        Column("c", "categorical", categories=("a", "b")),
+        Column("skip", "excluded"),
+    )
+)
 
 
 def test_work_grows_with_rows_columns_and_iterations():
@@ -42,8 +46,10 @@ def test_a_bad_row_count_is_refused_naming_it():
         runtime.work("baseline", n=-1, schema=SCHEMA, params={})
 
 
-@pytest.mark.parametrize("seconds, text", [(1.2, "a few seconds"), (12.4, "about 12 s"), (44, "about 40 s"),
-                                           (600, "about 10 min"), (7200, "about 2.0 h")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(1.2, "a few seconds"), (12.4, "about 12 s"), (44, "about 40 s"), (600, "about 10 min"), (7200, "about 2.0 h")],
+)
 def test_seconds_read_as_rounded_text(seconds, text):
     assert runtime.describe_seconds(seconds) == text
 
@@ -70,7 +76,8 @@ def test_aim_estimate_grows_with_the_budget_the_candidates_and_the_largest_colum
     T = default_rounds(1000, zcdp_rho(1.0, 1e-5), [4] * 6)
     assert T < 96 and small == pytest.approx(w(1.0) * (T / 96) ** aim_guide.AIM_ROUNDS_POWER)
     assert runtime.work("aim", n=n, schema=six, params={"max_rounds": 48}, epsilon=1.0, delta=1e-5) == pytest.approx(
-        w(1.0) * 0.5 ** aim_guide.AIM_ROUNDS_POWER)  # the steward's max_rounds counts too
+        w(1.0) * 0.5**aim_guide.AIM_ROUNDS_POWER
+    )  # the steward's max_rounds counts too
     assert w(10.0) / w(1.0) == pytest.approx((zcdp_rho(10, 1e-5) / zcdp_rho(1, 1e-5)) ** 0.2)
     assert w(1.0, workload="all-3way") == w(1.0)  # timed as all pairs: measured about as long through the API
     assert w(1.0, workload="target", target="c0") == w(1.0)  # timed as all pairs (measured: the AIM guide's note)

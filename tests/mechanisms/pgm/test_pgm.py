@@ -41,9 +41,10 @@ def test_a_wrong_conversion_is_caught_by_the_cross_check():
     parameters) converts to more than the requested epsilon."""
     dp = _opendp()
     epsilon, delta = 1.0, 1e-5
-    wrong = epsilon ** 2 / (4 * math.log(1 / delta)) * 2
-    meas = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
-                              scale=math.sqrt(1 / (2 * wrong)))
+    wrong = epsilon**2 / (4 * math.log(1 / delta)) * 2
+    meas = dp.m.make_gaussian(
+        dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=math.sqrt(1 / (2 * wrong))
+    )
     assert dp.c.make_zCDP_to_approxDP(meas).map(1.0).epsilon(delta) > epsilon * 1.01
     assert wrong > accounting.zcdp_rho(epsilon, delta)
 
@@ -53,12 +54,13 @@ def test_a_marginal_measurement_costs_what_opendp_says_for_a_replaced_record():
     distance equals pgm.rho_of_measurement; the add/remove calibration (sensitivity 1) understates it."""
     dp = _opendp()
     for sigma in (0.5, 3.0, 120.0):
-        meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-                                  dp.l2_distance(T=float), scale=sigma)
+        meas = dp.m.make_gaussian(
+            dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale=sigma
+        )
         truth = meas.map(math.sqrt(2))
         assert pgm.rho_of_measurement(sigma) == pytest.approx(truth, rel=1e-9)
         assert pgm.sigma_for_rho(truth) == pytest.approx(sigma, rel=1e-9)
-        add_remove = 1 / (2 * sigma ** 2)  # the reference scripts' value: caught as too small
+        add_remove = 1 / (2 * sigma**2)  # the reference scripts' value: caught as too small
         assert add_remove < truth * 0.99
 
 
@@ -67,8 +69,10 @@ def test_the_exponential_mechanisms_zcdp_cost_is_checked_by_opendp():
     is the given rho (OpenDP's map is asserted inside); its choices follow exp(score / scale)."""
     noise = Noise.seeded(3)
     scores = np.array([0.0, 2.0, 4.0])
-    picks = np.bincount([noise.select_max_zcdp(scores, sensitivity=2.0, rho=0.5) for _ in range(20_000)],
-                        minlength=3) / 20_000
+    picks = (
+        np.bincount([noise.select_max_zcdp(scores, sensitivity=2.0, rho=0.5) for _ in range(20_000)], minlength=3)
+        / 20_000
+    )
     scale = 2.0 / math.sqrt(2 * 0.5)
     expected = np.exp(scores / scale) / np.exp(scores / scale).sum()
     assert np.abs(picks - expected).max() < 0.015  # 20,000 draws: standard error below 0.004
@@ -94,8 +98,9 @@ def test_the_sampler_reproduces_the_models_marginals():
     pab = rng.dirichlet(np.ones(12)).reshape(3, 4)
     pbc_given_b = rng.dirichlet(np.ones(5), size=4)
     pbc = pab.sum(axis=0)[:, None] * pbc_given_b
-    tables = pgm.ModelTables(["a", "b", "c"], {"a": 3, "b": 4, "c": 5}, [("a", "b"), ("b", "c")], [pab, pbc],
-                             ["b", "a", "c"])
+    tables = pgm.ModelTables(
+        ["a", "b", "c"], {"a": 3, "b": 4, "c": 5}, [("a", "b"), ("b", "c")], [pab, pbc], ["b", "a", "c"]
+    )
     cells = tables.sample(50_000, np.random.default_rng(1))
     emp_ab = np.bincount(cells[:, 0] * 4 + cells[:, 1], minlength=12).reshape(3, 4) / 50_000
     emp_bc = np.bincount(cells[:, 1] * 5 + cells[:, 2], minlength=20).reshape(4, 5) / 50_000
@@ -143,8 +148,12 @@ def _one_way_sampling_share(model: pgm.ModelTables, rows: int, draw) -> float:
 
 
 # the shared tables' shapes: adult-like, german_credit-like (800 rows), 32-bin numeric, bank-like
-SAMPLER_SHAPES = [([10, 16, 8, 42, 5, 20], 32561), ([4, 10, 5, 12, 3], 800), ([32] * 8, 20000),
-                  ([2, 3, 2, 5, 7, 2, 9], 3616)]
+SAMPLER_SHAPES = [
+    ([10, 16, 8, 42, 5, 20], 32561),
+    ([4, 10, 5, 12, 3], 800),
+    ([32] * 8, 20000),
+    ([2, 3, 2, 5, 7, 2, 9], 3616),
+]
 
 
 def _iid_sampler(model: pgm.ModelTables, rows: int, rng: np.random.Generator) -> np.ndarray:
@@ -168,8 +177,10 @@ def test_the_samplers_1way_error_is_the_share_the_recommendation_predicts():
     prior must lie in that range and every model within a factor 2.5 of it."""
     from mechanisms.guidance import predictors
 
-    shares = [_one_way_sampling_share(_chain_model(sizes, seed), rows, pgm.ModelTables.sample)
-              for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)]
+    shares = [
+        _one_way_sampling_share(_chain_model(sizes, seed), rows, pgm.ModelTables.sample)
+        for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)
+    ]
     assert min(shares) <= predictors.PGM_SAMPLING_1WAY <= max(shares), shares
     assert all(predictors.PGM_SAMPLING_1WAY / 2.5 <= s <= 2.5 * predictors.PGM_SAMPLING_1WAY for s in shares), shares
 
@@ -179,8 +190,10 @@ def test_an_iid_sampler_is_caught_by_the_1way_share_check():
     factor 2.5 the check above allows."""
     from mechanisms.guidance import predictors
 
-    shares = [_one_way_sampling_share(_chain_model(sizes, seed), rows, _iid_sampler)
-              for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)]
+    shares = [
+        _one_way_sampling_share(_chain_model(sizes, seed), rows, _iid_sampler)
+        for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)
+    ]
     assert min(shares) > 2.5 * predictors.PGM_SAMPLING_1WAY, shares
 
 
@@ -222,8 +235,10 @@ def test_the_samplers_2way_error_is_the_stratified_share_inside_cliques_and_iid_
 def test_an_iid_sampler_is_caught_by_the_2way_share_check():
     """Mutant: columns drawn i.i.d. from their conditionals leave i.i.d. error on the clique pairs too:
     5.3-18 x the law on these models, far outside the check's 0.7-1.3."""
-    caught = [_pair_sampling_shares(_chain_model(sizes, seed), rows, _iid_sampler)[0]
-              for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)]
+    caught = [
+        _pair_sampling_shares(_chain_model(sizes, seed), rows, _iid_sampler)[0]
+        for seed, (sizes, rows) in enumerate(SAMPLER_SHAPES)
+    ]
     assert all(not 0.7 <= c <= 1.3 for c in caught), caught
 
 
@@ -264,6 +279,7 @@ def test_a_column_drawn_from_a_larger_clique_follows_the_law_with_that_cliques_c
 
 def test_an_iid_draw_from_the_clique_is_caught_by_the_same_law():
     """Mutant: rows drawn i.i.d. from the clique's joint: 3.1-9.1 x the law (measured), outside 0.6-1.2."""
+
     def iid(model, rows, rng):
         flat = model.tables[0].ravel()
         idx = rng.choice(flat.size, size=rows, p=flat / flat.sum())
@@ -300,18 +316,28 @@ def test_the_compiled_estimate_equals_private_pgms_mirror_descent():
     log.add(pgm.Measurement(("a", "b"), rng.random(12) * 100, 5.0))
     log.add(pgm.Measurement(("c", "d"), rng.random(10) * 100, 5.0))
     ours = pgm.estimate(mbi, sizes, names, log, total=1000, iters=300)
-    theirs = mbi.estimation.MirrorDescent().estimate(mbi.Domain(names, [sizes[a] for a in names]), log.to_mbi(mbi),
-                                                     known_total=1000.0, iters=300)
+    theirs = mbi.estimation.MirrorDescent().estimate(
+        mbi.Domain(names, [sizes[a] for a in names]), log.to_mbi(mbi), known_total=1000.0, iters=300
+    )
     for cl in theirs.marginals.cliques:
-        assert np.allclose(np.asarray(ours.marginals[cl].datavector()), np.asarray(theirs.marginals[cl].datavector()),
-                           rtol=1e-9, atol=1e-9)
+        assert np.allclose(
+            np.asarray(ours.marginals[cl].datavector()),
+            np.asarray(theirs.marginals[cl].datavector()),
+            rtol=1e-9,
+            atol=1e-9,
+        )
     log.add(pgm.Measurement(("b", "c"), rng.random(8) * 100, 2.0))  # a new clique: the model grows, warm start
     ours2 = pgm.estimate(mbi, sizes, names, log, total=1000, iters=200, warm_start=ours)
-    theirs2 = mbi.estimation.MirrorDescent().estimate(mbi.Domain(names, [sizes[a] for a in names]), log.to_mbi(mbi),
-                                                      known_total=1000.0, iters=200, warm_start=theirs)
+    theirs2 = mbi.estimation.MirrorDescent().estimate(
+        mbi.Domain(names, [sizes[a] for a in names]), log.to_mbi(mbi), known_total=1000.0, iters=200, warm_start=theirs
+    )
     for cl in theirs2.marginals.cliques:
-        assert np.allclose(np.asarray(ours2.marginals[cl].datavector()), np.asarray(theirs2.marginals[cl].datavector()),
-                           rtol=1e-9, atol=1e-9)
+        assert np.allclose(
+            np.asarray(ours2.marginals[cl].datavector()),
+            np.asarray(theirs2.marginals[cl].datavector()),
+            rtol=1e-9,
+            atol=1e-9,
+        )
 
 
 def _random_cliques(rng, d: int) -> tuple[list[str], list[int], list[tuple[str, ...]]]:
@@ -320,8 +346,10 @@ def _random_cliques(rng, d: int) -> tuple[list[str], list[int], list[tuple[str, 
     if rng.random() < 0.25:  # a spanning tree: mbi eliminates it in DFS post-order, not greedily
         perm = list(rng.permutation(names))
         return names, sizes, [(perm[i], perm[int(rng.integers(i))]) for i in range(1, d)]
-    cliques = [tuple(rng.choice(names, size=min(int(rng.choice([1, 2, 2, 3])), d), replace=False))
-               for _ in range(int(rng.integers(0, 2 * d + 1)))]  # some attributes in no clique
+    cliques = [
+        tuple(rng.choice(names, size=min(int(rng.choice([1, 2, 2, 3])), d), replace=False))
+        for _ in range(int(rng.integers(0, 2 * d + 1)))
+    ]  # some attributes in no clique
     return names, sizes, cliques
 
 
@@ -367,8 +395,9 @@ def test_the_stored_tables_are_the_models_junction_tree_marginals():
             assert np.allclose(t.marginal(tuple(cl)), expected, atol=1e-6), cl
 
     check(tables)
-    shifted = pgm.ModelTables(tables.names, tables.sizes, tables.cliques, tables.tables[1:] + tables.tables[:1],
-                              tables.order)
+    shifted = pgm.ModelTables(
+        tables.names, tables.sizes, tables.cliques, tables.tables[1:] + tables.tables[:1], tables.order
+    )
     with pytest.raises(AssertionError):
         check(shifted)
 
@@ -396,13 +425,20 @@ def test_large_estimates_run_the_program_compiled_at_optimisation_level_2(monkey
         models[level] = pgm.estimate(mbi, sizes, names, log, total=1000, iters=100)
         assert runs[level]._cache_size() == 1 and runs[2 - level]._cache_size() == 0
     for cl in models[0].marginals.cliques:
-        assert np.allclose(np.asarray(models[0].marginals[cl].datavector()),
-                           np.asarray(models[2].marginals[cl].datavector()), rtol=1e-7, atol=1e-7)
+        assert np.allclose(
+            np.asarray(models[0].marginals[cl].datavector()),
+            np.asarray(models[2].marginals[cl].datavector()),
+            rtol=1e-7,
+            atol=1e-7,
+        )
     # a level-2 program over tree cliques holding many measured cliques each runs Hugin, not implicit
     oracles = []
     real = runs[2]
-    monkeypatch.setitem(pgm.estimation._COMPILED["run"], 2, lambda estimator, *a: oracles.append(estimator.marginal_oracle)
-                        or real(estimator, *a))
+    monkeypatch.setitem(
+        pgm.estimation._COMPILED["run"],
+        2,
+        lambda estimator, *a: oracles.append(estimator.marginal_oracle) or real(estimator, *a),
+    )
     for limit in (100, 0):  # at most 100 measured cliques per tree clique: implicit; 0: Hugin
         monkeypatch.setattr(pgm.estimation, "IMPLICIT_MAX_CLIQUES_PER_NODE", limit)
         pgm.estimate(mbi, sizes, names, log, total=1000, iters=10)
@@ -434,13 +470,16 @@ def test_candidate_marginals_by_propagation_equal_variable_elimination(monkeypat
     monkeypatch.setattr(pgm.marginal_oracles, "PROPAGATE_MIN_MIB", 0.0)
     got = pgm.candidate_marginals(mbi, model, candidates, 500)
     for cand in candidates:
-        ref = np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, cand, 500.0)
-                         .datavector(flatten=False)).ravel()
+        ref = np.asarray(
+            mbi.marginal_oracles.variable_elimination(model.potentials, cand, 500.0).datavector(flatten=False)
+        ).ravel()
         assert np.allclose(got[cand], ref, rtol=1e-9, atol=1e-9), cand
     jtree, _ = mbi.junction_tree.make_junction_tree(model.potentials.domain, [tuple(c) for c in model.cliques])
     far = [c for c in candidates if len(c) == 2 and not any(set(c) <= set(n) for n in jtree.nodes)]
     assert len(far) > 10  # most pairs were propagated, not projected
-    monkeypatch.setattr(pgm.marginal_oracles, "PROPAGATE_MIN_MIB", float("inf"))  # small models: elimination only, the same
+    monkeypatch.setattr(
+        pgm.marginal_oracles, "PROPAGATE_MIN_MIB", float("inf")
+    )  # small models: elimination only, the same
     by_elimination = pgm.candidate_marginals(mbi, model, candidates, 500)
     assert all(np.allclose(got[c], by_elimination[c], rtol=1e-9, atol=1e-9) for c in candidates)
 
@@ -451,12 +490,17 @@ def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch
     mbi = pgm.load_mbi()
     names, sizes, model = _loopy_model(mbi)
     pairs = [("a", "g"), ("h", "f"), ("b", "g"), ("a", "c")]
-    refs = {c: np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, c, 500.0)
-                          .datavector(flatten=False)) / 500 for c in pairs}
+    refs = {
+        c: np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, c, 500.0).datavector(flatten=False))
+        / 500
+        for c in pairs
+    }
     jtree, _ = mbi.junction_tree.make_junction_tree(model.potentials.domain, [tuple(c) for c in model.cliques])
     nodes = tuple(tuple(n) for n in jtree.nodes)
-    probs = {n: np.asarray(t, dtype=np.float64) for n, t in zip(nodes, pgm.marginal_oracles._jtree_marginals(mbi, model.potentials,
-                                                                                            nodes))}
+    probs = {
+        n: np.asarray(t, dtype=np.float64)
+        for n, t in zip(nodes, pgm.marginal_oracles._jtree_marginals(mbi, model.potentials, nodes))
+    }
     edges = [tuple(e) for e in jtree.edges]
 
     def agrees(got) -> bool:
@@ -465,6 +509,9 @@ def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch
     assert agrees(pgm.pair_marginals(probs, edges, pairs))
     independent = {c: np.multiply.outer(refs[c].sum(1), refs[c].sum(0)) for c in pairs}
     assert not agrees(independent)
-    monkeypatch.setattr(pgm.marginal_oracles, "_separator_conditional", lambda table, clique, sep, extra:
-                        pgm.marginal_oracles._marginal(table, clique, sep + extra))
+    monkeypatch.setattr(
+        pgm.marginal_oracles,
+        "_separator_conditional",
+        lambda table, clique, sep, extra: pgm.marginal_oracles._marginal(table, clique, sep + extra),
+    )
     assert not agrees(pgm.pair_marginals(probs, edges, pairs))

@@ -16,12 +16,14 @@ from mechanisms.runner import build
 from mechanisms.schema import Column, Schema, TableSource
 from tests.mechanisms.npz import through_npz
 
-SCHEMA = Schema(columns=(
-    Column("a", "categorical", categories=("x", "y", "z")),
-    Column("b", "categorical", categories=("p", "q")),
-    Column("c", "integer", lower=0, upper=3),
-    Column("d", "continuous", lower=0, upper=1, bins=4),
-))
+SCHEMA = Schema(
+    columns=(
+        Column("a", "categorical", categories=("x", "y", "z")),
+        Column("b", "categorical", categories=("p", "q")),
+        Column("c", "integer", lower=0, upper=3),
+        Column("d", "continuous", lower=0, upper=1, bins=4),
+    )
+)
 EPS, DELTA = 1.0, 1e-6
 
 
@@ -31,8 +33,14 @@ def _raw(n=3000, seed=0) -> pd.DataFrame:
     a = rng.choice(3, n, p=[0.5, 0.3, 0.2])
     b = np.where(rng.random(n) < 0.8, (a > 0).astype(int), rng.integers(0, 2, n))
     c = np.clip(a + rng.integers(0, 2, n), 0, 3)
-    return pd.DataFrame({"a": np.array(["x", "y", "z"])[a], "b": np.array(["p", "q"])[b], "c": c.astype(str),
-                         "d": rng.random(n).round(3).astype(str)})
+    return pd.DataFrame(
+        {
+            "a": np.array(["x", "y", "z"])[a],
+            "b": np.array(["p", "q"])[b],
+            "c": c.astype(str),
+            "d": rng.random(n).round(3).astype(str),
+        }
+    )
 
 
 class ZeroNoise(Noise):
@@ -58,7 +66,7 @@ class RecordingNoise(Noise):
         self.costs: list[float] = []
 
     def gaussian_int(self, counts, *, scale):
-        self.costs.append(2 / (2 * scale ** 2))
+        self.costs.append(2 / (2 * scale**2))
         return super().gaussian_int(counts, scale=scale)
 
     def select_max_zcdp(self, scores, *, sensitivity, rho):
@@ -122,8 +130,9 @@ def test_mst_synthetic_data_keeps_the_strong_pair_and_round_trips_through_its_su
     raw = SCHEMA.prepare(_raw())
     agree = lambda f: ((f["a"] == "x") == (f["b"] == "p")).mean()  # noqa: E731
     assert abs(agree(syn) - agree(raw)) < 0.05  # real 0.8 + 0.2/2 = 0.9; independence would give ~0.5
-    again = type(mech).from_summary(SCHEMA, through_npz(mech.summary()), epsilon=EPS, delta=DELTA,
-                                    params=mech.params, noise=Noise.seeded(9))
+    again = type(mech).from_summary(
+        SCHEMA, through_npz(mech.summary()), epsilon=EPS, delta=DELTA, params=mech.params, noise=Noise.seeded(9)
+    )
     syn2 = again.sample(3000)
     assert abs(agree(syn2) - agree(raw)) < 0.05
     assert set(syn2.columns) == set(SCHEMA.names)
@@ -132,8 +141,9 @@ def test_mst_synthetic_data_keeps_the_strong_pair_and_round_trips_through_its_su
 def test_aim_summary_round_trips_and_target_workload_covers_the_target():
     mech = _fit("aim", Noise.seeded(6), workload="target", target="b", max_rounds=4, iters=200)
     assert all("b" in c or len(c) < 3 for c, _ in mech.selected)
-    again = type(mech).from_summary(SCHEMA, through_npz(mech.summary()), epsilon=EPS, delta=DELTA,
-                                    params=mech.params, noise=Noise.seeded(1))
+    again = type(mech).from_summary(
+        SCHEMA, through_npz(mech.summary()), epsilon=EPS, delta=DELTA, params=mech.params, noise=Noise.seeded(1)
+    )
     assert len(again.sample(100)) == 100
 
 
@@ -148,7 +158,9 @@ def _wide(columns: int, categories: int) -> Schema:
 
 
 def test_plans_too_large_are_refused_before_any_budget_naming_the_limit_and_columns():
-    with pytest.raises(ValueError, match=r"aim: workload 'all-3way' on 40 columns .* above the limits .*col0 \(100 cells\)"):
+    with pytest.raises(
+        ValueError, match=r"aim: workload 'all-3way' on 40 columns .* above the limits .*col0 \(100 cells\)"
+    ):
         build("aim", _wide(40, 100), epsilon=1, delta=1e-6, params={"workload": "all-3way"}, n=1000)
     with pytest.raises(ValueError, match=r"mst: the 60 columns' 2-way marginals have .* above the limit of"):
         build("mst", _wide(60, 1000), epsilon=1, delta=1e-6, n=1000)
@@ -181,6 +193,7 @@ def test_pure_modes_refuse_a_delta_and_say_how_to_use_one():
 
 
 # -- small-signal rules: public inputs decide, and the budget is still spent exactly ----------------------
+
 
 def test_mst_measures_no_tree_when_the_rows_are_too_few_for_the_budget_and_spends_all_on_1way():
     from mechanisms.synthesizers.mst import tree_is_informative
@@ -232,8 +245,15 @@ def test_a_fit_leaves_no_compiled_program_behind():
     from mechanisms import pgm
 
     for name in ("aim", "mst"):
-        mech = build(name, SCHEMA, epsilon=1.0, delta=1e-5, params={"iters": 50, "final_iters": 50} if name == "aim"
-                     else {"iters": 100}, noise=RecordingNoise(), n=300)
+        mech = build(
+            name,
+            SCHEMA,
+            epsilon=1.0,
+            delta=1e-5,
+            params={"iters": 50, "final_iters": 50} if name == "aim" else {"iters": 100},
+            noise=RecordingNoise(),
+            n=300,
+        )
         mech.fit(TableSource.from_frame(SCHEMA, _raw(300)))
         assert "structure" not in pgm.estimation._COMPILED
         assert all(run._cache_size() == 0 for run in pgm.estimation._COMPILED["run"].values())

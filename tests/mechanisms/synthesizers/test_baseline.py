@@ -16,16 +16,19 @@ from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
 
-SCHEMA = Schema(columns=(
-    Column("c", "categorical", categories=("a", "b", "c")),
-    Column("x", "continuous", lower=0, upper=10, bins=5),
-))
+SCHEMA = Schema(
+    columns=(
+        Column("c", "categorical", categories=("a", "b", "c")),
+        Column("x", "continuous", lower=0, upper=10, bins=5),
+    )
+)
 
 
 def _raw(n=300, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"c": rng.choice(["a", "b", "c"], n, p=[.6, .3, .1]),
-                         "x": rng.uniform(0, 10, n).round(3).astype(str)})
+    return pd.DataFrame(
+        {"c": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1]), "x": rng.uniform(0, 10, n).round(3).astype(str)}
+    )
 
 
 def test_marginals_are_recovered_at_huge_epsilon():
@@ -52,7 +55,8 @@ def test_the_released_histogram_passes_its_audit_and_a_mutant_is_caught():
 
         def draw(frame):
             counts = np.bincount(SCHEMA.to_cells(frame)[:, 0], minlength=3)
-            return lambda k: (noise.laplace_int(np.tile(counts, (k, 1)), scale=scale) @ np.array([1, 0, -1]))
+            return lambda k: noise.laplace_int(np.tile(counts, (k, 1)), scale=scale) @ np.array([1, 0, -1])
+
         lb = audit_scalar(draw(d), draw(d2))
         assert (lb <= per_col) == should_pass, (factor, lb)
 
@@ -80,13 +84,48 @@ def test_cli_synthesizes_and_reports(tmp_path):
     schema = tmp_path / "s.json"
     schema.write_text(SCHEMA.to_json())
     out = tmp_path / "o.csv"
-    r = subprocess.run([sys.executable, "-m", "mechanisms", "synthesize", "baseline", "--data", str(data),
-                        "--schema", str(schema), "--epsilon", "1", "--rows", "50", "--out", str(out)],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mechanisms",
+            "synthesize",
+            "baseline",
+            "--data",
+            str(data),
+            "--schema",
+            str(schema),
+            "--epsilon",
+            "1",
+            "--rows",
+            "50",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rep = json.loads(r.stdout)
     assert rep["epsilon"] == 1.0 and rep["guarantee"] == "pure" and rep["rows"] == 50 and "seconds" in rep
     assert len(pd.read_csv(out)) == 50
-    bad = subprocess.run([sys.executable, "-m", "mechanisms", "synthesize", "nope", "--data", str(data),
-                          "--schema", str(schema), "--epsilon", "1", "--out", str(out)],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mechanisms",
+            "synthesize",
+            "nope",
+            "--data",
+            str(data),
+            "--schema",
+            str(schema),
+            "--epsilon",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "unknown mechanism 'nope'" in bad.stderr

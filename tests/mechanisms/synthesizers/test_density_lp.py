@@ -18,20 +18,28 @@ from tests.mechanisms.npz import through_npz
 
 
 def cat_schema(sizes: list[int]) -> Schema:
-    return Schema(columns=tuple(Column(name=f"c{j}", kind="categorical", categories=tuple(f"v{i}" for i in range(k)))
-                                for j, k in enumerate(sizes)))
+    return Schema(
+        columns=tuple(
+            Column(name=f"c{j}", kind="categorical", categories=tuple(f"v{i}" for i in range(k)))
+            for j, k in enumerate(sizes)
+        )
+    )
 
 
 def cat_frame(schema: Schema, cells: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({c.name: np.asarray(c.categories, dtype=object)[cells[:, j]] for j, c in enumerate(schema.kept)})
+    return pd.DataFrame(
+        {c.name: np.asarray(c.categories, dtype=object)[cells[:, j]] for j, c in enumerate(schema.kept)}
+    )
 
 
 def numeric_schema(p: int, bins: int = 5) -> Schema:
-    return Schema(columns=tuple(Column(name=f"x{j}", kind="continuous", lower=0.0, upper=1.0, bins=bins)
-                                for j in range(p)))
+    return Schema(
+        columns=tuple(Column(name=f"x{j}", kind="continuous", lower=0.0, upper=1.0, bins=bins) for j in range(p))
+    )
 
 
 # -- test functions and sensitivity ------------------------------------------------------------------
+
 
 def test_design_matrix_is_sparse_with_one_indicator_per_table():
     sizes = [3, 2, 4]
@@ -65,6 +73,7 @@ def test_marginal_count_sensitivity_is_two_per_table_under_replacement():
 
 
 # -- the LP ------------------------------------------------------------------------------------------
+
 
 def test_lp_without_noise_and_empirical_reference_recovers_marginals_exactly():
     rng = np.random.default_rng(1)
@@ -115,6 +124,7 @@ def test_twenty_column_two_way_schema_solves_sparse(monkeypatch):
 
 # -- perturbed histogram (Algorithm 2): audit ----------------------------------------------------------
 
+
 def _histogram_llr_draws(counts: np.ndarray, c_d: np.ndarray, c_d2: np.ndarray, epsilon: float, seed: int):
     noise = Noise.seeded(seed)
 
@@ -128,8 +138,12 @@ def _histogram_llr_draws(counts: np.ndarray, c_d: np.ndarray, c_d2: np.ndarray, 
 def _audit_histogram(epsilon: float) -> float:
     d = np.array([5, 3, 2])
     d2 = np.array([4, 4, 2])  # one record moved from cell 0 to cell 1
-    return audit_scalar(_histogram_llr_draws(d, d, d2, epsilon, 10), _histogram_llr_draws(d2, d, d2, epsilon, 11),
-                        pilot=20_000, n=60_000)
+    return audit_scalar(
+        _histogram_llr_draws(d, d, d2, epsilon, 10),
+        _histogram_llr_draws(d2, d, d2, epsilon, 11),
+        pilot=20_000,
+        n=60_000,
+    )
 
 
 def test_perturbed_histogram_passes_its_epsilon_audit():
@@ -142,6 +156,7 @@ def test_perturbed_histogram_audit_catches_half_noise(monkeypatch):
 
 
 # -- Bernstein lattice release (Algorithm 3): scale and audit ---------------------------------------------
+
 
 def test_bernstein_scale_is_the_stated_lattice_scale_when_kernels_are_wide():
     n, k, h = 100, 6, 0.8
@@ -185,8 +200,12 @@ def _audit_bernstein(epsilon: float) -> float:
     f_d = dlp.kde_on_lattice(x, lattice=4, bandwidth=0.02).ravel()
     f_d2 = dlp.kde_on_lattice(x2, lattice=4, bandwidth=0.02).ravel()
     assert np.abs(f_d - f_d2).sum() > 0.99 * sens
-    return audit_scalar(_bernstein_llr_draws(x, f_d, f_d2, scale, 20), _bernstein_llr_draws(x2, f_d, f_d2, scale, 21),
-                        pilot=20_000, n=60_000)
+    return audit_scalar(
+        _bernstein_llr_draws(x, f_d, f_d2, scale, 20),
+        _bernstein_llr_draws(x2, f_d, f_d2, scale, 21),
+        pilot=20_000,
+        n=60_000,
+    )
 
 
 def test_bernstein_lattice_release_passes_its_epsilon_audit():
@@ -211,18 +230,19 @@ def test_bernstein_estimate_follows_a_smooth_density():
 
 # -- the mechanism end to end -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reference", ["uniform", "histogram", "product"])
 def test_fit_summary_round_trip_and_sample(reference):
     schema = cat_schema([3, 2, 4])
     rng = np.random.default_rng(6)
     cells = np.column_stack([rng.integers(0, s, 500) for s in (3, 2, 4)])
-    mech = build("density-lp", schema, epsilon=2.0, params={"reference": reference, "m": 300},
-                 noise=Noise.seeded(6))
+    mech = build("density-lp", schema, epsilon=2.0, params={"reference": reference, "m": 300}, noise=Noise.seeded(6))
     release = run(mech, TableSource.from_frame(schema, cat_frame(schema, cells)), 200)
     assert len(release.synthetic) == 200 and list(release.synthetic.columns) == ["c0", "c1", "c2"]
     assert release.report()["mechanism_report"]["t_star"] >= 0
-    again = dlp.DensityLP.from_summary(schema, through_npz(mech.summary()), epsilon=2.0,
-                                       params={"reference": reference}, noise=Noise.seeded(7))
+    again = dlp.DensityLP.from_summary(
+        schema, through_npz(mech.summary()), epsilon=2.0, params={"reference": reference}, noise=Noise.seeded(7)
+    )
     rows = again.sample(100)
     assert set(rows["c2"]) <= set(schema.column("c2").categories)
     cost = mech.privacy_cost()
@@ -241,8 +261,9 @@ def test_bernstein_reference_on_numeric_data_samples_in_bounds():
     assert out.to_numpy().min() >= 0 and out.to_numpy().max() <= 1
     assert abs(out["x0"].mean() - 0.4) < 0.08  # beta(2,3) mean
     assert mech.report()["bernstein_scale"] > 0
-    again = dlp.DensityLP.from_summary(schema, through_npz(mech.summary()), epsilon=4.0,
-                                       params={"reference": "bernstein"})
+    again = dlp.DensityLP.from_summary(
+        schema, through_npz(mech.summary()), epsilon=4.0, params={"reference": "bernstein"}
+    )
     assert len(again.sample(10)) == 10
 
 
@@ -259,9 +280,9 @@ def test_default_m_follows_the_theorems_and_the_cap():
     schema = cat_schema([2, 2, 2])
     hist = dlp.DensityLP(schema, epsilon=1.0, reference="histogram", noise=Noise.seeded(0))
     n_f = 6 + 12
-    assert hist.m == math.ceil(2 * n_f / (0.5 ** 2 * 0.25))
+    assert hist.m == math.ceil(2 * n_f / (0.5**2 * 0.25))
     uni = dlp.DensityLP(schema, epsilon=1.0, reference="uniform", noise=Noise.seeded(0))
-    assert uni.m == min(math.ceil(8 * n_f / (0.5 ** 2 * 0.25)), dlp.M_CAP)
+    assert uni.m == min(math.ceil(8 * n_f / (0.5**2 * 0.25)), dlp.M_CAP)
     big = dlp.DensityLP(cat_schema([10] * 12), epsilon=1.0, noise=Noise.seeded(0))
     assert big.reference == "product" and big.m == dlp.M_CAP
 
@@ -304,8 +325,14 @@ def test_progress_and_privacy_details_do_not_depend_on_the_data(reference):
 
     def trace(c):
         seen = []
-        mech = dlp.DensityLP(schema, epsilon=1.0, noise=Noise.seeded(1), reference=reference, m=200,
-                             progress=lambda f, s: seen.append((f, s)))
+        mech = dlp.DensityLP(
+            schema,
+            epsilon=1.0,
+            noise=Noise.seeded(1),
+            reference=reference,
+            m=200,
+            progress=lambda f, s: seen.append((f, s)),
+        )
         mech.fit(TableSource.from_frame(schema, cat_frame(schema, c)))
         return seen, mech.privacy_cost().details
 

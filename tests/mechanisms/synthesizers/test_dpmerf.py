@@ -33,23 +33,27 @@ def one_torch_thread(monkeypatch):
 
 
 def mixed_schema() -> Schema:
-    return Schema(columns=(
-        Column("a", "continuous", lower=0.0, upper=10.0),
-        Column("b", "integer", lower=0.0, upper=5.0),
-        Column("c", "categorical", categories=("x", "y", "z")),
-        Column("d", "categorical", categories=("p", "q")),
-        Column("label", "categorical", categories=("no", "yes")),
-    ))
+    return Schema(
+        columns=(
+            Column("a", "continuous", lower=0.0, upper=10.0),
+            Column("b", "integer", lower=0.0, upper=5.0),
+            Column("c", "categorical", categories=("x", "y", "z")),
+            Column("d", "categorical", categories=("p", "q")),
+            Column("label", "categorical", categories=("no", "yes")),
+        )
+    )
 
 
 def mixed_frame(rng: np.random.Generator, n: int) -> pd.DataFrame:
-    return pd.DataFrame({
-        "a": rng.uniform(0, 10, n).round(3).astype(str),
-        "b": rng.integers(0, 6, n).astype(str),
-        "c": rng.choice(["x", "y", "z"], n),
-        "d": rng.choice(["p", "q"], n),
-        "label": rng.choice(["no", "yes"], n, p=[0.7, 0.3]),
-    })
+    return pd.DataFrame(
+        {
+            "a": rng.uniform(0, 10, n).round(3).astype(str),
+            "b": rng.integers(0, 6, n).astype(str),
+            "c": rng.choice(["x", "y", "z"], n),
+            "d": rng.choice(["p", "q"], n),
+            "label": rng.choice(["no", "yes"], n, p=[0.7, 0.3]),
+        }
+    )
 
 
 def fitted_features(schema: Schema, n: int, seed: int = 0, **params) -> DPMERF:
@@ -68,6 +72,7 @@ class NoNoise(Noise):
 
 
 # -- sensitivity ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("target", ["label", None])
 def test_embedding_of_neighbours_differs_by_at_most_the_bound_random_pairs(target):
@@ -93,8 +98,9 @@ def test_embedding_of_neighbours_differs_by_at_most_the_bound_random_pairs(targe
 
 def test_embedding_bound_is_attained_in_the_worst_case():
     """All-numeric, one frequency: phi(x') = -phi(x) is reachable, so the gap equals 2/n exactly."""
-    schema = Schema(columns=(Column("v", "continuous", lower=0.0, upper=1.0),
-                             Column("label", "categorical", categories=("0", "1"))))
+    schema = Schema(
+        columns=(Column("v", "continuous", lower=0.0, upper=1.0), Column("label", "categorical", categories=("0", "1")))
+    )
     n = 10
     mech = fitted_features(schema, n, features=2, target="label", bandwidth=0.01)
     w = float(mech.omega[0, 0])
@@ -128,6 +134,7 @@ def test_bandwidth_heuristic_uses_only_the_public_box():
 
 
 # -- accounting ----------------------------------------------------------------------------------
+
 
 def analytic_gaussian_delta(mu: float, epsilon: float) -> float:
     """Exact delta(epsilon) of a Gaussian mechanism with sensitivity/std ratio mu (Balle & Wang 2018)."""
@@ -175,6 +182,7 @@ def test_calibration_rejects_bad_arguments():
 
 # -- audit of the released embedding ----------------------------------------------------------------
 
+
 class HalfNoise(DPMERF):
     """Mutant: half the noise on both releases."""
 
@@ -198,11 +206,11 @@ def audit_delta(cls, *, same_label: bool, seed: int, draws: int = 3_000_000, pil
     release on worst-case neighbours: phi(x') = -phi(x) (the embedding bound attained), with the
     label kept (embedding gap 2/n) or changed (embedding gap sqrt(2)/n, counts gap sqrt(2)).
     Many releases are drawn in one call of the mechanism's own ``_release`` (its noise scales)."""
-    schema = Schema(columns=(Column("v", "continuous", lower=0.0, upper=1.0),
-                             Column("label", "categorical", categories=("0", "1"))))
+    schema = Schema(
+        columns=(Column("v", "continuous", lower=0.0, upper=1.0), Column("label", "categorical", categories=("0", "1")))
+    )
     n = 10
-    mech = cls(schema, epsilon=EPS, delta=DELTA, noise=Noise.seeded(seed), features=2, target="label",
-               bandwidth=0.01)
+    mech = cls(schema, epsilon=EPS, delta=DELTA, noise=Noise.seeded(seed), features=2, target="label", bandwidth=0.01)
     mech.n = n
     mech._draw_features()
     base = pd.DataFrame({"v": ["0.05"] * n, "label": ["0"] * n})
@@ -252,6 +260,7 @@ def test_audit_catches_forgotten_factor_two_in_the_sensitivity():
 
 # -- generator --------------------------------------------------------------------------------------
 
+
 def mixture_frame(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, dict]:
     """Two classes, each a mixture of two tight 2-D Gaussians; returns the frame and class means."""
     centres = {"A": [(0.25, 0.25), (0.75, 0.25)], "B": [(0.25, 0.75), (0.75, 0.75)]}
@@ -266,13 +275,26 @@ def mixture_frame(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, dict]
 @pytest.mark.slow
 def test_noise_off_generator_matches_a_2d_mixture():
     rng = np.random.default_rng(5)
-    schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
-                             Column("y", "continuous", lower=0.0, upper=1.0),
-                             Column("label", "categorical", categories=("A", "B"))))
+    schema = Schema(
+        columns=(
+            Column("x", "continuous", lower=0.0, upper=1.0),
+            Column("y", "continuous", lower=0.0, upper=1.0),
+            Column("label", "categorical", categories=("A", "B")),
+        )
+    )
     frame, means = mixture_frame(rng, 2000)
     noise = NoNoise(secure=False, seed=6)
-    mech = DPMERF(schema, epsilon=EPS, delta=DELTA, noise=noise, target="label", features=400,
-                  bandwidth=0.15, epochs=400, batch_size=512)
+    mech = DPMERF(
+        schema,
+        epsilon=EPS,
+        delta=DELTA,
+        noise=noise,
+        target="label",
+        features=400,
+        bandwidth=0.15,
+        epochs=400,
+        batch_size=512,
+    )
     mech.fit(TableSource.from_frame(schema, frame))
     synth = mech.sample(4000)
     assert (synth["label"] == "B").mean() == pytest.approx((frame["label"] == "B").mean(), abs=0.03)
@@ -289,16 +311,36 @@ def test_fit_is_deterministic_given_a_seed_and_summary_round_trips():
     frame = mixed_frame(rng, 300)
 
     def run(seed):
-        mech = DPMERF(schema, epsilon=EPS, delta=DELTA, noise=Noise.seeded(seed), target="label", features=40,
-                      epochs=30, batch_size=64)
+        mech = DPMERF(
+            schema,
+            epsilon=EPS,
+            delta=DELTA,
+            noise=Noise.seeded(seed),
+            target="label",
+            features=40,
+            epochs=30,
+            batch_size=64,
+        )
         return mech.fit(TableSource.from_frame(schema, frame))
 
     m1, m2 = run(9), run(9)
     pd.testing.assert_frame_equal(m1.sample(200), m2.sample(200))
-    m3 = DPMERF.from_summary(schema, through_npz(m1.summary()), epsilon=EPS, delta=DELTA,
-                             params={"target": "label", "features": 40}, noise=Noise.seeded(1))
-    m4 = DPMERF.from_summary(schema, m2.summary(), epsilon=EPS, delta=DELTA,
-                             params={"target": "label", "features": 40}, noise=Noise.seeded(1))
+    m3 = DPMERF.from_summary(
+        schema,
+        through_npz(m1.summary()),
+        epsilon=EPS,
+        delta=DELTA,
+        params={"target": "label", "features": 40},
+        noise=Noise.seeded(1),
+    )
+    m4 = DPMERF.from_summary(
+        schema,
+        m2.summary(),
+        epsilon=EPS,
+        delta=DELTA,
+        params={"target": "label", "features": 40},
+        noise=Noise.seeded(1),
+    )
     out = m3.sample(500)
     pd.testing.assert_frame_equal(out, m4.sample(500))  # stored generator == live generator
     assert list(out.columns) == schema.names
@@ -328,12 +370,15 @@ def test_undersampling_reweights_only_the_released_counts():
     assert "post-processing" in " ".join(mech.privacy_cost().caveats)
 
 
-@pytest.mark.parametrize("params,message", [
-    ({"target": "a"}, "target must be a categorical column, got target='a'"),
-    ({"features": 3}, "features must be even (cos + sin pairs), got features=3"),
-    ({"hidden": "10,x"}, "hidden must be comma-separated widths in 1..10000, got hidden='10,x'"),
-    ({"target": "nope"}, "must name a kept column"),
-])
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"target": "a"}, "target must be a categorical column, got target='a'"),
+        ({"features": 3}, "features must be even (cos + sin pairs), got features=3"),
+        ({"hidden": "10,x"}, "hidden must be comma-separated widths in 1..10000, got hidden='10,x'"),
+        ({"target": "nope"}, "must name a kept column"),
+    ],
+)
 def test_bad_parameters_are_rejected_with_the_value(params, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         DPMERF(mixed_schema(), epsilon=EPS, delta=DELTA, noise=Noise.seeded(1), **params)
@@ -351,10 +396,35 @@ def test_cli_synthesizes_with_target(tmp_path):
     mixed_frame(rng, 200).to_csv(data, index=False)
     (tmp_path / "s.json").write_text(mixed_schema().to_json())
     out = tmp_path / "o.csv"
-    res = subprocess.run([sys.executable, "-m", "mechanisms", "synthesize", "dpmerf", "--data", str(data),
-                          "--schema", str(tmp_path / "s.json"), "--epsilon", "1", "--delta", "1e-5",
-                          "--rows", "30", "--param", "target=label", "--param", "epochs=3",
-                          "--param", "features=10", "--out", str(out)], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mechanisms",
+            "synthesize",
+            "dpmerf",
+            "--data",
+            str(data),
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "--rows",
+            "30",
+            "--param",
+            "target=label",
+            "--param",
+            "epochs=3",
+            "--param",
+            "features=10",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     info = json.loads(res.stdout)
     assert (info["epsilon"], info["delta"], info["rows"]) == (1.0, 1e-5, 30)

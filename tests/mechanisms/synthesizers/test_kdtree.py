@@ -14,8 +14,16 @@ import pytest
 from scipy import stats
 
 from mechanisms.synthesizers import kdtree
-from mechanisms.synthesizers.kdtree import (CellGrid, KDTreeAdaptive, KDTreeGrid, binomial, conditioned_dlap, count_threshold,
-                               dlap_tail, sample_empty_cells)
+from mechanisms.synthesizers.kdtree import (
+    CellGrid,
+    KDTreeAdaptive,
+    KDTreeGrid,
+    binomial,
+    conditioned_dlap,
+    count_threshold,
+    dlap_tail,
+    sample_empty_cells,
+)
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.schema import Column, Schema, TableSource
@@ -29,22 +37,28 @@ def numeric_schema(d: int, lower=0.0, upper=1.0) -> Schema:
 
 def source(schema: Schema, X) -> TableSource:
     X = np.asarray(X, dtype=float)
-    return TableSource.from_frame(schema, pd.DataFrame({c.name: X[:, j].astype(str)
-                                                        for j, c in enumerate(schema.kept)}))
+    return TableSource.from_frame(
+        schema, pd.DataFrame({c.name: X[:, j].astype(str) for j, c in enumerate(schema.kept)})
+    )
 
 
 def mixed_frame(n=3000, seed=0):
     rng = np.random.default_rng(seed)
     a = rng.normal(0, 1, n)
-    return pd.DataFrame({"a": a.astype(str), "k": rng.integers(0, 5, n).astype(str),
-                         "c": np.where(a > 0, "hi", "lo")})
+    return pd.DataFrame({"a": a.astype(str), "k": rng.integers(0, 5, n).astype(str), "c": np.where(a > 0, "hi", "lo")})
 
 
-MIXED = Schema(columns=(Column("a", "continuous", lower=-4, upper=4), Column("k", "integer", lower=0, upper=4),
-                        Column("c", "categorical", categories=("hi", "lo", "never"))))
+MIXED = Schema(
+    columns=(
+        Column("a", "continuous", lower=-4, upper=4),
+        Column("k", "integer", lower=0, upper=4),
+        Column("c", "categorical", categories=("hi", "lo", "never")),
+    )
+)
 
 
 # -- discrete Laplace tail formulas ------------------------------------------------------------------
+
 
 def test_tail_and_conditioned_draws_match_the_discrete_laplace():
     noise = Noise.seeded(1)
@@ -69,7 +83,7 @@ def test_count_threshold_rounds_up_and_is_positive():
 
 def test_binomial_beyond_64_bits_uses_an_accurate_law():
     rng = np.random.default_rng(0)
-    draws = np.array([binomial(rng, 10 ** 40, 1e-38) for _ in range(2000)])  # mean 100
+    draws = np.array([binomial(rng, 10**40, 1e-38) for _ in range(2000)])  # mean 100
     assert abs(draws.mean() - 100) < 4 * math.sqrt(100 / 2000)
     assert binomial(rng, 0, 0.5) == 0 and binomial(rng, 10, 0.0) == 0
 
@@ -91,6 +105,7 @@ def test_binomial_beyond_the_numpy_limit_has_the_exact_law_not_a_poisson_approxi
 
 # -- implicit empty cells ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ["rank", "rejection"])
 def test_empty_cells_are_uniform_distinct_and_never_occupied(monkeypatch, path):
     _force_path(monkeypatch, path)
@@ -110,8 +125,8 @@ def test_empty_cells_are_uniform_distinct_and_never_occupied(monkeypatch, path):
 
 
 def test_multi_word_keys_identify_cells_of_a_huge_grid():
-    grid = CellGrid([10 ** 4] * 10)  # 10^40 cells: three int64 words
-    assert grid.total == 10 ** 40 and len(grid.words) == 3
+    grid = CellGrid([10**4] * 10)  # 10^40 cells: three int64 words
+    assert grid.total == 10**40 and len(grid.words) == 3
     c = np.array([[1] * 10, [1] * 9 + [2], [1] * 10])
     k = grid.keys(c)
     assert k[0] == k[2] and k[0] != k[1]
@@ -161,7 +176,7 @@ def _implicit_vs_explicit(monkeypatch, path):
         weights.extend(rel.weights[empty].tolist())
         hits[rel.coords[empty, 0]] += 1
     # Algorithm 4, explicitly: DLap(2/ε) on each of the 36 empty cells, keep those >= 2
-    noise = Noise.seeded(10 ** 6)
+    noise = Noise.seeded(10**6)
     eta = noise.laplace_int(np.zeros((runs, 36), dtype=np.int64), scale=2 / eps)
     exp_number = (eta >= 2).sum(1)
     exp_weights = eta[eta >= 2]
@@ -198,8 +213,9 @@ def test_adaptive_tree_matches_a_brute_force_algorithm_3():
     runs = 1500
     impl, empty_splits = [], 0
     for seed in range(runs):
-        m = KDTreeAdaptive(schema, epsilon=eps, noise=Noise.seeded(seed), levels_independent=h,
-                           levels_adaptive=L, tau=tau, threshold=t)
+        m = KDTreeAdaptive(
+            schema, epsilon=eps, noise=Noise.seeded(seed), levels_independent=h, levels_adaptive=L, tau=tau, threshold=t
+        )
         m.fit(src)
         impl.append((int(m.config["leaves"]), len(m.released.weights), int(m.released.weights.sum())))
         empty_splits += m.diagnostics["empty_nodes_split"] > 0
@@ -231,6 +247,7 @@ def test_adaptive_tree_matches_a_brute_force_algorithm_3():
 
 # -- privacy -----------------------------------------------------------------------------------------
 
+
 def _count_release_draws(mech: KDTreeGrid):
     """k independent releases of two cells' counts through the mechanism's own noise + threshold code."""
     T = count_threshold(0.5)
@@ -240,7 +257,9 @@ def _count_release_draws(mech: KDTreeGrid):
             v = mech._noisy_counts(np.tile([ca, cb], k), mech.epsilon).reshape(k, 2)
             v = np.where(v >= T, v, 0)
             return v[:, 0] - v[:, 1]
+
         return g
+
     # D: counts (6, 5); D': one record moved from the first cell to the second
     return draw(6, 5), draw(5, 6)
 
@@ -261,8 +280,9 @@ def test_counts_release_passes_a_dp_audit_and_a_half_scale_mutant_is_caught():
 
 
 def test_noise_scales_follow_the_sensitivity_derivations():
-    m = KDTreeAdaptive(numeric_schema(2), epsilon=1.0, noise=Noise.seeded(0), split=0.25,
-                       levels_independent=2, levels_adaptive=4)
+    m = KDTreeAdaptive(
+        numeric_schema(2), epsilon=1.0, noise=Noise.seeded(0), split=0.25, levels_independent=2, levels_adaptive=4
+    )
     m.fit(source(numeric_schema(2), np.random.default_rng(0).random((500, 2))))
     c = m.privacy_cost()
     assert c.guarantee == "pure" and c.delta == 0
@@ -285,6 +305,7 @@ def test_a_record_outside_the_bounds_is_clipped_and_never_widens_the_box():
 
 
 # -- utility sanity ----------------------------------------------------------------------------------
+
 
 def test_with_negligible_noise_the_grid_releases_the_true_histogram():
     schema = numeric_schema(2)
@@ -326,14 +347,14 @@ def test_grid_with_1e40_cells_runs_and_samples_empty_cells_implicitly():
     schema = numeric_schema(10)
     rng = np.random.default_rng(2)
     X = rng.random((4, 10))[rng.integers(0, 4, 4000)]  # ~1000 rows per atom: above Theorem 5's t = 737
-    J = 10 ** 40
+    J = 10**40
     t = 2.0 * math.log(J / 60)  # about 37 surviving empty cells expected at ε = 1
     m = KDTreeGrid(schema, epsilon=1.0, noise=Noise.seeded(4), width=1e-4, threshold=t)
     m.fit(source(schema, X))
     assert m.config["cells"] == str(J)
     rel = m.released
     assert 10 <= m.diagnostics["released_empty_cells"] <= 80
-    keys = CellGrid([10 ** 4] * 10).keys(rel.coords)
+    keys = CellGrid([10**4] * 10).keys(rel.coords)
     assert len(np.unique(keys)) == len(keys)
     assert len(m.sample(100)) == 100
     # the default (Theorem 5) threshold keeps empty cells out altogether
@@ -352,7 +373,7 @@ def test_default_parameters_follow_the_theorems():
     cfg = a._resolve(50_000)
     h, L = cfg["levels_independent"], cfg["levels_adaptive"]
     assert L == 9  # three rounds over three axes, >= 8
-    assert cfg["tau"] == pytest.approx(2 * L / 1.0 * math.log((2 ** h + 50_000 * L) / 0.05))  # Lemma 10
+    assert cfg["tau"] == pytest.approx(2 * L / 1.0 * math.log((2**h + 50_000 * L) / 0.05))  # Lemma 10
 
 
 def test_bad_parameters_are_refused_with_the_value():
@@ -361,19 +382,25 @@ def test_bad_parameters_are_refused_with_the_value():
     with pytest.raises(ValueError, match="expected empty cells"):  # refused at build time, before any data
         build("kdtree-grid", numeric_schema(10), epsilon=1.0, params={"width": 1e-4, "threshold": 0})
     with pytest.raises(ValueError, match="expected empty cells"):
-        build("kdtree-adaptive", numeric_schema(10), epsilon=1.0,
-              params={"levels_independent": 200, "levels_adaptive": 10, "tau": 0})
+        build(
+            "kdtree-adaptive",
+            numeric_schema(10),
+            epsilon=1.0,
+            params={"levels_independent": 200, "levels_adaptive": 10, "tau": 0},
+        )
 
 
 # -- contract: summary round trip, runner -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["kdtree-grid", "kdtree-adaptive"])
 def test_summary_round_trip_and_runner(name):
     mech = build(name, MIXED, epsilon=1.0, params={"placement": "center"}, noise=Noise.seeded(5))
     release = run(mech, TableSource.from_frame(MIXED, mixed_frame()), rows=500)
     assert len(release.synthetic) == 500 and list(release.synthetic.columns) == ["a", "k", "c"]
-    again = type(mech).from_summary(MIXED, through_npz(mech.summary()), epsilon=1.0, params={"placement": "center"},
-                                    noise=Noise.seeded(6))
+    again = type(mech).from_summary(
+        MIXED, through_npz(mech.summary()), epsilon=1.0, params={"placement": "center"}, noise=Noise.seeded(6)
+    )
     assert np.array_equal(again.released.coords, mech.released.coords)
     assert np.array_equal(again.released.weights, mech.released.weights)
     s = again.sample(300)

@@ -15,17 +15,26 @@ from sklearn.tree import DecisionTreeClassifier
 
 from mechanisms.synthesizers import pmse
 from mechanisms.noise import Noise
-from mechanisms.synthesizers.pmse import (LinearGaussianModel, PMSEMechanism, PMSEUtility, depth1_pmse,
-                             exponential_mechanism_grid, metropolis, tree_pmse)
+from mechanisms.synthesizers.pmse import (
+    LinearGaussianModel,
+    PMSEMechanism,
+    PMSEUtility,
+    depth1_pmse,
+    exponential_mechanism_grid,
+    metropolis,
+    tree_pmse,
+)
 from mechanisms.schema import Column, Schema, TableSource
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
 
-SCHEMA = Schema(columns=(
-    Column("x1", "continuous", lower=-20, upper=24),
-    Column("x2", "continuous", lower=-20, upper=15),
-    Column("k", "integer", lower=0, upper=10),
-))
+SCHEMA = Schema(
+    columns=(
+        Column("x1", "continuous", lower=-20, upper=24),
+        Column("x2", "continuous", lower=-20, upper=15),
+        Column("k", "integer", lower=0, upper=10),
+    )
+)
 
 
 def _raw(n=400, seed=0):
@@ -45,6 +54,7 @@ def _stack(X, S):
 # CART engine
 # ---------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("depth,min_leaf", [(1, 1), (2, 1), (2, 5)])
 def test_tree_engine_equals_sklearn_greedy_gini_cart(depth, min_leaf):
     rng = np.random.default_rng(depth)
@@ -54,14 +64,18 @@ def test_tree_engine_equals_sklearn_greedy_gini_cart(depth, min_leaf):
     V, y = _stack(X, S)
     mine = tree_pmse(V, y, depth=depth, min_leaf=min_leaf)
     for g in range(4):
-        p = DecisionTreeClassifier(max_depth=depth, min_samples_leaf=min_leaf, random_state=0).fit(
-            V[g], y).predict_proba(V[g])[:, 1]
+        p = (
+            DecisionTreeClassifier(max_depth=depth, min_samples_leaf=min_leaf, random_state=0)
+            .fit(V[g], y)
+            .predict_proba(V[g])[:, 1]
+        )
         assert mine[g] == pytest.approx(np.mean((p - 0.5) ** 2), rel=1e-10, abs=1e-15)
 
 
 def _reference_pmse(V, y, depth):
     """Recursive greedy Gini CART, one node at a time, with the engine's tie rule (first column, lowest
     threshold) and gain tolerance: the slow, obviously-correct reference for deep trees."""
+
     def grow(idx, left):
         A, M = y[idx].sum(), len(idx)
         if left == 0 or M < 2 or min(A, M - A) <= 0:
@@ -79,6 +93,7 @@ def _reference_pmse(V, y, depth):
             return M * (A / M - 0.5) ** 2
         c, t = arg
         return grow(idx[V[idx, c] <= t], left - 1) + grow(idx[V[idx, c] > t], left - 1)
+
     return grow(np.arange(len(y)), depth) / len(y)
 
 
@@ -143,8 +158,7 @@ def test_fast_depth1_path_equals_the_generic_engine_with_ties():
         if grid:  # many tied values, like integer columns
             X, S = np.round(X * grid) / grid, np.round(S * grid) / grid
         V, y = _stack(X, S)
-        np.testing.assert_allclose(depth1_pmse(np.sort(X, axis=0), S), tree_pmse(V, y, depth=1),
-                                   rtol=1e-12, atol=1e-16)
+        np.testing.assert_allclose(depth1_pmse(np.sort(X, axis=0), S), tree_pmse(V, y, depth=1), rtol=1e-12, atol=1e-16)
 
 
 def test_rpart_cp_prunes_splits_that_remove_too_little_misclassification():
@@ -164,6 +178,7 @@ def test_rpart_cp_prunes_splits_that_remove_too_little_misclassification():
 # ---------------------------------------------------------------------------------------------------
 # Sensitivity (Theorem 2): |u(X, θ) − u(X', θ)| ≤ 1/n for depth-1 trees
 # ---------------------------------------------------------------------------------------------------
+
 
 def _max_scaled_difference(seed: int) -> float:
     """max over neighbouring pairs and θ of n·|u(X,θ) − u(X',θ)|, strict mode (with and without the
@@ -203,6 +218,7 @@ def test_depth1_utility_changes_by_at_most_one_over_n_and_a_quarter_of_that_is_v
 # The exponential-mechanism weighting, audited with exact sampling on a discrete θ grid
 # ---------------------------------------------------------------------------------------------------
 
+
 def _grid_draws(u, eps, sens, seed):
     noise = Noise.seeded(seed)
     return lambda k: exponential_mechanism_grid(u, epsilon=eps, sensitivity=sens, noise=noise, size=k)
@@ -215,11 +231,12 @@ def test_exponential_mechanism_passes_its_audit_and_a_missing_factor_two_is_caug
     sens = 1.0 / n
     u = np.r_[0.0, np.full(K - 1, sens)]
     u2 = np.r_[sens, np.zeros(K - 1)]
-    draw = lambda uu, seed: (lambda k: (_grid_draws(uu, eps, sens, seed)(k) == 0).astype(float))
+    draw = lambda uu, seed: lambda k: (_grid_draws(uu, eps, sens, seed)(k) == 0).astype(float)
     lb = audit_scalar(draw(u, 1), draw(u2, 2))
     assert 0.5 < lb <= eps, lb  # tight: true loss here is 0.98
-    monkeypatch.setattr(pmse, "log_weight", lambda x, *, epsilon, sensitivity:
-                        -epsilon * np.asarray(x, dtype=np.float64) / sensitivity)  # mutant: no factor 2
+    monkeypatch.setattr(
+        pmse, "log_weight", lambda x, *, epsilon, sensitivity: -epsilon * np.asarray(x, dtype=np.float64) / sensitivity
+    )  # mutant: no factor 2
     lb_mutant = audit_scalar(draw(u, 1), draw(u2, 2))
     assert lb_mutant > eps, lb_mutant
 
@@ -245,11 +262,11 @@ def test_grid_mechanism_on_real_pmse_utilities_stays_within_epsilon():
 # Sampler and mechanism behaviour
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_metropolis_samples_a_known_gaussian_target():
     noise = Noise.seeded(7)
     target = lambda t: float(-0.5 * np.sum((t - np.array([1.0, -2.0])) ** 2 / np.array([1.0, 0.25])))
-    kept, diag = metropolis(target, np.zeros(2), scale=1.0, burn_in=2000, iterations=20_000, keep=20_000,
-                            noise=noise)
+    kept, diag = metropolis(target, np.zeros(2), scale=1.0, burn_in=2000, iterations=20_000, keep=20_000, noise=noise)
     assert kept.mean(axis=0) == pytest.approx([1.0, -2.0], abs=0.1)
     assert kept.var(axis=0) == pytest.approx([1.0, 0.25], rel=0.15)
     assert 0.15 < diag["accept_main"] < 0.6
@@ -278,13 +295,23 @@ def test_large_epsilon_concentrates_on_the_data_generating_parameters():
 def test_summary_round_trip_decodes_through_the_schema():
     raw = _raw(300)
     progress = []
-    mech = PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(9), m=2, burn_in=100, iterations=100,
-                         releases=3, column_order="k, x1, x2", progress=lambda f, s: progress.append(f))
+    mech = PMSEMechanism(
+        SCHEMA,
+        epsilon=1.0,
+        noise=Noise.seeded(9),
+        m=2,
+        burn_in=100,
+        iterations=100,
+        releases=3,
+        column_order="k, x1, x2",
+        progress=lambda f, s: progress.append(f),
+    )
     mech.fit(TableSource.from_frame(SCHEMA, raw))
     assert len(progress) == 1 + 200 and progress[-1] == 1.0  # start + one per MCMC iteration
     assert mech.noise.draws == 200  # the only private-score randomness: one uniform per iteration
-    again = PMSEMechanism.from_summary(SCHEMA, through_npz(mech.summary()), epsilon=1.0, params=mech.params,
-                                       noise=Noise.seeded(10))
+    again = PMSEMechanism.from_summary(
+        SCHEMA, through_npz(mech.summary()), epsilon=1.0, params=mech.params, noise=Noise.seeded(10)
+    )
     np.testing.assert_array_equal(again.thetas, mech.thetas)
     syn = again.sample(101)
     assert list(syn.columns) == ["x1", "x2", "k"] and len(syn) == 101
@@ -311,8 +338,7 @@ def test_chains_too_short_to_leave_the_start_are_refused_before_any_data_is_read
     name = next(iter(params))
     with pytest.raises(ValueError, match=f"{name}' must be >= 100"):
         PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(0), **params)
-    PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(0), burn_in=pmse.MIN_BURN_IN,
-                  iterations=pmse.MIN_ITERATIONS)
+    PMSEMechanism(SCHEMA, epsilon=1.0, noise=Noise.seeded(0), burn_in=pmse.MIN_BURN_IN, iterations=pmse.MIN_ITERATIONS)
 
 
 @pytest.mark.slow
@@ -354,10 +380,37 @@ def test_cli_synthesizes_a_numeric_table(tmp_path):
     _raw(120).to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "s.json").write_text(SCHEMA.to_json())
     out = subprocess.run(
-        [sys.executable, "-m", "mechanisms", "synthesize", "pmse", "--data", str(tmp_path / "d.csv"),
-         "--schema", str(tmp_path / "s.json"), "--epsilon", "1", "--rows", "50", "--out", str(tmp_path / "o.csv"),
-         "--seed", "1", "--param", "iterations=100", "--param", "burn_in=100", "--param", "tree=paper",
-         "--param", "depth=3"], capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "mechanisms",
+            "synthesize",
+            "pmse",
+            "--data",
+            str(tmp_path / "d.csv"),
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--epsilon",
+            "1",
+            "--rows",
+            "50",
+            "--out",
+            str(tmp_path / "o.csv"),
+            "--seed",
+            "1",
+            "--param",
+            "iterations=100",
+            "--param",
+            "burn_in=100",
+            "--param",
+            "tree=paper",
+            "--param",
+            "depth=3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["epsilon"] == 1.0 and report["mechanism"] == "pmse"

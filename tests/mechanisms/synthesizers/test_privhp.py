@@ -24,18 +24,27 @@ from tests.samples import ADULT
 
 REPO = Path(__file__).resolve().parents[3]
 
-NUM2 = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0),
-                       Column("y", "continuous", lower=-5.0, upper=5.0)))
-MIXED = Schema(columns=(Column("x", "continuous", lower=0.0, upper=10.0),
-                        Column("c", "categorical", categories=("a", "b", "c")),
-                        Column("i", "integer", lower=1, upper=6)))
+NUM2 = Schema(
+    columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=-5.0, upper=5.0))
+)
+MIXED = Schema(
+    columns=(
+        Column("x", "continuous", lower=0.0, upper=10.0),
+        Column("c", "categorical", categories=("a", "b", "c")),
+        Column("i", "integer", lower=1, upper=6),
+    )
+)
 
 
 def _mixed_raw(n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"x": np.round(rng.beta(2, 6, n) * 10, 3).astype(str),
-                         "c": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1]),
-                         "i": rng.integers(1, 7, n).astype(str)})
+    return pd.DataFrame(
+        {
+            "x": np.round(rng.beta(2, 6, n) * 10, 3).astype(str),
+            "c": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1]),
+            "i": rng.integers(1, 7, n).astype(str),
+        }
+    )
 
 
 def _num_raw(n: int, seed: int) -> pd.DataFrame:
@@ -60,6 +69,7 @@ class StreamOnly(TableSource):
 # planning and budgets
 # ----------------------------------------------------------------------------------------------
 
+
 def test_defaults_use_the_full_tree_when_it_fits_and_prune_when_it_does_not():
     small = PrivHP.plan_for(NUM2, 30_000, 1.0)
     assert small.depth == 15 and small.pruning_level == 15 and small.sketch_levels == 0
@@ -67,13 +77,13 @@ def test_defaults_use_the_full_tree_when_it_fits_and_prune_when_it_does_not():
     assert big.depth == 24 and big.pruning_level < big.depth
     assert big.width == 2 * big.k and big.width & (big.width - 1) == 0
     mem = big.memory_bytes(2)
-    assert mem["structure"] + mem["tree"] <= 2 ** 20  # the budget covers the structure and the output tree
+    assert mem["structure"] + mem["tree"] <= 2**20  # the budget covers the structure and the output tree
 
 
 def test_memory_estimate_is_bytes_and_follows_the_budget():
     a = PrivHP.memory_estimate(NUM2, 10_000_000, {"memory_mb": 1, "chunk_rows": 10_000})
     b = PrivHP.memory_estimate(NUM2, 10_000_000, {"memory_mb": 16, "chunk_rows": 10_000})
-    assert isinstance(a, int) and 2 ** 20 < a < b < 2 * 16 * 2 ** 20
+    assert isinstance(a, int) and 2**20 < a < b < 2 * 16 * 2**20
     # n does not move it much once the budget binds (n = 10x larger)
     c = PrivHP.memory_estimate(NUM2, 100_000_000, {"memory_mb": 16, "chunk_rows": 10_000})
     assert 0.5 < c / b < 2
@@ -95,17 +105,17 @@ def test_memory_estimate_bounds_the_traced_peak_of_a_release():
         tracemalloc.stop()
     assert mech.plan.sketch_levels > 0
     # the source's own chunk preparation (pandas) is counted in the peak too; 1 MiB slack for it
-    assert peak <= estimate + 2 ** 20, (peak, estimate)
+    assert peak <= estimate + 2**20, (peak, estimate)
 
 
 def test_budget_split_sums_to_epsilon_and_follows_the_square_root_rule():
     plan1 = PrivHP.plan_for(Schema(columns=(NUM2.columns[0],)), 4096, 1.0)  # d = 1, unpruned
     assert sum(plan1.sigma) <= 1.0 and sum(plan1.sigma) > 1 - 1e-9
     assert np.allclose(plan1.sigma, plan1.sigma[0])  # d = 1: a_l = 2^(l-1) 2^-(l-1) = 1
-    plan2 = PrivHP.plan_for(NUM2, 2 ** 12, 1.0)  # d = 2: sigma_l ~ 2^(l/4)
+    plan2 = PrivHP.plan_for(NUM2, 2**12, 1.0)  # d = 2: sigma_l ~ 2^(l/4)
     s = np.array(plan2.sigma)
     assert np.allclose(s[2::2] / s[:-2:2], np.sqrt(2))
-    pruned = PrivHP.plan_for(NUM2, 10 ** 6, 2.0, {"pruning_level": 10, "k": 64})
+    pruned = PrivHP.plan_for(NUM2, 10**6, 2.0, {"pruning_level": 10, "k": 64})
     assert abs(sum(pruned.sigma) - 2.0) < 1e-9
 
 
@@ -125,6 +135,7 @@ def test_a_single_point_domain_is_refused_before_any_data_is_read():
 # ----------------------------------------------------------------------------------------------
 # Algorithm 3
 # ----------------------------------------------------------------------------------------------
+
 
 def test_consistency_satisfies_both_constraints_exactly():
     rng = np.random.default_rng(3)
@@ -150,13 +161,13 @@ def test_consistency_satisfies_both_constraints_exactly():
 # fitting: noise off, sampling, decoding, round trip
 # ----------------------------------------------------------------------------------------------
 
+
 def test_noise_off_recovers_the_exact_leaf_histogram_unpruned_and_pruned():
     raw = _mixed_raw(5000, seed=1)
-    for params in ({"depth": 10}, {"depth": 10, "pruning_level": 4, "k": 4096, "width": 2 ** 16,
-                                   "sketch_depth": 4}):
+    for params in ({"depth": 10}, {"depth": 10, "pruning_level": 4, "k": 4096, "width": 2**16, "sketch_depth": 4}):
         mech = PrivHP(MIXED, epsilon=1.0, noise=_noise_off(), **params).fit(StreamOnly.from_frame(MIXED, raw))
         ids = mech.leaf_ids(MIXED.prepare(raw))
-        exact = np.bincount(ids, minlength=2 ** mech.plan.depth)
+        exact = np.bincount(ids, minlength=2**mech.plan.depth)
         assert (mech.leaf_level == mech.plan.depth).all()
         assert np.array_equal(mech.leaf_id, np.flatnonzero(exact))
         assert np.array_equal(mech.leaf_count, exact[exact > 0])
@@ -173,16 +184,17 @@ def test_noise_off_sampler_reproduces_the_empirical_distribution_at_leaf_resolut
         assert 0.5 * np.abs(p - q).sum() < 0.02, col
     assert synth["c"].isin(["a", "b", "c"]).all()
     assert synth["i"].between(1, 6).all() and synth["x"].between(0, 10).all()
-    cells = np.bincount(mech.leaf_ids(synth.astype(str).pipe(MIXED.prepare)), minlength=2 ** 10) / 40_000
-    truth = np.bincount(mech.leaf_ids(MIXED.prepare(raw)), minlength=2 ** 10) / 4000
+    cells = np.bincount(mech.leaf_ids(synth.astype(str).pipe(MIXED.prepare)), minlength=2**10) / 40_000
+    truth = np.bincount(mech.leaf_ids(MIXED.prepare(raw)), minlength=2**10) / 4000
     assert 0.5 * np.abs(cells - truth).sum() < 0.05
     assert cells[truth == 0].sum() == 0  # never a point in a cell with no data
 
 
 def test_sampling_is_the_root_to_leaf_descent():
     raw = _num_raw(3000, seed=4)
-    mech = PrivHP(NUM2, epsilon=2.0, noise=Noise.seeded(5), depth=12, pruning_level=5, k=16,
-                  width=64).fit(TableSource.from_frame(NUM2, raw))
+    mech = PrivHP(NUM2, epsilon=2.0, noise=Noise.seeded(5), depth=12, pruning_level=5, k=16, width=64).fit(
+        TableSource.from_frame(NUM2, raw)
+    )
     r = mech.plan.depth
     lo = mech.leaf_id << (r - mech.leaf_level.astype(np.int64))  # leaf's depth-r key range [lo, hi)
     hi = (mech.leaf_id + 1) << (r - mech.leaf_level.astype(np.int64))
@@ -205,8 +217,9 @@ def test_sampling_is_the_root_to_leaf_descent():
 def test_summary_round_trip_and_report():
     raw = _mixed_raw(3000, seed=6)
     mech = PrivHP(MIXED, epsilon=1.0, noise=Noise.seeded(7), memory_mb=0.01).fit(TableSource.from_frame(MIXED, raw))
-    again = PrivHP.from_summary(MIXED, through_npz(mech.summary()), epsilon=1.0, params={"memory_mb": 0.01},
-                                noise=Noise.seeded(8))
+    again = PrivHP.from_summary(
+        MIXED, through_npz(mech.summary()), epsilon=1.0, params={"memory_mb": 0.01}, noise=Noise.seeded(8)
+    )
     mech.noise = Noise.seeded(8)
     pd.testing.assert_frame_equal(mech.sample(500), again.sample(500))
     rep = mech.report()
@@ -228,6 +241,7 @@ def test_a_stream_shorter_than_the_public_n_is_refused():
 # ----------------------------------------------------------------------------------------------
 # privacy: sensitivity of counters and sketches under replace-one, and an audit with a mutant
 # ----------------------------------------------------------------------------------------------
+
 
 def _exact(mech: PrivHP, prepared: pd.DataFrame):
     state = mech._empty_state()
@@ -266,8 +280,17 @@ def test_replace_one_changes_each_level_by_at_most_two_and_each_sketch_row_by_at
 
 def _audit_level(level: int, *, seed: int) -> tuple[float, float]:
     """Epsilon lower bound for the release of ONE level (counter vector or sketch), and its claim."""
-    mech = _ready(Schema(columns=(NUM2.columns[0],)), 20, 2.0, Noise.seeded(seed),
-                  depth=2, pruning_level=1, k=1, width=4, sketch_depth=2)
+    mech = _ready(
+        Schema(columns=(NUM2.columns[0],)),
+        20,
+        2.0,
+        Noise.seeded(seed),
+        depth=2,
+        pruning_level=1,
+        k=1,
+        width=4,
+        sketch_depth=2,
+    )
     p = mech.plan
     base = pd.DataFrame({"x": np.linspace(0.01, 0.99, 20)})
     # x at 0.1 (node 00) replaced by a point whose level-2 node lands in other buckets in every row
@@ -277,8 +300,13 @@ def _audit_level(level: int, *, seed: int) -> tuple[float, float]:
             other = base.copy()
             other.iloc[0, 0] = y
             ids = mech.leaf_ids(other.iloc[[0]]), mech.leaf_ids(base.iloc[[0]])
-            buckets = [((ids[0].astype(np.uint64) * mech.hash_a[0, r]) >> mech.hash_shift,
-                        (ids[1].astype(np.uint64) * mech.hash_a[0, r]) >> mech.hash_shift) for r in range(2)]
+            buckets = [
+                (
+                    (ids[0].astype(np.uint64) * mech.hash_a[0, r]) >> mech.hash_shift,
+                    (ids[1].astype(np.uint64) * mech.hash_a[0, r]) >> mech.hash_shift,
+                )
+                for r in range(2)
+            ]
             if ids[0][0] // 2 != ids[1][0] // 2 and all(a[0] != b[0] for a, b in buckets):
                 break
         else:
@@ -303,6 +331,7 @@ def _audit_level(level: int, *, seed: int) -> tuple[float, float]:
         def stat(exact, k):
             z = mech._initial_noise(batch=k)[1][:, s] + exact[1][s] - ex_d[1][s]
             return np.minimum(z[:, plus[0], plus[1]].min(axis=1), -z[:, minus[0], minus[1]].max(axis=1))
+
     lb = audit_scalar(lambda k: stat(ex_d, k), lambda k: stat(ex_d2, k), pilot=20_000, n=100_000)
     return lb, p.sigma[level - 1]
 
@@ -349,8 +378,9 @@ RSS_SCRIPT = textwrap.dedent("""
 
 
 def _peak_rss_kb(n: int) -> int:
-    out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(n)], cwd=REPO, capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, str(n)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
     return int(out.stdout.split()[-1])
 
 
@@ -364,10 +394,33 @@ def test_cli_synthesizes_adult(tmp_path):
     d["draft"] = False
     (tmp_path / "s.json").write_text(json.dumps(d))
     out = tmp_path / "o.csv"
-    res = subprocess.run([sys.executable, "-m", "mechanisms", "synthesize", "privhp", "--data", str(ADULT),
-                          "--schema", str(tmp_path / "s.json"), "--epsilon", "1", "--rows", "300",
-                          "--out", str(out), "--seed", "1", "--param", "memory_mb=0.05"],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mechanisms",
+            "synthesize",
+            "privhp",
+            "--data",
+            str(ADULT),
+            "--schema",
+            str(tmp_path / "s.json"),
+            "--epsilon",
+            "1",
+            "--rows",
+            "300",
+            "--out",
+            str(out),
+            "--seed",
+            "1",
+            "--param",
+            "memory_mb=0.05",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     synth = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert len(synth) == 300 and list(synth.columns) == Schema.from_dict(d).names

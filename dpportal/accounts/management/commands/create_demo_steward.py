@@ -20,5 +20,7 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         make_user(DEMO_USERNAME, password, role=Profile.STEWARD)
         bar = "=" * 60
-        self.stdout.write(f"{bar}\n demo steward created -- shown only this once\n"
-                          f"   username: {DEMO_USERNAME}\n   password: {password}\n{bar}")
+        self.stdout.write(
+            f"{bar}\n demo steward created -- shown only this once\n"
+            f"   username: {DEMO_USERNAME}\n   password: {password}\n{bar}"
+        )

@@ -19,8 +19,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--dataset", type=int, help="verify only this dataset id")
-        parser.add_argument("--anchor", help="anchor file to check against (default: DPPORTAL_LEDGER_ANCHOR, "
-                                             "if that file exists)")
+        parser.add_argument(
+            "--anchor", help="anchor file to check against (default: DPPORTAL_LEDGER_ANCHOR, if that file exists)"
+        )
         parser.add_argument("--no-anchor", action="store_true", help="check the database alone")
 
     def handle(self, *args, dataset=None, anchor=None, no_anchor=False, **options):

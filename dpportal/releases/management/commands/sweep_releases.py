@@ -9,12 +9,17 @@ from dpportal.releases.sweeper import run_loop, stale_seconds, sweep
 
 
 class Command(BaseCommand):
-    help = ("Fail and settle running releases with no heartbeat for DPPORTAL_STALE_SECONDS (spent if data was read); "
-            "remove files killed processes left (dpportal/releases/leftovers.py).")
+    help = (
+        "Fail and settle running releases with no heartbeat for DPPORTAL_STALE_SECONDS (spent if data was read); "
+        "remove files killed processes left (dpportal/releases/leftovers.py)."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--loop", action="store_true", help="sweep every DPPORTAL_SWEEP_SECONDS (one loop per "
-                                                                 "data directory; what each worker starts)")
+        parser.add_argument(
+            "--loop",
+            action="store_true",
+            help="sweep every DPPORTAL_SWEEP_SECONDS (one loop per data directory; what each worker starts)",
+        )
         parser.add_argument("--parent", type=int, help="with --loop: stop when this process is gone")
 
     def handle(self, *args, loop=False, parent=None, **options):
@@ -22,8 +27,11 @@ class Command(BaseCommand):
             run_loop(parent)
             return
         failed = sweep()
-        self.stdout.write(f"{len(failed)} stranded release(s) failed and settled (no heartbeat for "
-                          f"{stale_seconds():g} s){': ' + ', '.join(map(str, failed)) if failed else ''}")
+        self.stdout.write(
+            f"{len(failed)} stranded release(s) failed and settled (no heartbeat for "
+            f"{stale_seconds():g} s){': ' + ', '.join(map(str, failed)) if failed else ''}"
+        )
         removed = sweep_files()
-        self.stdout.write(f"{len(removed)} leftover file(s) removed (upload temporaries, unnamed raw files, "
-                          "release work folders)")
+        self.stdout.write(
+            f"{len(removed)} leftover file(s) removed (upload temporaries, unnamed raw files, release work folders)"
+        )
