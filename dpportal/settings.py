@@ -206,7 +206,8 @@ DPPORTAL_SWEEP_SECONDS = env_float("DPPORTAL_SWEEP_SECONDS", 30.0, minimum=0.1)
 # database. Empty: <DATA_DIR>/ledger-anchor.log (resolved when written); "off": no anchor.
 DPPORTAL_LEDGER_ANCHOR = env_str("DPPORTAL_LEDGER_ANCHOR", "")
 # Queues: long fits on "synthesis"; draws and releases estimated under
-# DPPORTAL_FAST_JOB_SECONDS (mechanisms/guidance/runtime.py) on "fast"; utility evaluations and risk reports on "evaluation".
+# DPPORTAL_FAST_JOB_SECONDS (mechanisms/guidance/runtime.py) on "fast"; utility evaluations and risk reports on
+# "evaluation".
 # A worker started without -Q consumes all three; scripts/run.sh starts one worker per queue so a draw
 # never waits behind a long fit (docs/operations.md).
 CELERY_TASK_DEFAULT_QUEUE = "synthesis"

@@ -57,9 +57,9 @@ def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BIN
 
     Rule: the step is the largest 1-2-5 number at most half the data's range (range 73 -> step 20;
     range 1.2M -> 500k); the lower bound is rounded down and the upper bound up to a multiple of it.
-    Each end moves by less than one step, so the bounds span less than twice the data's range. Integer columns holding at most
-    ``bins`` distinct values (codes of a scale such as 1-5, one bin per value) keep their exact bounds:
-    widening them would only add empty cells; review them like every suggestion. Still a SUGGESTION
+    Each end moves by less than one step, so the bounds span less than twice the data's range. Integer
+    columns holding at most ``bins`` distinct values (codes of a scale such as 1-5, one bin per value) keep
+    their exact bounds: widening them would only add empty cells; review them like every suggestion. Still a SUGGESTION
     computed from the data: the steward confirms it as public knowledge or replaces it.
     """
     if hi <= lo:

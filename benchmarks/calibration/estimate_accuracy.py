@@ -163,7 +163,8 @@ def report(rows: list[dict], seconds: float, command: str) -> str:
         "# Run-time estimates against measured run times (through the API)",
         "",
         f"`{command}` ({seconds:.0f} s; a throw-away dpportal in a temporary folder, jobs run as the worker "
-        f"runs them, one thread per job; ε {EPSILON}, δ {DELTA} for the mechanisms that need one, {ROWS:,} synthetic rows). The estimate is "
+        f"runs them, one thread per job; ε {EPSILON}, δ {DELTA} for the mechanisms that need one, {ROWS:,} "
+        f"synthetic rows). The estimate is "
         "what `POST /api/datasets/{id}/releases/estimate/` answers for the request that is then submitted; "
         "the measured time is the release's `finished_at - started_at` (the whole job: load, fit, sample, "
         "write). A row passes when the ratio is within 2x, when the time falls inside the range shown "

@@ -240,7 +240,8 @@ def goal_rows(means: dict, rows_of: dict) -> list[dict]:
     return out
 
 
-# The priors (mechanisms/guidance/predictors.py and each mechanism's guide.py) that were read off the recorded run, and the grids they were
+# The priors (mechanisms/guidance/predictors.py and each mechanism's guide.py) that were read off the recorded run,
+# and the grids they were
 # chosen from (--fit re-runs the search; --lodo refits without each table and predicts it).
 FITS: dict[str, dict[str, list[float]]] = {
     "baseline": {"CONCENTRATION": [0.4, 0.5, 0.6, 0.7, 0.8], "INDEPENDENCE_PENALTY": [0.05, 0.06, 0.07, 0.08]},
@@ -370,7 +371,8 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        "| dataset | mechanism | ε | status | 1-way predicted | measured | factor | 2-way predicted | measured | factor |",
+        "| dataset | mechanism | ε | status | 1-way predicted | measured | factor | 2-way predicted | measured | "
+        "factor |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -405,7 +407,8 @@ def within_summary(rows: list[dict]) -> list[str]:
 
 def goal_table(rows: list[dict]) -> list[str]:
     lines = [
-        "| dataset | ε | purpose | recommended | measured | best measured (all) | within 10% | best usable | within 10% |",
+        "| dataset | ε | purpose | recommended | measured | best measured (all) | within 10% | best usable | "
+        "within 10% |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -526,7 +529,8 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
     doc = [
         "# Recommendation engine: predicted against measured",
         "",
-        "`mechanisms/guidance/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, delta",
+        "`mechanisms/guidance/recommend.py` predicts, from the confirmed schema, the public row count n, epsilon, "
+        "delta",
         "and the purpose only, each mechanism's mean 1-way and 2-way TVD over the public cells (the",
         "dashboard's metrics). This page compares the predictions with measured errors. Produced by:",
         "",
@@ -554,17 +558,23 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
         "  swamps its tables, phased in with the LP's noise TVD. A plan the mechanism",
         "  itself would refuse (AIM's model-size and candidate limits, MST's pair cells) is `unavailable`.",
         "* **Priors** (not knowable without the data; chosen on the recorded run below by",
-        "  `python -m benchmarks.calibration.recommend_calibration --fit`, so the agreement on that run is in-sample; the",
+        "  `python -m benchmarks.calibration.recommend_calibration --fit`, so the agreement on that run is "
+        "in-sample; the",
         "  held-out table section shows the out-of-sample picture): the sampling error of n synthetic rows",
-        f"  ({prior('CONCENTRATION')} x the uniform-share value; on a single column dpportal's Private-PGM sampler leaves",
+        f"  ({prior('CONCENTRATION')} x the uniform-share value; on a single column dpportal's Private-PGM sampler "
+        f"leaves",
         f"  {prior('PGM_SAMPLING_1WAY')} of it, and on a pair inside one of the model's cliques sqrt(cells / n) of it,",
         "  both measured on the sampler: tests/mechanisms/pgm/test_pgm.py; pairs outside the cliques get i.i.d.",
         "  error, so MST's share is weighted by its d - 1 tree pairs of the d(d-1)/2; AIM's columns are drawn",
         f"  given larger cliques: sqrt({prior('AIM_PARENT_CELLS'):g} x cells / n), the factor fitted),",
-        f"  the independence penalty {prior('INDEPENDENCE_PENALTY')} (2-way TVD of a pair against the product of its margins),",
-        f"  the saturation values {prior('SATURATION_1WAY')} / {prior('SATURATION_2WAY')}, density-lp's LP consistency gain (on 1-way",
-        f"  marginals scaled by ({prior('LP_WIDTH_REF')} / d)^{prior('LP_WIDTH_POWER')}: a column's marginal is reconciled across its d - 1 pair tables) and",
-        "  DP-MERF's no-noise error and link, MST's off-tree and AIM's unexplained structure. kdtree-grid, kdtree-adaptive, privhp and pmse are not modelled",
+        f"  the independence penalty {prior('INDEPENDENCE_PENALTY')} (2-way TVD of a pair against the product of "
+        f"its margins),",
+        f"  the saturation values {prior('SATURATION_1WAY')} / {prior('SATURATION_2WAY')}, density-lp's LP "
+        f"consistency gain (on 1-way",
+        f"  marginals scaled by ({prior('LP_WIDTH_REF')} / d)^{prior('LP_WIDTH_POWER')}: a column's marginal is "
+        f"reconciled across its d - 1 pair tables) and",
+        "  DP-MERF's no-noise error and link, MST's off-tree and AIM's unexplained structure. kdtree-grid, "
+        "kdtree-adaptive, privhp and pmse are not modelled",
         "  numerically on wide tables: a rule (more than 8 columns, a joint domain too large for n x ε, more than",
         "  3 numeric columns for pmse) predicts near-uniform output, as measured on every shared table.",
         "",
@@ -606,7 +616,8 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
     doc += [
         "### Each table held out",
         "",
-        "The priors refitted (the grids in `benchmarks/calibration/recommend_calibration.py`, `FITS`) on five tables and",
+        "The priors refitted (the grids in `benchmarks/calibration/recommend_calibration.py`, `FITS`) on five "
+        "tables and",
         "the sixth predicted: how far the calibration carries to a table it has not seen.",
         "",
         *lodo,
@@ -641,7 +652,8 @@ def write_doc(recorded: list[dict], goals: list[dict], fresh: list[dict] | None,
         "  `ml` misses there say which draw was lucky, not which mechanism is better.",
         "* AIM's 1-way errors at epsilon 0.1 depend on how its annealing spends the budget (data-dependent);",
         "  the predictor uses the first rounds' noise with a fitted gain.",
-        "* Near ties (predictions within 5%) go to the faster mechanism (`TIE_MARGIN`, each mechanism's `speed_rank`): on adult",
+        "* Near ties (predictions within 5%) go to the faster mechanism (`TIE_MARGIN`, each mechanism's "
+        "`speed_rank`): on adult",
         "  at 0.1 MST (predicted 0.067, measured 0.083) over AIM (0.067, measured 0.071): 12 s against 29 s.",
         "* For model training, mechanisms that model the table around the target rank first: AIM with",
         "  `workload=target`, then DP-MERF with `target` (labelled mode); the page and the API (`ranking`) state",

@@ -187,9 +187,9 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
 
 def fit_worst(rows: list[dict]) -> dict[str, tuple[float, float]]:
     """Per mechanism, a >= 0 and b > 0 minimising the WORST factor between predicted and measured (a grid:
-    a linear from 0 to twice the shortest release, b log-spaced): for AIM, whose releases spread 2-3x with the path its selection takes, the
-    squared relative error lets one wide table's outlier set the line; the worst factor is the estimate's
-    stated goal (within 2x, mechanisms/guidance/runtime.py)."""
+    a linear from 0 to twice the shortest release, b log-spaced): for AIM, whose releases spread 2-3x with
+    the path its selection takes, the squared relative error lets one wide table's outlier set the line;
+    the worst factor is the estimate's stated goal (within 2x, mechanisms/guidance/runtime.py)."""
     coeffs = {}
     for mech in sorted({r["mechanism"] for r in rows}):
         pts = [r for r in rows if r["mechanism"] == mech]

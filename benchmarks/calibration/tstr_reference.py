@@ -1,6 +1,6 @@
 """The measured model accuracy behind the guided release's "train a model" reference figures.
 
-    python -m benchmarks.calibration.tstr_reference          # prints the measured table kept as MEASURED_TSTR in each mechanism's guide.py
+    python -m benchmarks.calibration.tstr_reference   # the table kept as MEASURED_TSTR in each mechanism's guide.py
 
 Reads every dpportal run recorded in docs/data/ (benchmarks-full.json and the *.jsonl files) on the
 tables with a binary target (ROC AUC; california_housing's target has five classes and is scored by

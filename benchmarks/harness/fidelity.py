@@ -215,7 +215,8 @@ def write_doc(rows: list[dict], command: str, doc: Path = DOC) -> None:
     lines = [
         "# Benchmarks: the downloaded file at full resolution",
         "",
-        "What an analyst downloads, scored as a statistician checks it (`mechanisms/evaluation/fidelity.py`): labels, the",
+        "What an analyst downloads, scored as a statistician checks it (`mechanisms/evaluation/fidelity.py`): "
+        "labels, the",
         "share of zeros and other special values, the worst column mean, 1-way TVD per value or in 50 quantile",
         "bins, 2-way TVD with numeric columns in 20 quantile bins and in 10 equal-width bins, and the share of",
         "rows holding a pair of categorical values never seen together in the real data. Each table is split",
@@ -274,7 +275,8 @@ def timing_lines() -> list[str]:
         "",
         "## Time: the suggested column model against the coarse one",
         "",
-        "`python -m benchmarks.harness.fidelity --tables credit_default_taiwan adult --mechanisms mst aim --models suggested "
+        "`python -m benchmarks.harness.fidelity --tables credit_default_taiwan adult --mechanisms mst aim --models "
+        "suggested "
         "coarse --repeat 2 --out docs/data/benchmarks-fidelity-timing.jsonl`: each run in a fresh process, the two "
         "models alternating; run 0 may compile, run 1 reuses the compilation cache for both. Shared 2-core machine.",
         "",

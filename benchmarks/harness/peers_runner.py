@@ -6,7 +6,8 @@ by dpportal's public schema (numeric columns cut into the schema's public bins),
 no epsilon on bounds or binning (preprocessor_eps=0). Output: synthetic cell indices, decoded by the
 caller through the same schema.
 
-    .venv-bench/bin/python -m benchmarks.harness.peers_runner --synth mst --cells in.csv --epsilon 1 --delta 1e-5 --rows N --out out.csv
+    .venv-bench/bin/python -m benchmarks.harness.peers_runner --synth mst --cells in.csv --epsilon 1 \
+        --delta 1e-5 --rows N --out out.csv
 """
 
 from __future__ import annotations

@@ -5,9 +5,12 @@
     python -m benchmarks.harness.pgm_compare --resume             # continue an interrupted run
     python -m benchmarks.harness.pgm_compare --plan grid --name grid   # the goal grid: 6 tables x epsilon 0.1/1/10
     python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume --only adult:10 --family dpportal
-    python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume --only credit_default_taiwan:10 --labels mst
-    python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume --only german_credit:1 --redo aim "aim target"
-    python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume --only adult:0.1 --labels aim --redo aim --redo-peers
+    python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume \
+        --only credit_default_taiwan:10 --labels mst
+    python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume \
+        --only german_credit:1 --redo aim "aim target"
+    python -m benchmarks.harness.pgm_compare --plan grid --name grid --resume \
+        --only adult:0.1 --labels aim --redo aim --redo-peers
 
 Each comparison is a GROUP of runs started together, one process per run, each limited to one thread
 (two at a time on a 2-core machine): dpportal's release and the SmartNoise peer it is compared with
@@ -305,7 +308,8 @@ def main(argv=None) -> int:
 def rows_table(rows: list[dict]) -> list[str]:
     """Every run, in plan order: status, 1-way / 2-way TVD, TSTR, wall and CPU seconds, peak memory."""
     lines = [
-        "| dataset | epsilon | run | family | status | 1-way TVD | 2-way TVD | TSTR | seconds | CPU s | peak MiB | started |",
+        "| dataset | epsilon | run | family | status | 1-way TVD | 2-way TVD | TSTR | seconds | CPU s | peak MiB | "
+        "started |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = {(ds, eps): i for i, (ds, eps, _) in enumerate(PLAN + GRID)}
@@ -379,7 +383,8 @@ def grid_summary(rows: list[dict]) -> list[str]:
         "AIM given the replace-one budget (same neighbour relation as dpportal). MST: at most SmartNoise MST's "
         "TVD in at most half its time.",
         "",
-        "| dataset | epsilon | aim | SmartNoise aim | aim-r1 | TVD | time ratio | memory ratio | mst | SmartNoise mst | TVD | time ratio |",
+        "| dataset | epsilon | aim | SmartNoise aim | aim-r1 | TVD | time ratio | memory ratio | mst | SmartNoise "
+        "mst | TVD | time ratio |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     tally = {

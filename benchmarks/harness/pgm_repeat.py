@@ -1,6 +1,6 @@
 """Repetitions of the grid's closest AIM comparisons: one draw per cell cannot separate a 0.001 gap.
 
-    python -m benchmarks.harness.pgm_repeat                        # make bench-pgm-repeat: the default cells, 5 repetitions
+    python -m benchmarks.harness.pgm_repeat               # make bench-pgm-repeat: the default cells, 5 repetitions
     python -m benchmarks.harness.pgm_repeat --only bank_marketing:0.1 --reps 3
     python -m benchmarks.harness.pgm_repeat --resume               # continue an interrupted run
     python -m benchmarks.harness.pgm_repeat --report-only
@@ -12,8 +12,9 @@ thread per process, exactly as the grid does (``benchmarks.harness.compare.run_t
 evaluation), and reports mean, standard deviation and every draw, so the comparison is made on means.
 
 Results: benchmarks/out/pgm-repeat.jsonl (appended as they finish), copied to docs/data/benchmarks-repeat.jsonl
-when the run ends; report benchmarks/out/pgm-repeat.md (docs/benchmarks/pgm.md: ``python -m benchmarks.report``). A run without --resume starts a new log, so a trial with
---only replaces the committed rows: restore them with git before committing.
+when the run ends; report benchmarks/out/pgm-repeat.md (docs/benchmarks/pgm.md: ``python -m benchmarks.report``).
+A run without --resume starts a new log, so a trial with --only replaces the committed rows: restore them
+with git before committing.
 """
 
 from __future__ import annotations
@@ -165,7 +166,8 @@ def summary_table(rows: list[dict]) -> list[str]:
             f"| {s['dataset']} | {s['epsilon']:g} | {o['tvd_2way'][0]:.4f} ± {o['tvd_2way'][1]:.4f} | "
             f"{p['tvd_2way'][0]:.4f} ± {p['tvd_2way'][1]:.4f} | {'yes' if s['tvd_goal'] else '**no**'} | "
             f"{o['seconds'][0]:.1f} | {p['seconds'][0]:.1f} | 1/{s['time_ratio']:.1f} "
-            f"{'yes' if s['time_ratio'] >= 5 else '**no**'} | {o['peak_rss_mib'][0]:.0f} | {p['peak_rss_mib'][0]:.0f} | "
+            f"{'yes' if s['time_ratio'] >= 5 else '**no**'} | {o['peak_rss_mib'][0]:.0f} | "
+            f"{p['peak_rss_mib'][0]:.0f} | "
             f"1/{s['memory_ratio']:.1f} {'yes' if s['memory_ratio'] >= 2 else '**no**'} | "
             f"{private(o, p)} | "
             f"{' '.join(f'{x:.3f}' for x in o['draws'])} / {' '.join(f'{x:.3f}' for x in p['draws'])} |"

@@ -127,7 +127,8 @@ def write_report(path: Path, *more: Path, name: str | None = None, doc: Path | N
     doc.write_text(
         f"# Benchmark results ({meta['mode']} mode)\n\n"
         f"Command(s), from the repo root: `{meta['command']}`; this page: `python -m benchmarks.report`.\n"
-        f"Finished {meta['finished']}, {meta['seconds'] if meta['seconds'] is not None else 'unrecorded'} s in all, on the 2-core development machine"
+        f"Finished {meta['finished']}, {meta['seconds'] if meta['seconds'] is not None else 'unrecorded'} s in "
+        f"all, on the 2-core development machine"
         f"{', ' + str(meta['jobs']) + ' releases at a time, one thread each' if meta.get('jobs', 1) > 1 else ''}.\n"
         f"delta = {meta['delta']} for mechanisms that need it; parameter overrides: `{json.dumps(meta['params'])}`.\n\n"
         "## Best per dataset\n\n"

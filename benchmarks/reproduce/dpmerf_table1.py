@@ -164,7 +164,8 @@ def run(name: str, args) -> dict:
         res.update(fit_seconds=fit_s, fit_cpu_seconds=cpu_s, load_average=os.getloadavg(), report=mech.report())
         out["runs"].append(res)
         print(
-            f"{name} rep {rep}: fit {fit_s:.1f}s wall ({cpu_s:.1f}s CPU)  ROC {res['mean']['roc']:.3f}  PRC {res['mean']['prc']:.3f}"
+            f"{name} rep {rep}: fit {fit_s:.1f}s wall ({cpu_s:.1f}s CPU)  ROC {res['mean']['roc']:.3f}  PRC "
+            f"{res['mean']['prc']:.3f}"
             f"  ROC(scores) {res['mean']['roc_score']:.3f}",
             flush=True,
         )

@@ -87,12 +87,15 @@ from mechanisms.noise import Noise
 from mechanisms.synthesizers.privhp import PrivHP
 from mechanisms.schema import Column, Schema, TableSource
 n = int(sys.argv[1])
-schema = Schema(columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0)))
+schema = Schema(
+    columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0))
+)
 path = os.path.join(tempfile.mkdtemp(), "stream.csv")
 rng = np.random.default_rng(0)
 for s in range(0, n, 1_000_000):
     m = min(1_000_000, n - s)
-    pd.DataFrame({"x": rng.beta(2, 8, m).round(6), "y": rng.random(m).round(6)}).to_csv(path, mode="a", header=s == 0, index=False)
+    chunk = pd.DataFrame({"x": rng.beta(2, 8, m).round(6), "y": rng.random(m).round(6)})
+    chunk.to_csv(path, mode="a", header=s == 0, index=False)
 mech = PrivHP(schema, epsilon=1.0, noise=Noise.seeded(1))
 t = time.perf_counter()
 mech.fit(TableSource(schema, path=path, n=n))
@@ -123,7 +126,8 @@ def main() -> None:
         )
         csv_line = out.stdout.strip()
     print(
-        "| d | rows | noise | stream rows/s | fit rows/s | fit s | peak RSS MB (before fit) | estimate MB | r, L*, k, w, j |"
+        "| d | rows | noise | stream rows/s | fit rows/s | fit s | peak RSS MB (before fit) | estimate MB | r, L*, "
+        "k, w, j |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -230,7 +230,8 @@ def broken_markdown(lines: list[dict]) -> str:
         head
         + "\n"
         + "\n".join(
-            f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r.get('seed', 0)} | {r['broken_runs']} | "
+            f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {r.get('seed', 0)} | "
+            f"{r['broken_runs']} | "
             f"{_best(r['broken_lower_bounds'])} | {'yes' if r['broken_caught'] else 'no'} | {r['broken_seconds']:.0f} |"
             for r in lines
         )

@@ -15,8 +15,9 @@ conditional UPDATE (running -> failed), so any number of sweepers (every worker 
 
 Who sweeps: a loop process that every worker starts when it is ready (:func:`spawn_loop`, connected
 to ``worker_ready`` in apps.py; one loop per data directory), at once and then every
-``SWEEP_SECONDS``; and ``manage.py sweep_releases`` (for cron, or by hand). A release is therefore settled at most STALE + SWEEP seconds after its worker
-died, as long as one worker is up (restart dead workers with a process supervisor).
+``SWEEP_SECONDS``; and ``manage.py sweep_releases`` (for cron, or by hand). A release is therefore
+settled at most STALE + SWEEP seconds after its worker died, as long as one worker is up (restart dead
+workers with a process supervisor).
 """
 
 from __future__ import annotations

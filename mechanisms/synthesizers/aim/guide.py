@@ -68,7 +68,7 @@ def near_uniform(s: Setting) -> str | None:
 # list. On the grid run (docs/data/benchmarks-grid.jsonl, two releases side by side) the 13 target releases
 # took 0.4-4.7x the all-pairs estimate (the all-pairs releases on the same tables 0.5-7x), while counting the
 # triples' cells over-estimated them by up to 7.6x; all-3way releases through the API took about as long as
-# all pairs on the same table (docs/benchmarks-estimates.md), where counting the triples' cells had
+# all pairs on the same table (docs/benchmarks/estimates.md), where counting the triples' cells had
 # over-estimated them by 48x to 184x.
 AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/calibration/runtime_calibration.py --from-grid)
 AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (default_rounds in __init__.py)
@@ -104,10 +104,12 @@ def work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: 
     )
 
 
-# Run time: `python -m benchmarks.calibration.runtime_calibration --from-grid --log docs/data/benchmarks-aim-alone.jsonl`
+# Run time: `python -m benchmarks.calibration.runtime_calibration --from-grid --log
+# docs/data/benchmarks-aim-alone.jsonl`
 # (17 AIM releases run alone, one thread each, worst factor minimised; docs/operations.md). The range:
 # measured / predicted on those releases (0.32-3.11), the low end a worker that has run it before (Private-PGM's
-# compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API, docs/benchmarks-estimates.md, down
+# compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API,
+# docs/benchmarks/estimates.md, down
 # to 0.13x of the central estimate); calibrated on tables of up to 24 columns.
 RUNTIME = RuntimeModel(
     0.0,
@@ -132,7 +134,8 @@ STEWARD_HELP = {
     "measurements more closely, a little more time. No privacy cost.",
 }
 
-# Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`; "aim:target"
+# Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`;
+# "aim:target"
 # is AIM with the workload around the target (target_params).
 MEASURED_TSTR = {
     ("aim", 0.1): {

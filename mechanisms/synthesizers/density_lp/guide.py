@@ -92,7 +92,8 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
         modelled=f"{note} on every marginal cell (T = {T} tables)"
         + (f"; floored by its product reference ({split:g} of the budget) where that noise swamps" if product else ""),
         priors=[
-            f"LP consistency gain: error = {LP_GAIN} x ({LP_WIDTH_REF}/d)^{LP_WIDTH_POWER} (1-way) / {LP_GAIN_2WAY} (2-way) x (noise "
+            f"LP consistency gain: error = {LP_GAIN} x ({LP_WIDTH_REF}/d)^{LP_WIDTH_POWER} (1-way) / "
+            f"{LP_GAIN_2WAY} (2-way) x (noise "
             f"TVD)^{LP_POWER} + floor {LP_FLOOR_1WAY}/{LP_FLOOR_2WAY} (fitted on the shared tables)",
             SAT_PRIOR,
         ],

@@ -81,8 +81,9 @@ TREE_NOISE_LIMIT = 2.5  # tree pairs measured only if their noise std is at most
 def compressed_sizes(n: int, rho: float, sizes: list[int]) -> list[int]:
     """A public upper bound on each column's cell count after compression: the tree's 1-way measurements
     have sigma_1 = sqrt(d / (rho / 3)), the noisy counts sum to about n, so at most n / (3 sigma_1) values
-    clear the 3-sigma threshold, plus the merged cell (fewer than two: the column stays whole). Only n, rho and the schema are read: a column at
-    one cell per value (ages 0-100) is judged by the cells the model will really have."""
+    clear the 3-sigma threshold, plus the merged cell (fewer than two: the column stays whole). Only n, rho
+    and the schema are read: a column at one cell per value (ages 0-100) is judged by the cells the model
+    will really have."""
     sigma1 = sigma_for_rho(rho / 3 / max(len(sizes), 1))
     clear = int(n // (COMPRESS_THRESHOLD_SIGMAS * sigma1))
     if clear < 2:  # compress_support leaves a column whole when fewer than two values clear the threshold

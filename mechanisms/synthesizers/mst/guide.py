@@ -17,7 +17,8 @@ from ...guidance.predictors import (
 from ...guidance.purposes import Errors, Setting
 from ...guidance.runtime import WARM_WORKER, RuntimeModel
 
-# Private-PGM gains and off-tree penalty (fitted: python -m benchmarks.calibration.recommend_calibration --fit, docs/recommend.md).
+# Private-PGM gains and off-tree penalty (fitted: python -m benchmarks.calibration.recommend_calibration --fit,
+# docs/recommend.md).
 MST_GAIN_1WAY = 0.6
 MST_GAIN = 0.3
 MST_TREE_PENALTY = 0.02  # pairs off the spanning tree are implied by conditional independence (finding 3)
@@ -63,7 +64,7 @@ def near_uniform(s: Setting) -> str | None:
 # else running; table in docs/operations.md).
 # Mostly compiling and estimating (5-8 s for 1,000-32,561 rows): ``n d`` with a large intercept. The range:
 # measured / predicted on its calibration releases, the low end a worker that has run it before (Private-PGM's
-# compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API, docs/benchmarks-estimates.md,
+# compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API, docs/benchmarks/estimates.md,
 # three runs: 0.19x-0.98x of the central estimate); calibrated on tables of up to 21 columns.
 RUNTIME = RuntimeModel(
     6.4,

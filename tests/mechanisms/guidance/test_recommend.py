@@ -295,7 +295,8 @@ def test_a_gaussian_mode_is_predicted_and_preferred_when_a_delta_is_accepted(mon
 
 def test_mst_and_aim_predictions_follow_their_small_signal_rules():
     """dpportal's MST measures no tree and AIM runs fewer rounds when n is small for the budget
-    (mechanisms.synthesizers.mst.tree_is_informative, mechanisms.synthesizers.aim.default_rounds): the predictions say so."""
+    (mechanisms.synthesizers.mst.tree_is_informative, mechanisms.synthesizers.aim.default_rounds): the
+    predictions say so."""
     german = Schema.from_json((ROOT / "benchmarks" / "schemas" / "german_credit.json").read_text())
     small = rec.Setting(german, 800, 0.1, 1e-5)
     mst = registry.get("mst").predict_accuracy(small, {})
