@@ -80,7 +80,7 @@ MIN_ROWS = 50  # fewer records: the halves are too small for any attack to say a
 MAX_ROWS = 10_000  # records used (a random sample beyond): refits and distances stay within the time goal
 REFERENCE_FRACTION = 0.25  # records set aside as the attacker's population sample (DOMIAS, control)
 # Target pairs per run (the most vulnerable records): few, so that their coins blur each other little
-# (100 pairs halved the bound on the broken MST: docs/benchmarks-risk.md).
+# (100 pairs halved the bound on the broken MST: docs/benchmarks/risk.md).
 DEFAULT_CANARY_PAIRS = 50
 SAMPLE_FACTOR = 100  # synthetic rows drawn per refit, in multiples of the training size (for the counts)
 MAX_SYNTHETIC_ROWS = 400_000  # ... and at most this many

@@ -4,11 +4,11 @@ scale divided by 10) that the report must catch.
 
     .venv/bin/python -m benchmarks.system.risk_report --tables adult bank_marketing credit_default_taiwan \
         bank_credit_wide --mechanisms baseline --rows 5000 --runs 30 --time-factor 3 --min-seconds 10 \
-        --broken --broken-runs 30 --out docs/benchmarks-risk/goals-baseline.jsonl
+        --broken --broken-runs 30 --out docs/data/risk/goals-baseline.jsonl
 
-(docs/benchmarks-risk.md lists the runs behind its tables.) Each line of ``--out`` is one (table,
+(docs/benchmarks/risk.md lists the runs behind its tables.) Each line of ``--out`` is one (table,
 mechanism) result; ``--markdown`` prints the table of
-docs/benchmarks-risk.md from such a file. Seeded noise (benchmarks only): reruns give the same figures.
+docs/benchmarks/risk.md from such a file. Seeded noise (benchmarks only): reruns give the same figures.
 """
 
 from __future__ import annotations
