@@ -218,6 +218,9 @@ def cmd_risk(args) -> int:
         confidence=args.confidence,
         noise_off_control=not args.no_noise_off_control,
         max_rows=args.max_rows,
+        time_budget=args.seconds,
+        shadow=not args.no_shadow,
+        **({"canary_pairs": args.pairs} if args.pairs is not None else {}),
     )
     print(json.dumps(report, indent=2 if args.pretty else None))
     return 0
@@ -313,7 +316,10 @@ def make_parser() -> argparse.ArgumentParser:
     k.add_argument("--epsilon", required=True)
     k.add_argument("--delta", default="0")
     k.add_argument("--params", default=None, help="the mechanism's parameters as a JSON object")
-    k.add_argument("--runs", type=int, default=2, help="refits on random halves (more: tighter, slower)")
+    k.add_argument("--runs", type=int, default=2, help="refits with the target pairs in or out (more: tighter, slower)")
+    k.add_argument("--pairs", type=int, default=None, help="target pairs per refit (the most vulnerable records)")
+    k.add_argument("--seconds", type=float, default=None, help="time budget: no new refit after it (default: none)")
+    k.add_argument("--no-shadow", action="store_true", help="skip the shadow-model attack (saves one refit)")
     k.add_argument("--confidence", type=float, default=0.95, help="of the epsilon lower bounds")
     k.add_argument("--max-rows", type=int, default=10_000, help="records used (a random sample beyond)")
     k.add_argument(

@@ -708,6 +708,10 @@ def risk_report(
         runs = int(runs)
         if runs < 1:
             return not_computable(f"runs must be at least 1, got {runs}", **claim)
+        if int(canary_pairs) < 1:
+            return not_computable(f"target pairs must be at least 1, got {canary_pairs}", **claim)
+        if time_budget is not None and not time_budget >= 0:  # 0: the first refit only
+            return not_computable(f"the time budget must be 0 or more seconds, got {time_budget!r}", **claim)
         kschema = kept_schema(schema)
         missing = [c for c in kschema.names if c not in prepared.columns]
         if missing:

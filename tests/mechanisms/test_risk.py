@@ -17,7 +17,7 @@ from mechanisms.audit import clopper_pearson, guessing_epsilon_lower_bound
 from mechanisms.noise import Noise, ScaledNoise, ZeroNoise
 from mechanisms.draft import draft_schema
 from mechanisms.schema import Schema, read_raw_csv
-from tests.samples import ADULT
+from tests.samples import ADULT, GERMAN_CREDIT
 
 
 @pytest.fixture(scope="module")
@@ -322,3 +322,31 @@ def test_a_broken_baseline_is_caught_on_a_real_table_and_the_correct_one_is_not(
     assert max(a["epsilon_lower_bound"] for a in broken["attacks"] if a["name"] == "cell_count") > 1.0
     honest = risk.risk_report(schema, prepared, "baseline", noise=Noise.seeded(0), **kwargs)
     assert not honest["guarantee_failed"] and honest["epsilon_lower_bound"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"canary_pairs": 0}, "target pairs must be at least 1"),
+        ({"time_budget": -1.0}, "time budget must be 0 or more"),
+    ],
+)
+def test_bad_settings_are_not_computable_with_the_reason(adult, kwargs, reason):
+    schema, prepared = adult
+    rep = risk.risk_report(schema, prepared.iloc[:600], "baseline", epsilon=1.0, noise=Noise.seeded(1), **kwargs)
+    assert rep["status"] == "not computable" and reason in rep["reason"]
+
+
+def test_the_cli_passes_target_pairs_and_the_time_budget(tmp_path, capsys):
+    schema = tmp_path / "s.json"
+    main(["schema", "draft", str(GERMAN_CREDIT)])
+    draft = json.loads(capsys.readouterr().out)
+    schema.write_text(json.dumps({**draft, "draft": False}))
+    args = ["risk", "--data", str(GERMAN_CREDIT), "--schema", str(schema)]
+    args += ["--mechanism", "baseline", "--epsilon", "1", "--seed", "3", "--runs", "1", "--pairs", "7"]
+    assert main([*args, "--seconds", "0", "--no-shadow", "--no-noise-off-control"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "done" and out["target_pairs"] == 7 and out["runs"] == 1, out
+    assert out["time_budget_seconds"] == 0.0 and out["shadow_game"] is False
+    assert main([*args, "--pairs", "0"]) == 0
+    assert "target pairs must be at least 1" in json.loads(capsys.readouterr().out)["reason"]
