@@ -847,9 +847,10 @@ def risk_report(
         )
 
     clf = shadow_classifier(feats["shadow"]) if feats["shadow"] else None
-    if clf is not None:
-        for kind in ("private", "members", "noise off"):
-            results[kind]["shadow_model"] = [(np.column_stack([lab, ~lab]).ravel(), clf(F)) for F, lab in feats[kind]]
+    if clf is not None:  # trained for this mechanism's game: it has no meaning against the controls
+        results["private"]["shadow_model"] = [
+            (np.column_stack([lab, ~lab]).ravel(), clf(F)) for F, lab in feats["private"]
+        ]
 
     step(0.97, "summarising")
     done = [a for a in ATTACKS if results["private"].get(a)]
@@ -857,6 +858,7 @@ def risk_report(
     control = [
         dict(summarise_attack(a, results["members"][a], confidence=confidence, delta=0.0), release="members themselves")
         for a in done
+        if results["members"].get(a)
     ]
     if results["noise off"][ATTACKS[0]]:
         control += [

@@ -46,3 +46,12 @@ def get(mapping, key):
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.filter
+def tally(values) -> str:
+    """``["private", "private", "shadow"]`` -> "2 private, 1 shadow" (first-seen order)."""
+    counts: dict = {}
+    for v in values or ():
+        counts[v] = counts.get(v, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in counts.items())

@@ -69,6 +69,8 @@ def test_a_computed_report_reaches_the_api_and_the_pages(world):
     body = resp.json()
     assert body["status"] == "done" and body["claimed_epsilon"] == 1.0 and body["guarantee_failed"] is False
     assert {a["name"] for a in body["attacks"]} == set(mrisk.ATTACKS)
+    # the shadow classifier is trained for the mechanism's game: no row against the controls
+    assert {a["name"] for a in body["control"]} == set(mrisk.BASE_ATTACKS)
     for a in body["attacks"] + body["control"]:
         assert set(a) >= {"name", "auc", "tpr_at_fpr", "epsilon_lower_bound"} and set(a["tpr_at_fpr"]) == {
             "0.01",
@@ -150,3 +152,10 @@ def test_a_cancel_stops_a_running_report_at_its_next_progress_point(world, monke
     monkeypatch.setattr(mrisk, "_refit", refit_then_cancel)
     rr = risk.compute(release, runs=3, noise=Noise.seeded(0))
     assert rr.status == RiskReport.CANCELLED and len(seen) == 1 and rr.results is None
+
+
+def test_skipped_refits_are_counted_not_listed():
+    from dpportal.dashboards.templatetags.dashboard_tags import tally
+
+    assert tally(["shadow", "private", "noise off", "private", "private"]) == "1 shadow, 3 private, 1 noise off"
+    assert tally([]) == "" and tally(None) == ""
