@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
@@ -183,6 +184,9 @@ class Mechanism:
     # -- public-input guidance: declared by each mechanism's home (its package's guide.py), read by
     # mechanisms.guidance. None (or the base method) means "not declared": registry.get refuses such a
     # mechanism (missing_parts), so a new one cannot be half wired in.
+    # A mechanism whose guide.py uses the standard names sets ``guide = <that module>``: predict_accuracy,
+    # near_uniform, RUNTIME, STEWARD_HELP and MEASURED_TSTR are then bound below (__init_subclass__).
+    guide: ClassVar[ModuleType | None] = None
     runtime_model: ClassVar["RuntimeModel | None"] = None  # seconds = a + b x work, its work measure, any range
     steward_help: ClassVar[dict[str, str] | None] = None  # parameter -> what it changes for the steward
     tstr_measured: ClassVar[dict | None] = None  # {(variant, epsilon): {table: (TSTR AUC, real AUC)}}; {}: none yet
@@ -193,6 +197,22 @@ class Mechanism:
     target_structure: ClassVar[str] = ""
     target_params: ClassVar[dict] = {}
     target_how: ClassVar[str] = ""
+
+    _GUIDE_NAMES: ClassVar[dict[str, str]] = {
+        "predict_accuracy": "predict_accuracy",
+        "near_uniform": "near_uniform",
+        "runtime_model": "RUNTIME",
+        "steward_help": "STEWARD_HELP",
+        "tstr_measured": "MEASURED_TSTR",
+    }
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        home = cls.__dict__.get("guide")
+        for attr, name in cls._GUIDE_NAMES.items() if home is not None else ():
+            if attr not in cls.__dict__ and hasattr(home, name):
+                value = getattr(home, name)
+                setattr(cls, attr, staticmethod(value) if callable(value) else value)
 
     def __init__(
         self,

@@ -68,6 +68,26 @@ def test_a_mechanism_missing_parts_is_named_and_refused_by_the_registry(monkeypa
         registry.get("incomplete")
 
 
+def test_a_guide_module_binds_its_standard_names_and_a_partial_one_is_caught():
+    from types import ModuleType
+
+    from mechanisms.synthesizers.mst import MST, guide
+
+    assert MST.runtime_model is guide.RUNTIME and MST.steward_help is guide.STEWARD_HELP
+    assert MST.predict_accuracy is guide.predict_accuracy and MST.near_uniform is guide.near_uniform
+    partial = ModuleType("partial_guide")
+    partial.STEWARD_HELP = {}
+    partial.predict_accuracy = guide.predict_accuracy
+
+    class Half(Mechanism):
+        name = "half"
+        guide = partial
+        speed_rank = 99
+        target_structure = "joint"
+
+    assert Half.missing_parts() == ["near_uniform", "runtime_model", "tstr_measured"]
+
+
 def test_the_guides_read_public_inputs_only():
     """A guide.py sees the schema, n, epsilon, delta and parameters: never a table source."""
     for guide in sorted((ROOT / "mechanisms" / "synthesizers").glob("*/guide.py")):

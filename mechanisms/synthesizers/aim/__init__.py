@@ -132,12 +132,7 @@ class AIM(Mechanism):
     title = "AIM: adaptive and iterative selection of noisy marginals (Private-PGM)"
     paper = "McKenna, Mullins, Sheldon & Miklau, VLDB 2023, Algorithm 1"
     needs_delta = True
-    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
-    predict_accuracy = staticmethod(guide.predict_accuracy)
-    near_uniform = staticmethod(guide.near_uniform)
-    runtime_model = guide.RUNTIME
-    steward_help = guide.STEWARD_HELP
-    tstr_measured = guide.MEASURED_TSTR
+    guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 8
     target_structure = "conditional"
     target_params = {"workload": "target"}

@@ -40,12 +40,7 @@ class Baseline(Mechanism):
     title = "Independent noisy marginals (baseline)"
     paper = "Reference baseline: per-column discrete-Laplace histograms, columns sampled independently"
     gaussian_mode = True
-    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
-    predict_accuracy = staticmethod(guide.predict_accuracy)
-    near_uniform = staticmethod(guide.near_uniform)
-    runtime_model = guide.RUNTIME
-    steward_help = guide.STEWARD_HELP
-    tstr_measured = guide.MEASURED_TSTR
+    guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 0
     target_structure = "independent"
     params = (NOISE_MODE,)

@@ -109,12 +109,7 @@ class DPMERF(Mechanism):
     title = "DP-MERF (random-feature mean embedding + generator)"
     paper = "Harder, Adamczewski & Park, DP-MERF, AISTATS 2021 (Algorithm 1, Section 4.3)"
     needs_delta = True
-    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
-    predict_accuracy = staticmethod(guide.predict_accuracy)
-    near_uniform = staticmethod(guide.near_uniform)
-    runtime_model = guide.RUNTIME
-    steward_help = guide.STEWARD_HELP
-    tstr_measured = guide.MEASURED_TSTR
+    guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 5
     target_structure = "conditional"
     target_how = "learns the other columns given {t}"  # its label-conditional mode

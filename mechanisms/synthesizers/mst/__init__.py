@@ -119,12 +119,7 @@ class MST(Mechanism):
     title = "MST: maximum spanning tree of noisy 2-way marginals (Private-PGM)"
     paper = "McKenna, Miklau & Sheldon, JPC 2021 (winner of the NIST 2018 DP synthetic data challenge)"
     needs_delta = True
-    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
-    predict_accuracy = staticmethod(guide.predict_accuracy)
-    near_uniform = staticmethod(guide.near_uniform)
-    runtime_model = guide.RUNTIME
-    steward_help = guide.STEWARD_HELP
-    tstr_measured = guide.MEASURED_TSTR
+    guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 6
     target_structure = "joint"
     params = (

@@ -571,12 +571,7 @@ class PMSEMechanism(Mechanism):
     supported_kinds = frozenset({"continuous", "integer"})
     WIDE = 3  # more kept columns than this: the strict utility's flat directions dominate (guide.advice)
 
-    # public inputs only (guide.py): accuracy and near-uniform rule, run time, steward help, model quality
-    predict_accuracy = staticmethod(guide.predict_accuracy)
-    near_uniform = staticmethod(guide.near_uniform)
-    runtime_model = guide.RUNTIME
-    steward_help = guide.STEWARD_HELP
-    tstr_measured = guide.MEASURED_TSTR
+    guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 7
     target_structure = "joint"
     advice = classmethod(guide.advice)
