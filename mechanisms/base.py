@@ -168,6 +168,28 @@ NOISE_MODE = ParamSpec(
 )
 
 
+@dataclass(frozen=True)
+class NoisyQuery:
+    """One linear query a fit released with additive noise, kept for the risk report's implementation
+    check (:func:`mechanisms.risk.query_scores`): ``values`` is the sum over the training records x of
+    a contribution c(x), plus noise of std ``scale`` ("gaussian") or scale b ("laplace", density
+    exp(-|z| / b) / 2b). A record's contribution is either ``weights[cells(x)]`` at the one coordinate
+    ``cells(x)`` (a count query: ``cells`` maps the schema's public cell matrix, rows x columns, to one
+    coordinate per row; ``weights`` None means 1) or a dense vector (``dense`` maps the prepared frame
+    to a rows x len(values) matrix).
+
+    These are the mechanism's DP outputs before any post-processing (its privacy proof is about them),
+    and the maps read only the public schema and public draws. They live on the fitted object only:
+    never in the summary, never shown to an analyst."""
+
+    values: np.ndarray
+    scale: float
+    noise: str = "gaussian"
+    cells: Callable[[np.ndarray], np.ndarray] | None = None
+    weights: np.ndarray | None = None
+    dense: Callable[[pd.DataFrame], np.ndarray] | None = None
+
+
 class Mechanism:
     """Base class. Subclasses set the class attributes and implement ``_fit``, ``sample``,
     ``summary`` / ``_load_summary`` and ``privacy_cost``."""
@@ -369,6 +391,20 @@ class Mechanism:
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def measure(self, source: TableSource) -> list[NoisyQuery] | None:
+        """The risk report's implementation check: the fit's private measurements alone, on the same
+        code path and noise, returned as :meth:`noisy_queries`. A mechanism whose post-processing is
+        costly (a generator's training) skips it here; by default this is the whole ``fit``. Reads
+        private data like ``fit`` and spends like it; the object may not ``sample`` unless fitted."""
+        self.fit(source)
+        return self.noisy_queries()
+
+    def noisy_queries(self) -> list[NoisyQuery] | None:
+        """The noisy linear queries the last ``fit`` released (:class:`NoisyQuery`), or None when this
+        mechanism does not describe its measurements that way (the risk report then says its
+        implementation check is not available)."""
+        return getattr(self, "_noisy_queries", None)
 
     def report(self) -> dict:
         """Extra public facts for the privacy report (e.g. achieved LP error, tree size)."""

@@ -89,6 +89,7 @@ DEFAULT_CONFIDENCE = 0.95
 FPR_LEVELS = (0.01, 0.001)
 GUESS_FRACTIONS = (0.02, 0.1, 0.5, 1.0)  # share of target pairs the attacker guesses on (abstaining on the rest)
 CONTROL_MIN_AUC = 0.9
+CHECK_RUNS_PER_RUN = 10  # implementation-check refits (noisy queries alone) per attacked refit, budget allowing
 MAX_SECRETS = 5  # attribute inference: secret columns tried (categorical first, then numeric)
 CHUNK_CELLS = 2_000_000  # distance matrix entries per block
 
@@ -294,6 +295,103 @@ def cell_count_scores(
     return T
 
 
+DENSE_CHUNK = 4_000  # rows per block when summing dense query contributions
+LAPLACE_SHARED = 4.0  # coin variance (16 other targets) above which a Laplace coordinate is read as Gaussian
+MIN_UNTOUCHED = 30  # coordinates no target touches needed to estimate the noise actually present
+NOISE_RATIO_FLOOR = 1e-3  # the estimated noise is at least this share of the declared (noise off: 0)
+
+
+def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+    """The implementation check's statistic per pair (a, b): the log-likelihood ratio of "a is in"
+    against "b is in" given the NOISY QUERIES the fit released (:meth:`Mechanism.noisy_queries`: the
+    noisy marginals, the noisy embedding), for an attacker who knows every training record but which
+    one of each pair is in. The residual r = values - (known records' contributions + half of each
+    pair's two) is +d/2 plus noise when a is in, -d/2 when b is, with d = c(a) - c(b); summed over the
+    queries (independent noise):
+
+    * Gaussian noise of std s: <r, d> / v, v = s^2 plus the other pairs' coins on that coordinate;
+    * Laplace noise of scale b, count queries: (|r + w/2| - |r - w/2|) / b at a's coordinate and the
+      mirror at b's; the Gaussian form with variance 2 b^2 plus the coins' where many other targets
+      share the coordinate (``LAPLACE_SHARED``).
+
+    s and b are the noise actually present, estimated like an attacker would: for count queries from
+    the coordinates no target touches (pure noise there, pooled over the queries in units of their
+    declared scale), for a dense query from its residual's variance less the coins'. When the noise is
+    as declared this changes nothing; when it is smaller (a bug), the statistic weighs it right.
+
+    This is the most an attacker can learn from the measurements, up to the pairs' interference: on the
+    real mechanism the bound it gives stays below the claim (the noise covers it); a mechanism whose
+    noise is smaller than claimed shows here first (docs/privacy-model.md)."""
+    pairs = np.asarray(pairs)
+    a_rows, b_rows = pairs[:, 0], pairs[:, 1]
+    T = np.zeros(len(pairs))
+    counts, untouched = [], {"laplace": [], "gaussian": []}
+    for q in queries:
+        values = np.asarray(q.values, float).ravel()
+        k = values.size
+        if q.cells is not None:
+            w = np.ones(k) if q.weights is None else np.asarray(q.weights, float)
+            fa, fb = q.cells(cells[a_rows]), q.cells(cells[b_rows])
+            ff = q.cells(cells[fixed])
+            ta, tb = np.bincount(fa, minlength=k), np.bincount(fb, minlength=k)
+            r = values - np.bincount(ff, weights=w[ff], minlength=k) - 0.5 * (ta + tb) * w
+            untouched[q.noise].append(r[(ta + tb) == 0] / q.scale)
+            counts.append((q, r, w, fa, fb))
+        elif q.dense is not None:
+            known = np.zeros(k)
+            for start in range(0, len(fixed), DENSE_CHUNK):
+                known += q.dense(frame.iloc[fixed[start : start + DENSE_CHUNK]]).sum(axis=0)
+            ca, cb = q.dense(frame.iloc[a_rows]), q.dense(frame.iloc[b_rows])
+            r = values - known - 0.5 * (ca.sum(axis=0) + cb.sum(axis=0))
+            D = ca - cb
+            coin = (D**2).sum(axis=0) / 4  # the targets' coins, +-d/2 each, per coordinate
+            s2 = q.scale**2 * _noise_ratio(np.mean(r**2) - np.mean(coin), q.scale**2)  # variance ratio
+            v = np.maximum(s2 + coin[None, :] - D**2 / 4, 1e-300)
+            T += (D * r[None, :] / v).sum(axis=1)
+    # the noise actually present, in units of the declared scale, read off the coordinates no target
+    # touches (pure noise there): an attacker may estimate it, and a noise smaller than declared shows
+    ratio = {
+        "laplace": _noise_ratio(*_moments(untouched["laplace"], 1)),
+        "gaussian": _noise_ratio(*_moments(untouched["gaussian"], 2)),
+    }
+    for q, r, w, fa, fb in counts:
+        scale = q.scale * (ratio[q.noise] if q.noise == "laplace" else math.sqrt(ratio[q.noise]))
+        k = r.size
+        disc = fa != fb
+        wa, wb = w[fa], w[fb]
+        # the other pairs' coins: each adds +-w/2 at its two coordinates (variance w^2 / 4 each)
+        coin = np.bincount(fa, weights=wa**2 / 4, minlength=k) + np.bincount(fb, weights=wb**2 / 4, minlength=k)
+        ca, cb = coin[fa] - wa**2 / 4, coin[fb] - wb**2 / 4
+        if q.noise == "laplace":
+            # exact where few other targets share the coordinate; where many coins add up, their sum
+            # and the noise are taken as Gaussian (variance 2 b^2 + the coins')
+            va, vb = 2 * scale**2 + ca, 2 * scale**2 + cb
+            la = np.where(
+                ca > LAPLACE_SHARED, r[fa] * wa / va, (np.abs(r[fa] + wa / 2) - np.abs(r[fa] - wa / 2)) / scale
+            )
+            lb = np.where(
+                cb > LAPLACE_SHARED, -r[fb] * wb / vb, (np.abs(r[fb] - wb / 2) - np.abs(r[fb] + wb / 2)) / scale
+            )
+            T += np.where(disc, la + lb, 0.0)
+        else:
+            va, vb = scale**2 + ca, scale**2 + cb
+            T += np.where(disc, r[fa] * wa / va - r[fb] * wb / vb, 0.0)
+    return T
+
+
+def _moments(parts: list[np.ndarray], power: int) -> tuple[float, float]:
+    """(mean |z|^power, 1) over the pooled standardized residuals, or (1, 1) when too few."""
+    z = np.concatenate(parts) if parts else np.zeros(0)
+    if z.size < MIN_UNTOUCHED:
+        return 1.0, 1.0
+    return float(np.mean(np.abs(z) ** power)), 1.0
+
+
+def _noise_ratio(observed: float, declared: float) -> float:
+    """observed / declared, kept within [NOISE_RATIO_FLOOR, 10] (noise off would give 0)."""
+    return float(min(max(observed / declared, NOISE_RATIO_FLOOR), 10.0)) if declared > 0 else 1.0
+
+
 def singling_out(
     members: np.ndarray,
     control: np.ndarray,
@@ -361,8 +459,10 @@ def pair_features(scores: dict[str, np.ndarray]) -> np.ndarray:
 
 
 BASE_ATTACKS = ("dcr", "density_ratio", "marginal_ratio", "cell_count")
-ATTACKS = BASE_ATTACKS + ("shadow_model",)
+WHITE_BOX = "measurements"  # the implementation check: attacks the fit's noisy queries, not its rows
+ATTACKS = BASE_ATTACKS + ("shadow_model", WHITE_BOX)
 ATTACK_TITLES = {
+    WHITE_BOX: "implementation check: the noisy measurements themselves (never published)",
     "dcr": "distance to the closest synthetic record",
     "cell_count": "informed attacker: counts on the measured marginals' cells",
     "shadow_model": "shadow-model classifier on the other attacks' scores",
@@ -444,6 +544,7 @@ def summarise_attack(
     return {
         "name": name,
         "title": ATTACK_TITLES.get(name, name),
+        "sees": "noisy measurements" if name == WHITE_BOX else "synthetic rows",
         "auc": _r(auc),
         "tpr_at_fpr": {f"{lvl:g}": _r(tpr_at_fpr(labels, scores, lvl)) for lvl in FPR_LEVELS},
         "advantage": _r(advantage(labels, scores)),
@@ -671,6 +772,7 @@ def risk_report(
     canary_pairs: int = DEFAULT_CANARY_PAIRS,
     sample_factor: float = SAMPLE_FACTOR,
     shadow: bool = True,
+    check_runs: int | None = None,
 ) -> dict[str, Any]:
     """The risk report of ``mechanism`` at (``epsilon``, ``delta``) with ``params`` on ``prepared``
     (the table as :meth:`Schema.prepare` returns it). Never raises for bad input: a report with
@@ -681,7 +783,10 @@ def risk_report(
 
     ``time_budget`` (seconds): refits after the first are skipped when the slowest refit-and-attack
     step so far would end past it (the web app passes 3x the release's own time); the report lists
-    what it skipped."""
+    what it skipped.
+
+    ``check_runs``: implementation-check refits after those (:meth:`Mechanism.measure`, the noisy
+    queries alone), default ``CHECK_RUNS_PER_RUN`` x ``runs``, fewer when the time budget ends first."""
     t0 = time.perf_counter()
     step = progress or (lambda f, s: None)
     claim = {
@@ -762,7 +867,7 @@ def risk_report(
     total_fits = len(sequence)
     done_fits = 0
     results: dict[str, dict[str, list]] = {
-        k: {a: [] for a in BASE_ATTACKS} for k in ("private", "members", "noise off")
+        k: {a: [] for a in BASE_ATTACKS + (WHITE_BOX,)} for k in ("private", "members", "noise off")
     }
     feats: dict[str, list] = {"private": [], "members": [], "noise off": [], "shadow": []}
     attribute = linked = singled = None
@@ -790,6 +895,10 @@ def risk_report(
             sizes,
         )
         sc["cell_count"] = np.column_stack([T / 2, -T / 2]).ravel()
+        queries = mech.noisy_queries() if mech is not None else None
+        if queries:
+            Tq = query_scores(queries, C, frame, game_pairs, game_fixed)
+            sc[WHITE_BOX] = np.column_stack([Tq / 2, -Tq / 2]).ravel()
         return sc, labels, train_idx, S, S_cells
 
     try:
@@ -826,8 +935,9 @@ def risk_report(
             )
             feats[kind].append((pair_features(sc), first_in))
             if kind != "shadow":
-                for a in BASE_ATTACKS:
-                    results[kind][a].append((labels, sc[a]))
+                for a in BASE_ATTACKS + (WHITE_BOX,):
+                    if a in sc:
+                        results[kind][a].append((labels, sc[a]))
             if kind == "private" and attribute is None:
                 step(done_fits / (total_fits + 1), "attribute inference, linkability, singling out")
                 attribute = attribute_inference(kschema, X[train_idx], reference, S, enc.numeric, rng)
@@ -839,6 +949,48 @@ def risk_report(
                 for a in BASE_ATTACKS:
                     results["members"][a].append((labels, sc_m[a]))
             step_seconds.append(time.perf_counter() - ts)
+    except (ValueError, RuntimeError, ArithmeticError) as exc:
+        return not_computable(
+            f"the mechanism could not be refitted on part of the table: "
+            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}",
+            **claim,
+        )
+
+    # implementation-check refits: the noisy queries alone (Mechanism.measure: no sampling, no attack
+    # on rows), new coins on the same pairs, while the budget lasts
+    check_done, check_seconds = 0, []
+    check_total = CHECK_RUNS_PER_RUN * runs if check_runs is None else max(int(check_runs), 0)
+    try:
+        while results["private"][WHITE_BOX] and check_done < check_total:
+            elapsed = time.perf_counter() - t0
+            if time_budget is not None and elapsed + max(check_seconds or fit_seconds) > time_budget:
+                break
+            ts = time.perf_counter()
+            first_in = rng.random(len(pairs)) < 0.5
+            members_idx = np.r_[fixed, np.where(first_in, pairs[:, 0], pairs[:, 1])]
+            step(
+                min(done_fits / (total_fits + 1), 0.96),
+                f"implementation check {check_done + 1}" + (f"/{check_total}" if time_budget is None else ""),
+            )
+            from .runner import build
+
+            mech = build(
+                mechanism,
+                kschema,
+                epsilon=epsilon,
+                delta=delta,
+                params=params,
+                noise=noises["private"],
+                n=len(members_idx),
+                progress=lambda f, s: step(min(done_fits / (total_fits + 1), 0.96), s),
+            )
+            queries = mech.measure(TableSource(kschema, frame=frame.iloc[members_idx].reset_index(drop=True)))
+            Tq = query_scores(queries or [], C, frame, pairs, fixed)
+            results["private"][WHITE_BOX].append(
+                (np.column_stack([first_in, ~first_in]).ravel(), np.column_stack([Tq / 2, -Tq / 2]).ravel())
+            )
+            check_done += 1
+            check_seconds.append(time.perf_counter() - ts)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
         return not_computable(
             f"the mechanism could not be refitted on part of the table: "
@@ -887,6 +1039,15 @@ def risk_report(
         "fixed_members": int(len(fixed)),
         "synthetic_rows_attacked": syn_rows,
         "shadow_game": bool(feats["shadow"]),
+        "implementation_check": (
+            {"available": True, "reason": "", "refits": runs_done + check_done, "measure_only_refits": check_done}
+            if results["private"][WHITE_BOX]
+            else {
+                "available": False,
+                "reason": f"{mechanism} does not describe its noisy measurements as linear queries: "
+                "only the attacks on its synthetic rows ran",
+            }
+        ),
         "attacks": attacks,
         "control": control,
         "attribute_inference": attribute or [],
@@ -918,13 +1079,21 @@ def verdict(report: dict) -> dict:
     control_detected = control_auc is not None and control_auc >= CONTROL_MIN_AUC
     lb = max((_num(a["epsilon_lower_bound"]) for a in report["attacks"]), default=0.0)
     failed = lb > eps
-    adv = max((a["advantage"] or 0.0 for a in report["attacks"]), default=0.0)
+    rows = [a for a in report["attacks"] if a.get("sees", "synthetic rows") == "synthetic rows"]
+    white = [a for a in report["attacks"] if a.get("sees") == "noisy measurements"]
+    adv = max((a["advantage"] or 0.0 for a in rows), default=0.0)
     limit = theoretical_advantage(eps, delta)
     summary = (
         f"An attacker who holds one person's full record can tell whether that person was in the data "
         f"with at most {100 * adv:.1f}% more success than a coin flip (theoretical limit at this "
         f"epsilon: {100 * limit:.1f}%)."
     )
+    if white and not failed:
+        summary += (
+            f" Implementation check: an attacker who also saw the mechanism's noisy measurements (never "
+            f"published) proves epsilon is at least {_num(white[0]['epsilon_lower_bound']):.2f}, within the "
+            f"claimed {eps:g}."
+        )
     if failed:
         summary += (
             f" FAILURE: the attacks prove epsilon is at least {lb:.2f}, above the claimed {eps:g}: "
@@ -941,6 +1110,7 @@ def verdict(report: dict) -> dict:
         "epsilon_lower_bound": _r(lb),
         "guarantee_failed": failed,
         "empirical_advantage": _r(adv),
+        "implementation_check_bound": _r(_num(white[0]["epsilon_lower_bound"])) if white else None,
         "theoretical_advantage": _r(limit),
         "summary": summary,
     }

@@ -103,6 +103,28 @@ class Measurements:
     def cliques(self) -> list[Clique]:
         return [m.clique for m in self.items]
 
+    def noisy_queries(self, names: Sequence[str], sizes: Sequence[int], cell_map=None) -> list:
+        """Every measurement as a :class:`~mechanisms.base.NoisyQuery` on the schema's public cells:
+        a record adds ``weights[k]`` (1 for the identity query) to the flat index k of its cell in the
+        clique's marginal. ``cell_map`` turns the schema's cell matrix into the cells the marginals were
+        counted on (MST's compressed domains); ``sizes`` are those cells' sizes."""
+        from ..base import NoisyQuery
+
+        index = {a: j for j, a in enumerate(names)}
+        out = []
+        for m in self.items:
+            cols = [index[a] for a in m.clique]
+            shape = tuple(int(sizes[j]) for j in cols)
+
+            def flat(cells, cols=cols, shape=shape):
+                cells = cell_map(cells) if cell_map is not None else cells
+                return np.ravel_multi_index(tuple(cells[:, j] for j in cols), shape)
+
+            out.append(
+                NoisyQuery(np.asarray(m.values, float), float(m.sigma), "gaussian", cells=flat, weights=m.weights)
+            )
+        return out
+
     def to_mbi(self, mbi) -> list:
         out = []
         for m in self.items:

@@ -292,6 +292,7 @@ class AIM(Mechanism):
         self.progress(0.995, "final estimate")
         model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
         self.model = ModelTables.from_model(mbi, model, names, sizes)
+        self._noisy_queries = log.noisy_queries(names, [sizes[a] for a in names])
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
 

@@ -27,7 +27,7 @@ import pandas as pd
 import math
 
 from ...accounting import PrivacyCost, zcdp_rho
-from ...base import NOISE_MODE, Mechanism
+from ...base import NOISE_MODE, Mechanism, NoisyQuery
 from ...noise import laplace_scale
 from ...schema import TableSource
 from . import guide
@@ -63,6 +63,11 @@ class Baseline(Mechanism):
             self.noisy_counts.append(draw(counts, scale=scale))
             self.progress((j + 1) / d, f"noisy marginal {j + 1}/{d}")
         self.scale = scale
+        kind = "gaussian" if self.params["noise_type"] == "gaussian" else "laplace"
+        self._noisy_queries = [
+            NoisyQuery(np.asarray(y, float), scale, kind, cells=lambda c, j=j: c[:, j])
+            for j, y in enumerate(self.noisy_counts)
+        ]
 
     def sample(self, n: int) -> pd.DataFrame:
         n = self._check_rows(n)

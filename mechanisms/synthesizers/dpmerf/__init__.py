@@ -52,7 +52,7 @@ import pandas as pd
 
 from ...accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
 from ... import resources
-from ...base import Mechanism, ParamSpec
+from ...base import Mechanism, NoisyQuery, ParamSpec
 from ...schema import Schema, TableSource
 from . import guide
 
@@ -255,15 +255,26 @@ class DPMERF(Mechanism):
     # -- Algorithm 1 ----------------------------------------------------------------------------
     def _fit(self, source: TableSource) -> None:
         t0 = time.perf_counter()
-        n = source.n
-        self.n = n
-        self._draw_features()  # public: bandwidth + frequencies
-        self.progress(0.01, "random features drawn")
-        self.embedding, self.counts = self._release(*self._embed(source.frame()))  # steps 2-3 (private)
+        self._measure(source)
         self.progress(0.03, "noisy mean embedding released")
         self.seconds_release = time.perf_counter() - t0
         self._train()  # post-processing from here on
         self.seconds_train = time.perf_counter() - t0 - self.seconds_release
+
+    def _measure(self, source: TableSource) -> None:
+        """Steps 1-4's private part: the public features, then the noisy embedding and counts."""
+        self.n = source.n
+        self._draw_features()  # public: bandwidth + frequencies
+        self.progress(0.01, "random features drawn")
+        self.embedding, self.counts = self._release(*self._embed(source.frame()))  # steps 2-3 (private)
+        self._noisy_queries = self._queries()
+
+    def measure(self, source: TableSource) -> list[NoisyQuery]:
+        """The two noisy releases without the generator's training (the risk report's check)."""
+        if self.fitted or getattr(self, "_noisy_queries", None) is not None:
+            raise RuntimeError("fit() or measure() may run once per mechanism object (each spends budget)")
+        self._measure(source)
+        return self._noisy_queries
 
     def _draw_features(self) -> None:
         p, rng = self.params, self.noise.rng
@@ -304,6 +315,40 @@ class DPMERF(Mechanism):
         if not self.labeled:
             return embedding, np.array([float(self.n)])  # n is public
         return embedding, self.noise.gaussian_float(counts.astype(float), scale=self.sigma * math.sqrt(2.0))
+
+    def _queries(self) -> list[NoisyQuery]:
+        """The two releases as linear queries (:class:`~mechanisms.base.NoisyQuery`): the embedding, a
+        record contributing h(x) y^T / n (flattened like ``embedding``), and in labeled mode the class
+        counts, a record contributing its one-hot label."""
+        n, C = self.n, self.n_classes
+
+        def labels(unit: np.ndarray) -> np.ndarray:
+            y = unit[:, self._target].astype(np.int64) if self.labeled else np.zeros(len(unit), np.int64)
+            return np.eye(C)[y]
+
+        def embedding(frame: pd.DataFrame) -> np.ndarray:
+            unit = self.schema.to_unit(frame)
+            h = self._features_np(unit)
+            return (h[:, :, None] * labels(unit)[:, None, :]).reshape(len(unit), -1) / n
+
+        out = [
+            NoisyQuery(
+                np.asarray(self.embedding, float).ravel(),
+                self.sigma * self.embedding_sensitivity(n),
+                "gaussian",
+                dense=embedding,
+            )
+        ]
+        if self.labeled:
+            out.append(
+                NoisyQuery(
+                    np.asarray(self.counts, float),
+                    self.sigma * math.sqrt(2.0),
+                    "gaussian",
+                    dense=lambda frame: labels(self.schema.to_unit(frame)),
+                )
+            )
+        return out
 
     def target_embedding(self) -> np.ndarray:
         """Eq. 18: each noisy class column scaled by n / m~_c (counts floored at COUNT_FLOOR)."""

@@ -168,6 +168,28 @@ class MST(Mechanism):
 
     # -- fit: the only step that reads private data ------------------------------------------------
     def _fit(self, source: TableSource) -> None:
+        mbi, log, names, n = self._measure(source)
+        self.progress(0.55, "estimating the graphical model (Private-PGM)")
+        model = estimate(
+            mbi, dict(zip(names, self._compressed_sizes())), names, log, total=n, iters=self.params["iters"]
+        )
+        self.model = ModelTables.from_model(mbi, model, names, dict(zip(names, self._compressed_sizes())))
+        release_programs()  # a worker keeps neither the programs nor the freed heap after the job
+        self.progress(1.0, "model estimated")
+
+    def measure(self, source: TableSource):
+        """Steps 1-3 (every noisy measurement) without the final estimate (the risk report's check)."""
+        if self.fitted or getattr(self, "_noisy_queries", None) is not None:
+            raise RuntimeError("fit() or measure() may run once per mechanism object (each spends budget)")
+        self._measure(source)
+        release_programs()
+        return self._noisy_queries
+
+    def _compressed_sizes(self) -> list[int]:
+        return [self._compressed_size(j) for j in range(len(self.supports))]
+
+    def _measure(self, source: TableSource):
+        """Steps 1-3, the only ones that read the private table: returns (mbi, the measurements, names, n)."""
         self.check_pairs(self.schema)
         mbi = load_mbi()
         names, sizes = self.schema.names, self.schema.cell_sizes
@@ -206,12 +228,8 @@ class MST(Mechanism):
             raise AssertionError(f"mst spent rho={math.fsum(self.spent)} > {self.rho}")
         self.edges = edges
         self.sigmas = (sigma1, sigma2)
-
-        self.progress(0.55, "estimating the graphical model (Private-PGM)")
-        model = estimate(mbi, comp.sizes, names, log, total=n, iters=self.params["iters"])
-        self.model = ModelTables.from_model(mbi, model, names, comp.sizes)
-        release_programs()  # a worker keeps neither the programs nor the freed heap after the job
-        self.progress(1.0, "model estimated")
+        self._noisy_queries = log.noisy_queries(names, self._compressed_sizes(), cell_map=self._compress_cells)
+        return mbi, log, names, n
 
     def _compressed_size(self, j: int) -> int:
         s = self.supports[j]
