@@ -220,6 +220,7 @@ def cmd_risk(args) -> int:
         max_rows=args.max_rows,
         time_budget=args.seconds,
         shadow=not args.no_shadow,
+        check_runs=args.check_runs,
         **({"canary_pairs": args.pairs} if args.pairs is not None else {}),
     )
     print(json.dumps(report, indent=2 if args.pretty else None))
@@ -320,6 +321,12 @@ def make_parser() -> argparse.ArgumentParser:
     k.add_argument("--pairs", type=int, default=None, help="target pairs per refit (the most vulnerable records)")
     k.add_argument("--seconds", type=float, default=None, help="time budget: no new refit after it (default: none)")
     k.add_argument("--no-shadow", action="store_true", help="skip the shadow-model attack (saves one refit)")
+    k.add_argument(
+        "--check-runs",
+        type=int,
+        default=None,
+        help="measure-only refits for the implementation check (default: 10 per refit; 0: none)",
+    )
     k.add_argument("--confidence", type=float, default=0.95, help="of the epsilon lower bounds")
     k.add_argument("--max-rows", type=int, default=10_000, help="records used (a random sample beyond)")
     k.add_argument(

@@ -125,6 +125,8 @@ def one(
     if params.get("max_rounds") and params["max_rounds"] < len(schema.kept):
         params["max_rounds"] = len(schema.kept) + 8  # AIM's first rounds measure every column, one each
     delta = DELTA if _needs_delta(mechanism, schema, params) else 0.0
+    rel_s = release_seconds(schema, raw, mechanism, epsilon, params, seed) if time_factor or not broken_only else None
+    budget = None if time_factor is None else max(time_factor * rel_s, min_seconds)
     if broken_only:
         return {
             "table": table,
@@ -135,13 +137,22 @@ def one(
             "params": params,
             "canary_pairs": canary_pairs,
             "seed": seed,
+            "release_seconds": None if rel_s is None else round(rel_s, 2),
+            "time_budget": None if budget is None else round(budget, 2),
             **_broken(
-                schema, schema.prepare(raw), mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs
+                schema,
+                schema.prepare(raw),
+                mechanism,
+                epsilon,
+                delta,
+                params,
+                broken_runs or runs,
+                seed,
+                canary_pairs,
+                budget,
             ),
         }
-    rel_s = release_seconds(schema, raw, mechanism, epsilon, params, seed)
     prepared = schema.prepare(raw)
-    budget = None if time_factor is None else max(time_factor * rel_s, min_seconds)
     rep = risk.risk_report(
         schema,
         prepared,
@@ -177,6 +188,7 @@ def one(
             runs_done=rep["runs"],
             skipped_for_time=rep["skipped_for_time"],
             fit_seconds=rep["fit_seconds"],
+            check_refits=rep["implementation_check"].get("refits"),
             lower_bounds={a["name"]: a["epsilon_lower_bound"] for a in rep["attacks"]},
             aucs={a["name"]: a["auc"] for a in rep["attacks"]},
             control_auc=rep["control_auc"],
@@ -192,13 +204,16 @@ def one(
         )
     if broken:
         out.update(
-            _broken(schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs)
+            _broken(
+                schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs, budget
+            )
         )
     return out
 
 
-def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs) -> dict:
-    """The report on the variant with every noise scale divided by 10, claiming ``epsilon``."""
+def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs, budget=None) -> dict:
+    """The report on the variant with every noise scale divided by 10, claiming ``epsilon``, within the
+    same time budget as the honest report (when one is given)."""
     b = risk.risk_report(
         schema,
         prepared,
@@ -211,9 +226,11 @@ def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, can
         attack_noise=ScaledNoise(0.1, seed=seed),
         noise_off_control=False,
         canary_pairs=canary_pairs,
+        time_budget=budget,
     )
     return {
         "broken_runs": b.get("runs"),
+        "broken_check_refits": (b.get("implementation_check") or {}).get("refits"),
         "broken_seconds": b.get("seconds"),
         "broken_lower_bound": b.get("epsilon_lower_bound"),
         "broken_lower_bounds": {a["name"]: a["epsilon_lower_bound"] for a in b.get("attacks", [])},

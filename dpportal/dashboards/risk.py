@@ -251,7 +251,7 @@ def api_dict(release: Release) -> dict:
     if rr.status in (RiskReport.NOT_COMPUTABLE, RiskReport.FAILED):
         out["reason"] = rr.error or results.get("reason", "")
     if rr.status == RiskReport.DONE:
-        keys = ("name", "title", "auc", "tpr_at_fpr", "epsilon_lower_bound", "advantage")
+        keys = ("name", "title", "sees", "auc", "tpr_at_fpr", "epsilon_lower_bound", "advantage")
         out["attacks"] = [{k: a.get(k) for k in keys} for a in results.get("attacks", [])]
         out["control"] = [
             {**{k: a.get(k) for k in keys}, "release": a.get("release")} for a in results.get("control", [])
@@ -264,6 +264,8 @@ def api_dict(release: Release) -> dict:
             "control_detected",
             "empirical_advantage",
             "theoretical_advantage",
+            "implementation_check",
+            "implementation_check_bound",
             "summary",
             "attribute_inference",
             "linkability",

@@ -350,6 +350,10 @@ def test_the_cli_passes_target_pairs_and_the_time_budget(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "done" and out["target_pairs"] == 7 and out["runs"] == 1, out
     assert out["time_budget_seconds"] == 0.0 and out["shadow_game"] is False
+    assert out["implementation_check"]["measure_only_refits"] == 0  # no time left for them
+    assert main([*args, "--check-runs", "3", "--no-shadow", "--no-noise-off-control"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["implementation_check"] == {"available": True, "reason": "", "refits": 4, "measure_only_refits": 3}
     assert main([*args, "--pairs", "0"]) == 0
     assert "target pairs must be at least 1" in json.loads(capsys.readouterr().out)["reason"]
 

@@ -69,8 +69,13 @@ def test_a_computed_report_reaches_the_api_and_the_pages(world):
     body = resp.json()
     assert body["status"] == "done" and body["claimed_epsilon"] == 1.0 and body["guarantee_failed"] is False
     assert {a["name"] for a in body["attacks"]} == set(mrisk.ATTACKS)
-    # the shadow classifier is trained for the mechanism's game: no row against the controls
-    assert {a["name"] for a in body["control"]} == set(mrisk.BASE_ATTACKS)
+    # the shadow classifier is trained for the mechanism's game: no row against the controls; the
+    # implementation check reads a refit's measurements: no row against the members themselves
+    assert {a["name"] for a in body["control"]} == set(mrisk.BASE_ATTACKS) | {mrisk.WHITE_BOX}
+    assert {a["release"] for a in body["control"] if a["name"] == mrisk.WHITE_BOX} == {"noise switched off"}
+    check = body["implementation_check"]
+    assert check["available"] and check["refits"] == 2 + check["measure_only_refits"] > 2
+    assert {a["sees"] for a in body["attacks"]} == {"synthetic rows", "noisy measurements"}
     for a in body["attacks"] + body["control"]:
         assert set(a) >= {"name", "auc", "tpr_at_fpr", "epsilon_lower_bound"} and set(a["tpr_at_fpr"]) == {
             "0.01",
@@ -83,6 +88,7 @@ def test_a_computed_report_reaches_the_api_and_the_pages(world):
         'id="risk-summary"' in page and "more success than a coin flip" in page and "risk-guarantee-failed" not in page
     )
     assert 'id="risk-linkability"' in page and "Attribute inference" in page and 'id="risk-singling-out"' in page
+    assert 'id="risk-implementation-check"' in page and 'id="risk-check-note"' in page and "which no analyst" in page
     assert body["singling_out"]["queries"] > 0 and body["target_pairs"] > 0
     detail = world.client(world.owner).get(reverse("dpportal-release", args=[release.pk])).content.decode()
     assert "more success than a coin flip" in detail and "risk-guarantee-failed" not in detail
