@@ -102,6 +102,9 @@ FPR_LEVELS = (0.01, 0.001)
 GUESS_FRACTIONS = (0.02, 0.1, 0.5, 1.0)  # share of target pairs the attacker guesses on (abstaining on the rest)
 CONTROL_MIN_AUC = 0.9
 CHECK_RUNS_PER_RUN = 10  # implementation-check refits (noisy queries alone) per attacked refit, budget allowing
+CHECK_CANDIDATES = 4  # the check's pairs come from this many times as many of the most vulnerable records
+CHECK_MAX_COS = 0.3  # the check's pairs: largest |cosine| between two pairs' contribution differences
+CHECK_MAX_TRIES = 200_000  # candidate pairs looked at when picking them
 CHECK_SHARE = 0.4  # of a time budget, left to the implementation check when the mechanism offers it
 MAX_SECRETS = 5  # attribute inference: secret columns tried (categorical first, then numeric)
 CHUNK_CELLS = 2_000_000  # distance matrix entries per block
@@ -322,7 +325,8 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
     pair's two) is +d/2 plus noise when a is in, -d/2 when b is, with d = c(a) - c(b); summed over the
     queries (independent noise):
 
-    * Gaussian noise of std s: <r, d> / v, v = s^2 plus the other pairs' coins on that coordinate;
+    * Gaussian noise of std s: <r, d> / v, v = s^2 plus the other pairs' coins on that coordinate
+      (count queries); for dense ones the other pairs' coins as correlated noise (:func:`_dense_llr`);
     * Laplace noise of scale b, count queries: (|r + w/2| - |r - w/2|) / b at a's coordinate and the
       mirror at b's; the Gaussian form with variance 2 b^2 plus the coins' where many other targets
       share the coordinate (``LAPLACE_SHARED``).
@@ -359,8 +363,7 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
             D = ca - cb
             coin = (D**2).sum(axis=0) / 4  # the targets' coins, +-d/2 each, per coordinate
             s2 = q.scale**2 * _noise_ratio(np.mean(r**2) - np.mean(coin), q.scale**2)  # variance ratio
-            v = np.maximum(s2 + coin[None, :] - D**2 / 4, 1e-300)
-            T += (D * r[None, :] / v).sum(axis=1)
+            T += _dense_llr(D, r, s2)
     # the noise actually present, in units of the declared scale, read off the coordinates no target
     # touches (pure noise there): an attacker may estimate it, and a noise smaller than declared shows
     ratio = {
@@ -390,6 +393,68 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
             va, vb = scale**2 + ca, scale**2 + cb
             T += np.where(disc, r[fa] * wa / va - r[fb] * wb / vb, 0.0)
     return T
+
+
+def _dense_llr(D: np.ndarray, r: np.ndarray, s2: float) -> np.ndarray:
+    """Per pair j, d_j' S_j^-1 r: the Gaussian log-likelihood ratio of its coin when the residual is
+    r = D' c / 2 + noise (c the coins, +-1; noise variance ``s2`` per coordinate) and the OTHER pairs'
+    coins are counted as noise, S_j = s2 I + sum over i != j of d_i d_i' / 4. Dense contributions of
+    different pairs are far from orthogonal (a mean embedding moves alike for many records), so this
+    decorrelation matters. With S the same sum over all pairs, G = D D' and Woodbury,
+    u = D S^-1 r = (D r - G (4 s2 I + G)^-1 D r) / s2, M = D S^-1 D' = (G - G (4 s2 I + G)^-1 G) / s2,
+    and Sherman-Morrison takes pair j back out: d_j' S_j^-1 r = u_j 4 / (4 - M_jj)."""
+    G = D @ D.T
+    Dr = D @ r
+    A = 4 * s2 * np.eye(len(G)) + G
+    u = (Dr - G @ np.linalg.solve(A, Dr)) / s2
+    M = (G - G @ np.linalg.solve(A, G)) / s2
+    return u * 4 / np.maximum(4 - np.diag(M), 1e-12)
+
+
+def check_pairs(
+    queries, cells: np.ndarray, frame: pd.DataFrame, candidates: np.ndarray, n_pairs: int, max_cos: float = None
+) -> np.ndarray:
+    """Target pairs for the implementation check's measure-only refits, fixed before any coin: among
+    ``candidates`` (the pool's most vulnerable records), greedily the pair whose contributions differ
+    most in units of the noise (||c(a) - c(b)||^2 summed over the queries, each divided by its scale^2:
+    the pair's signal-to-noise ratio squared, what :func:`query_scores` sees), then the next whose
+    difference is nearly orthogonal to those taken (|cosine| at most ``max_cos``): the other pairs'
+    coins are noise for a pair's statistic along shared directions, and a mean embedding moves alike
+    for many records (on a table whose records differ mostly in two categorical columns, a handful of
+    pairs is all it can tell apart at once). Works on the record kernel K(x, y) = sum over queries of
+    <c(x), c(y)> / scale^2; the maps are public (the schema, a refit's public draws)."""
+    max_cos = CHECK_MAX_COS if max_cos is None else max_cos
+    candidates = np.asarray(candidates)
+    m = len(candidates)
+    K = np.zeros((m, m))
+    for q in queries:
+        if q.cells is not None:
+            f = q.cells(cells[candidates])
+            w = (np.ones(np.asarray(q.values).size) if q.weights is None else np.asarray(q.weights, float))[f]
+            K += (f[:, None] == f[None, :]) * np.outer(w, w) / q.scale**2
+        elif q.dense is not None:
+            X = q.dense(frame.iloc[candidates])
+            K += X @ X.T / q.scale**2
+    sq = np.diag(K)
+    dist = sq[:, None] + sq[None, :] - 2 * K
+    dist[np.tril_indices(m)] = -np.inf
+    used = np.zeros(m, dtype=bool)
+    taken: list[tuple[int, int]] = []
+    for flat in np.argsort(-dist, axis=None, kind="stable")[:CHECK_MAX_TRIES]:
+        i, j = divmod(int(flat), m)
+        if not np.isfinite(dist[i, j]) or dist[i, j] <= 0 or len(taken) == n_pairs:
+            break
+        if used[i] or used[j]:
+            continue
+        if taken:
+            a, b = np.array(taken).T
+            dot = K[i, a] - K[i, b] - K[j, a] + K[j, b]
+            norms = np.sqrt(dist[i, j] * (sq[a] + sq[b] - 2 * K[a, b]))
+            if np.any(np.abs(dot) > max_cos * norms):
+                continue
+        used[i] = used[j] = True
+        taken.append((i, j))
+    return candidates[np.array(taken, dtype=np.int64).reshape(-1, 2)]
 
 
 def _moments(parts: list[np.ndarray], power: int) -> tuple[float, float]:
@@ -887,6 +952,7 @@ def risk_report(
     fit_seconds: list[float] = []
     step_seconds: list[float] = []
     check_total = CHECK_RUNS_PER_RUN * runs if check_runs is None else max(int(check_runs), 0)
+    first_queries = None
     skipped: list[str] = []
 
     def play(game_pairs, game_fixed, ref_rows, syn_frame, mech, first_in):
@@ -947,6 +1013,8 @@ def risk_report(
             )
             fit_seconds.append(time.perf_counter() - tf)
             done_fits += 1
+            if kind == "private" and first_queries is None:
+                first_queries = mech.noisy_queries()
             sc, labels, train_idx, S, S_cells = play(
                 game_pairs, game_fixed, s_ref if kind == "shadow" else ref_idx, syn, mech, first_in
             )
@@ -974,16 +1042,21 @@ def risk_report(
         )
 
     # implementation-check refits: the noisy queries alone (Mechanism.measure: no sampling, no attack
-    # on rows), new coins on the same pairs, while the budget lasts
+    # on rows), their own pairs (those the queries tell apart best) and coins, while the budget lasts
     check_done, check_seconds = 0, []
+    if first_queries and check_total > 0:
+        v = vulnerability(C[pool_idx], C, sizes)
+        candidates = pool_idx[np.argsort(-v, kind="stable")[: min(CHECK_CANDIDATES * len(pairs), len(pool_idx))]]
+        c_pairs = check_pairs(first_queries, C, frame, candidates, len(pairs))
+        c_fixed = np.setdiff1d(pool_idx, c_pairs.ravel())
     try:
         while results["private"][WHITE_BOX] and check_done < check_total:
             elapsed = time.perf_counter() - t0
             if time_budget is not None and elapsed + max(check_seconds or fit_seconds) > time_budget:
                 break
             ts = time.perf_counter()
-            first_in = rng.random(len(pairs)) < 0.5
-            members_idx = np.r_[fixed, np.where(first_in, pairs[:, 0], pairs[:, 1])]
+            first_in = rng.random(len(c_pairs)) < 0.5
+            members_idx = np.r_[c_fixed, np.where(first_in, c_pairs[:, 0], c_pairs[:, 1])]
             step(
                 min(done_fits / (total_fits + 1), 0.96),
                 f"implementation check {check_done + 1}" + (f"/{check_total}" if time_budget is None else ""),
@@ -1001,7 +1074,7 @@ def risk_report(
                 progress=lambda f, s: step(min(done_fits / (total_fits + 1), 0.96), s),
             )
             queries = mech.measure(TableSource(kschema, frame=frame.iloc[members_idx].reset_index(drop=True)))
-            Tq = query_scores(queries or [], C, frame, pairs, fixed)
+            Tq = query_scores(queries or [], C, frame, c_pairs, c_fixed)
             results["private"][WHITE_BOX].append(
                 (np.column_stack([first_in, ~first_in]).ravel(), np.column_stack([Tq / 2, -Tq / 2]).ravel())
             )
