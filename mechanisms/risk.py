@@ -102,9 +102,9 @@ FPR_LEVELS = (0.01, 0.001)
 GUESS_FRACTIONS = (0.02, 0.1, 0.5, 1.0)  # share of target pairs the attacker guesses on (abstaining on the rest)
 CONTROL_MIN_AUC = 0.9
 CHECK_RUNS_PER_RUN = 10  # implementation-check refits (noisy queries alone) per attacked refit, budget allowing
-CHECK_CANDIDATES = 4  # the check's pairs come from this many times as many of the most vulnerable records
+CHECK_PAIRS_FACTOR = 4  # the check's refits have up to this many times the target pairs (no rows to blur)
+CHECK_CANDIDATES = 4  # ... chosen among this many times as many of the most vulnerable records
 CHECK_MAX_COS = 0.3  # the check's pairs: largest |cosine| between two pairs' contribution differences
-CHECK_MAX_TRIES = 200_000  # candidate pairs looked at when picking them
 CHECK_SHARE = 0.4  # of a time budget, left to the implementation check when the mechanism offers it
 MAX_SECRETS = 5  # attribute inference: secret columns tried (categorical first, then numeric)
 CHUNK_CELLS = 2_000_000  # distance matrix entries per block
@@ -312,7 +312,7 @@ def cell_count_scores(
 
 
 DENSE_CHUNK = 4_000  # rows per block when summing dense query contributions
-LAPLACE_SHARED = 4.0  # coin variance (16 other targets) above which a Laplace coordinate is read as Gaussian
+LAPLACE_EXACT_MAX = 64  # other targets at a Laplace coordinate up to which their coins are summed exactly
 MIN_UNTOUCHED = 30  # coordinates no target touches needed to estimate the noise actually present
 NOISE_RATIO_FLOOR = 1e-3  # the estimated noise is at least this share of the declared (noise off: 0)
 
@@ -327,9 +327,8 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
 
     * Gaussian noise of std s: <r, d> / v, v = s^2 plus the other pairs' coins on that coordinate
       (count queries); for dense ones the other pairs' coins as correlated noise (:func:`_dense_llr`);
-    * Laplace noise of scale b, count queries: (|r + w/2| - |r - w/2|) / b at a's coordinate and the
-      mirror at b's; the Gaussian form with variance 2 b^2 plus the coins' where many other targets
-      share the coordinate (``LAPLACE_SHARED``).
+    * Laplace noise of scale b, count queries: at a's coordinate and (mirrored) at b's, the exact
+      ratio of the two mixtures "noise plus the other targets' coins there" (:func:`_laplace_mixture_llr`).
 
     s and b are the noise actually present, estimated like an attacker would: for count queries from
     the coordinates no target touches (pure noise there, pooled over the queries in units of their
@@ -379,20 +378,46 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
         coin = np.bincount(fa, weights=wa**2 / 4, minlength=k) + np.bincount(fb, weights=wb**2 / 4, minlength=k)
         ca, cb = coin[fa] - wa**2 / 4, coin[fb] - wb**2 / 4
         if q.noise == "laplace":
-            # exact where few other targets share the coordinate; where many coins add up, their sum
-            # and the noise are taken as Gaussian (variance 2 b^2 + the coins')
-            va, vb = 2 * scale**2 + ca, 2 * scale**2 + cb
-            la = np.where(
-                ca > LAPLACE_SHARED, r[fa] * wa / va, (np.abs(r[fa] + wa / 2) - np.abs(r[fa] - wa / 2)) / scale
-            )
-            lb = np.where(
-                cb > LAPLACE_SHARED, -r[fb] * wb / vb, (np.abs(r[fb] - wb / 2) - np.abs(r[fb] + wb / 2)) / scale
-            )
+            # exact: the other targets' coins at the coordinate add w (2B - k) / 2, B ~ Binomial(k, 1/2)
+            touch = np.bincount(fa, minlength=k) + np.bincount(fb, minlength=k)
+            la = _laplace_mixture_llr(r[fa], wa, touch[fa] - 1, scale)
+            lb = -_laplace_mixture_llr(r[fb], wb, touch[fb] - 1, scale)
             T += np.where(disc, la + lb, 0.0)
         else:
             va, vb = scale**2 + ca, scale**2 + cb
             T += np.where(disc, r[fa] * wa / va - r[fb] * wb / vb, 0.0)
     return T
+
+
+def _laplace_mixture_llr(r: np.ndarray, w: np.ndarray, others: np.ndarray, b: float) -> np.ndarray:
+    """log p(r | +w/2) - log p(r | -w/2) for r = +-w/2 + w (2B - k) / 2 + Laplace(b) noise, B ~
+    Binomial(k, 1/2) the other k targets' coins at the coordinate (k = ``others``, per entry): a
+    finite mixture, summed exactly (log-sum-exp) up to k = ``LAPLACE_EXACT_MAX``; beyond, the coins'
+    sum and the noise are taken as Gaussian (variance 2 b^2 + k w^2 / 4)."""
+    out = np.zeros(len(r))
+    kmax = int(min(others.max(initial=0), LAPLACE_EXACT_MAX))
+    small = others <= LAPLACE_EXACT_MAX
+    if small.any():
+        k = others[small][:, None]
+        B = np.arange(kmax + 1)[None, :]
+        valid = B <= k
+        logw = np.where(valid, _log_binom(k, np.minimum(B, k)) - k * math.log(2), -np.inf)
+        shift = (w[small][:, None] * (2 * B - k)) / 2
+        rr = r[small][:, None]
+        wh = w[small][:, None] / 2
+        plus = np.logaddexp.reduce(logw - np.abs(rr - wh - shift) / b, axis=1)
+        minus = np.logaddexp.reduce(logw - np.abs(rr + wh - shift) / b, axis=1)
+        out[small] = plus - minus
+    big = ~small
+    if big.any():
+        out[big] = r[big] * w[big] / (2 * b**2 + others[big] * w[big] ** 2 / 4)
+    return out
+
+
+def _log_binom(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln
+
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
 def _dense_llr(D: np.ndarray, r: np.ndarray, s2: float) -> np.ndarray:
@@ -436,24 +461,17 @@ def check_pairs(
             X = q.dense(frame.iloc[candidates])
             K += X @ X.T / q.scale**2
     sq = np.diag(K)
-    dist = sq[:, None] + sq[None, :] - 2 * K
-    dist[np.tril_indices(m)] = -np.inf
-    used = np.zeros(m, dtype=bool)
+    dist = sq[:, None] + sq[None, :] - 2 * K  # ||d||^2 of every candidate pair
+    open_ = np.triu(np.ones((m, m), dtype=bool), 1) & (dist > 0)
     taken: list[tuple[int, int]] = []
-    for flat in np.argsort(-dist, axis=None, kind="stable")[:CHECK_MAX_TRIES]:
-        i, j = divmod(int(flat), m)
-        if not np.isfinite(dist[i, j]) or dist[i, j] <= 0 or len(taken) == n_pairs:
-            break
-        if used[i] or used[j]:
-            continue
-        if taken:
-            a, b = np.array(taken).T
-            dot = K[i, a] - K[i, b] - K[j, a] + K[j, b]
-            norms = np.sqrt(dist[i, j] * (sq[a] + sq[b] - 2 * K[a, b]))
-            if np.any(np.abs(dot) > max_cos * norms):
-                continue
-        used[i] = used[j] = True
+    while len(taken) < n_pairs and open_.any():
+        i, j = divmod(int(np.argmax(np.where(open_, dist, -np.inf))), m)
         taken.append((i, j))
+        open_[[i, j], :] = open_[:, [i, j]] = False
+        # <d(x, y), d(i, j)> for every candidate pair (x, y): g[x] - g[y], g = K[:, i] - K[:, j]
+        g = K[:, i] - K[:, j]
+        dot = g[:, None] - g[None, :]
+        open_ &= dot**2 <= max_cos**2 * dist * dist[i, j]
     return candidates[np.array(taken, dtype=np.int64).reshape(-1, 2)]
 
 
@@ -1046,9 +1064,12 @@ def risk_report(
     check_done, check_seconds = 0, []
     if first_queries and check_total > 0:
         v = vulnerability(C[pool_idx], C, sizes)
-        candidates = pool_idx[np.argsort(-v, kind="stable")[: min(CHECK_CANDIDATES * len(pairs), len(pool_idx))]]
-        c_pairs = check_pairs(first_queries, C, frame, candidates, len(pairs))
+        n_check = min(CHECK_PAIRS_FACTOR * len(pairs), max(len(pool_idx) // 4, 1))
+        candidates = pool_idx[np.argsort(-v, kind="stable")[: min(CHECK_CANDIDATES * n_check, len(pool_idx))]]
+        c_pairs = check_pairs(first_queries, C, frame, candidates, n_check)
         c_fixed = np.setdiff1d(pool_idx, c_pairs.ravel())
+        if len(c_pairs) == 0:  # no two candidates the queries tell apart
+            check_total = 0
     try:
         while results["private"][WHITE_BOX] and check_done < check_total:
             elapsed = time.perf_counter() - t0
