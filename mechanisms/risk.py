@@ -84,6 +84,7 @@ import pandas as pd
 from . import registry
 from .audit import guessing_epsilon_lower_bound
 from .noise import Noise, ZeroNoise
+from .runner import build
 from .schema import Schema, TableSource
 
 ProgressFn = Callable[[float, str], None]
@@ -803,8 +804,6 @@ def _refit(
 ):
     """The mechanism fitted on ``members`` and ``rows`` synthetic rows from it (default: as many as
     members); returns (mechanism, synthetic frame)."""
-    from .runner import build
-
     mech = build(
         name, schema, epsilon=epsilon, delta=delta, params=params, noise=noise, n=len(members), progress=progress
     )
@@ -1072,8 +1071,10 @@ def risk_report(
             check_total = 0
     try:
         while results["private"][WHITE_BOX] and check_done < check_total:
+            # the first measure-only refit runs while the budget lasts (its cost is not known before;
+            # at most a fit's), later ones when the slowest so far would end within it
             elapsed = time.perf_counter() - t0
-            if time_budget is not None and elapsed + max(check_seconds or fit_seconds) > time_budget:
+            if time_budget is not None and elapsed + max(check_seconds, default=0.0) > time_budget:
                 break
             ts = time.perf_counter()
             first_in = rng.random(len(c_pairs)) < 0.5
@@ -1082,16 +1083,14 @@ def risk_report(
                 min(done_fits / (total_fits + 1), 0.96),
                 f"implementation check {check_done + 1}" + (f"/{check_total}" if time_budget is None else ""),
             )
-            from .runner import build
-
             mech = build(
                 mechanism,
                 kschema,
+                n=len(members_idx),
                 epsilon=epsilon,
                 delta=delta,
                 params=params,
                 noise=noises["private"],
-                n=len(members_idx),
                 progress=lambda f, s: step(min(done_fits / (total_fits + 1), 0.96), s),
             )
             queries = mech.measure(TableSource(kschema, frame=frame.iloc[members_idx].reset_index(drop=True)))

@@ -279,7 +279,15 @@ def markdown(lines: list[dict]) -> str:
         refits = f"{r.get('runs_done', r['runs'])}" + (" + noise off" if off is not None else "")
         if "shadow" not in r.get("skipped_for_time", []) and "shadow_model" in r["lower_bounds"]:
             refits += " + shadow"
-        broken = f"{_best(r['broken_lower_bounds'])}, {r['broken_runs']}" if r.get("broken_lower_bounds") else ""
+        if r.get("check_refits"):
+            refits += f" + {r['check_refits'] - r['runs_done']} measure-only"
+        broken = ""
+        if r.get("broken_lower_bounds"):
+            rows_lb = {k: v for k, v in r["broken_lower_bounds"].items() if k != "measurements"}
+            broken = f"{_best(r['broken_lower_bounds'])}, {r['broken_runs']}"
+            if r.get("broken_check_refits"):
+                broken += f" + {r['broken_check_refits'] - r['broken_runs']} measure-only"
+            broken += f" (rows alone: {_best(rows_lb)})"
         rows.append(
             f"| {r['table']} | {r['columns']} | {r['rows']} | {r['mechanism']} | {_best(r['lower_bounds'])} | "
             f"{'yes' if not r['guarantee_failed'] else 'NO'} | {r['control_auc']} | {refits} | "

@@ -443,8 +443,8 @@ def test_the_query_statistic_is_the_likelihood_ratio_of_a_count():
 def test_the_implementation_check_catches_a_broken_baseline_the_row_attacks_miss(adult):
     """Noise scale divided by 10 on 3,000 Adult records (about epsilon 10 spent, 1 claimed): the attacks
     on synthetic rows stay below the claim in 2 refits, the implementation check (2 refits plus 40
-    measure-only ones) proves epsilon > 1 (measured 2.3 at these seeds); the correct baseline's check
-    stays at or below its claim (measured 0). The noise-off control separates perfectly."""
+    measure-only ones) proves epsilon > 1 (measured 1.68 at these seeds); the correct baseline's check
+    stays at or below its claim (measured 0.18). The noise-off control separates (AUC 0.999)."""
     schema, prepared = adult
     kw = dict(epsilon=1.0, runs=2, shadow=False, check_runs=40)
     broken = risk.risk_report(
@@ -467,7 +467,7 @@ def test_the_implementation_check_catches_a_broken_baseline_the_row_attacks_miss
     assert check["sees"] == "noisy measurements" and check["epsilon_lower_bound"] <= 1.0
     assert not honest["guarantee_failed"] and "Implementation check" in honest["summary"]
     off = next(c for c in honest["control"] if c["name"] == risk.WHITE_BOX)
-    assert off["release"] == "noise switched off" and off["auc"] >= 0.95  # measured 0.98: other targets share cells
+    assert off["release"] == "noise switched off" and off["auc"] >= 0.95  # measured 0.999
 
 
 def test_a_mechanism_without_noisy_queries_says_the_check_is_not_available(adult):

@@ -1,0 +1,56 @@
+"""Release MST on the German credit sample at epsilon 1 in chromium against a running `make run`, wait for
+the risk report on the release's dashboard and screenshot it.
+
+    .venv/bin/python scripts/screenshot_risk_report.py http://127.0.0.1:8000 steward PASSWORD docs/img/risk-report.png
+
+Needs Debian's chromium (/usr/bin/chromium). Exits non-zero if the browser logged a console error.
+"""
+
+import re
+import sys
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+BASE, USER, PW, SHOT = sys.argv[1:5]
+DATA = Path(__file__).resolve().parents[1] / "samples" / "german_credit.csv"
+errors = []
+with sync_playwright() as p:
+    b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+    page = b.new_page(viewport={"width": 1200, "height": 900})
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(BASE + "/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PW)
+    page.click("button.primary")
+    page.goto(BASE + "/datasets/upload/")
+    page.set_input_files("#id_file", str(DATA))
+    page.fill("#id_name", "german credit")
+    page.click("#upload-form button.primary")
+    page.wait_for_url(re.compile(r".*/schema/$"))
+    page.check("#public-ack")
+    page.click("#confirm-schema")
+    page.wait_for_url(re.compile(r".*/datasets/\d+/$"))
+    ds = page.url
+    page.goto(ds + "budget/")
+    page.check("input[value=low]")
+    page.click("#budget-form button.primary")
+    page.wait_for_url(ds)
+    page.goto(ds + "releases/new/?mechanism=mst")
+    page.fill("#id_epsilon", "1")
+    page.click("#submit-release")
+    page.wait_for_url(re.compile(r".*/releases/\d+/$"))
+    release = page.url
+    page.wait_for_selector("#download-csv:visible", timeout=120000)
+    t0 = time.time()
+    page.goto(release + "dashboard/")
+    while not page.locator("#risk-summary").count() and time.time() - t0 < 300:
+        time.sleep(3)
+        page.reload()
+    print("risk report after %.0f s" % (time.time() - t0), page.url)
+    page.locator("#risk-report").screenshot(path=SHOT)
+    b.close()
+print("console errors:", errors)
+sys.exit(1 if errors else 0)
