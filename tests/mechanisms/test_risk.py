@@ -381,11 +381,13 @@ def test_noisy_queries_add_up_to_the_measurements_when_the_noise_is_off(adult, n
 
     schema, prepared = adult
     schema = risk.kept_schema(schema)
-    frame = prepared[schema.names].iloc[:800].reset_index(drop=True)
+    frame = prepared[schema.names].iloc[:500].reset_index(drop=True)
     mech = build(name, schema, epsilon=1.0, delta=delta, params=params, noise=ZeroNoise(base=Noise.seeded(0)))
     mech.fit(TableSource(schema, frame=frame))
     queries = mech.noisy_queries()
     assert queries, name
+    if name == "mst":  # the compressed one-way marginals (merged rare values, weight 1/sqrt(k)) are covered
+        assert any(q.weights is not None for q in queries)
     cells = schema.to_cells(frame)
     for q in queries:
         if q.cells is not None:
