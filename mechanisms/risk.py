@@ -80,6 +80,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from scipy.special import gammaln
 
 from . import registry
 from .audit import guessing_epsilon_lower_bound
@@ -367,8 +368,8 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
     # the noise actually present, in units of the declared scale, read off the coordinates no target
     # touches (pure noise there): an attacker may estimate it, and a noise smaller than declared shows
     ratio = {
-        "laplace": _noise_ratio(*_moments(untouched["laplace"], 1)),
-        "gaussian": _noise_ratio(*_moments(untouched["gaussian"], 2)),
+        "laplace": _untouched_ratio(untouched["laplace"], 1),  # mean |z|: b observed / b declared
+        "gaussian": _untouched_ratio(untouched["gaussian"], 2),  # mean z^2: a variance ratio
     }
     for q, r, w, fa, fb in counts:
         scale = q.scale * (ratio[q.noise] if q.noise == "laplace" else math.sqrt(ratio[q.noise]))
@@ -416,8 +417,6 @@ def _laplace_mixture_llr(r: np.ndarray, w: np.ndarray, others: np.ndarray, b: fl
 
 
 def _log_binom(n: np.ndarray, k: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
@@ -438,7 +437,7 @@ def _dense_llr(D: np.ndarray, r: np.ndarray, s2: float) -> np.ndarray:
 
 
 def check_pairs(
-    queries, cells: np.ndarray, frame: pd.DataFrame, candidates: np.ndarray, n_pairs: int, max_cos: float = None
+    queries, cells: np.ndarray, frame: pd.DataFrame, candidates: np.ndarray, n_pairs: int, max_cos: float | None = None
 ) -> np.ndarray:
     """Target pairs for the implementation check's measure-only refits, fixed before any coin: among
     ``candidates`` (the pool's most vulnerable records), greedily the pair whose contributions differ
@@ -476,12 +475,11 @@ def check_pairs(
     return candidates[np.array(taken, dtype=np.int64).reshape(-1, 2)]
 
 
-def _moments(parts: list[np.ndarray], power: int) -> tuple[float, float]:
-    """(mean |z|^power, 1) over the pooled standardized residuals, or (1, 1) when too few."""
+def _untouched_ratio(parts: list[np.ndarray], power: int) -> float:
+    """mean |z|^power over the pooled residuals in units of their declared scale, or 1 (as declared)
+    when fewer than ``MIN_UNTOUCHED``."""
     z = np.concatenate(parts) if parts else np.zeros(0)
-    if z.size < MIN_UNTOUCHED:
-        return 1.0, 1.0
-    return float(np.mean(np.abs(z) ** power)), 1.0
+    return _noise_ratio(float(np.mean(np.abs(z) ** power)), 1.0) if z.size >= MIN_UNTOUCHED else 1.0
 
 
 def _noise_ratio(observed: float, declared: float) -> float:
@@ -843,6 +841,11 @@ def membership_game(
     return targets.reshape(-1, 2), np.sort(pool[order[2 * k :]])
 
 
+def _refit_failed(exc: Exception, claim: dict) -> dict:
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return not_computable(f"the mechanism could not be refitted on part of the table: {first}", **claim)
+
+
 def not_computable(reason: str, **extra) -> dict:
     return {"status": "not computable", "reason": reason, "attacks": [], "control": [], **extra}
 
@@ -1052,11 +1055,7 @@ def risk_report(
                     results["members"][a].append((labels, sc_m[a]))
             step_seconds.append(time.perf_counter() - ts)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
-        return not_computable(
-            f"the mechanism could not be refitted on part of the table: "
-            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}",
-            **claim,
-        )
+        return _refit_failed(exc, claim)
 
     # implementation-check refits: the noisy queries alone (Mechanism.measure: no sampling, no attack
     # on rows), their own pairs (those the queries tell apart best) and coins, while the budget lasts
@@ -1101,11 +1100,7 @@ def risk_report(
             check_done += 1
             check_seconds.append(time.perf_counter() - ts)
     except (ValueError, RuntimeError, ArithmeticError) as exc:
-        return not_computable(
-            f"the mechanism could not be refitted on part of the table: "
-            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}",
-            **claim,
-        )
+        return _refit_failed(exc, claim)
 
     clf = shadow_classifier(feats["shadow"]) if feats["shadow"] else None
     if clf is not None:  # trained for this mechanism's game: it has no meaning against the controls
