@@ -1195,8 +1195,8 @@ def verdict(report: dict) -> dict:
     if white and not failed:
         summary += (
             f" Implementation check: an attacker who also saw the mechanism's noisy measurements (never "
-            f"published) proves epsilon is at least {_num(white[0]['epsilon_lower_bound']):.2f}, within the "
-            f"claimed {eps:g}."
+            f"published) gets an empirical lower bound of {_num(white[0]['epsilon_lower_bound']):.2f} on "
+            f"epsilon, within the claimed {eps:g}."
         )
     if failed:
         summary += (
