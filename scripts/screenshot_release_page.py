@@ -12,44 +12,16 @@ import time
 
 from playwright.sync_api import sync_playwright
 
+from walk import open_page, set_budget, sign_in, upload_and_confirm
+
 BASE, USER, PW, SHOT = sys.argv[1:5]
 ADULT = sys.argv[5] if len(sys.argv) > 5 else "/work/shared/datasets/adult.csv"
 errors = []
 with sync_playwright() as p:
-    b = p.chromium.launch(
-        executable_path="/usr/bin/chromium",
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ],
-    )
-    page = b.new_page(viewport={"width": 1200, "height": 900})
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(BASE + "/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PW)
-    page.click("button.primary")
-    page.goto(BASE + "/datasets/upload/")
-    page.set_input_files("#id_file", ADULT)
-    page.fill("#id_name", "adult census")
-    page.click("#upload-form button.primary")
-    page.wait_for_url(re.compile(r".*/schema/$"))
-    print("schema page:", page.url)
-    page.click("#confirm-schema")
-    print("without ack:", page.locator("#schema-error").inner_text()[:100])
-    page.check("#public-ack")
-    page.click("#confirm-schema")
-    page.wait_for_url(re.compile(r".*/datasets/\d+/$"))
-    ds = page.url
-    page.goto(ds + "budget/")
-    page.check("input[value=low]")
-    page.click("#budget-form button.primary")
-    page.wait_for_url(ds)
+    b, page = open_page(p, errors)
+    sign_in(page, BASE, USER, PW)
+    ds = upload_and_confirm(page, BASE, ADULT, "adult census", show_refusal=True)
+    set_budget(page, ds)
     page.goto(ds + "releases/new/")
     page.fill("#id_epsilon", "0.5")
     page.fill("#id_rows", "1000")

@@ -13,31 +13,16 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+from walk import open_page, set_budget, sign_in, upload_and_confirm
+
 BASE, USER, PW, SHOT = sys.argv[1:5]
 DATA = Path(__file__).resolve().parents[1] / "samples" / "german_credit.csv"
 errors = []
 with sync_playwright() as p:
-    b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
-    page = b.new_page(viewport={"width": 1200, "height": 900})
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(BASE + "/")
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PW)
-    page.click("button.primary")
-    page.goto(BASE + "/datasets/upload/")
-    page.set_input_files("#id_file", str(DATA))
-    page.fill("#id_name", "german credit")
-    page.click("#upload-form button.primary")
-    page.wait_for_url(re.compile(r".*/schema/$"))
-    page.check("#public-ack")
-    page.click("#confirm-schema")
-    page.wait_for_url(re.compile(r".*/datasets/\d+/$"))
-    ds = page.url
-    page.goto(ds + "budget/")
-    page.check("input[value=low]")
-    page.click("#budget-form button.primary")
-    page.wait_for_url(ds)
+    b, page = open_page(p, errors)
+    sign_in(page, BASE, USER, PW)
+    ds = upload_and_confirm(page, BASE, str(DATA), "german credit")
+    set_budget(page, ds)
     page.goto(ds + "releases/new/?mechanism=mst")
     page.fill("#id_epsilon", "1")
     page.click("#submit-release")
