@@ -313,7 +313,7 @@ def cell_count_scores(
     return T
 
 
-DENSE_CHUNK = 4_000  # rows per block when summing dense query contributions
+DENSE_CHUNK_VALUES = 8_000_000  # rows x coordinates per block when summing dense contributions (64 MB)
 LAPLACE_EXACT_MAX = 64  # other targets at a Laplace coordinate up to which their coins are summed exactly
 MIN_UNTOUCHED = 30  # coordinates no target touches needed to estimate the noise actually present
 NOISE_RATIO_FLOOR = 1e-3  # the estimated noise is at least this share of the declared (noise off: 0)
@@ -357,8 +357,9 @@ def query_scores(queries, cells: np.ndarray, frame: pd.DataFrame, pairs: np.ndar
             counts.append((q, r, w, fa, fb))
         elif q.dense is not None:
             known = np.zeros(k)
-            for start in range(0, len(fixed), DENSE_CHUNK):
-                known += q.dense(frame.iloc[fixed[start : start + DENSE_CHUNK]]).sum(axis=0)
+            rows = max(DENSE_CHUNK_VALUES // max(k, 1), 1)  # a labeled embedding has features x classes
+            for start in range(0, len(fixed), rows):
+                known += q.dense(frame.iloc[fixed[start : start + rows]]).sum(axis=0)
             ca, cb = q.dense(frame.iloc[a_rows]), q.dense(frame.iloc[b_rows])
             r = values - known - 0.5 * (ca.sum(axis=0) + cb.sum(axis=0))
             D = ca - cb
