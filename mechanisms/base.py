@@ -397,8 +397,14 @@ class Mechanism:
         code path and noise, returned as :meth:`noisy_queries`. A mechanism whose post-processing is
         costly (a generator's training) skips it here; by default this is the whole ``fit``. Reads
         private data like ``fit`` and spends like it; the object may not ``sample`` unless fitted."""
-        self.fit(source)
+        if self.fitted or self.noisy_queries() is not None:
+            raise RuntimeError("fit() or measure() may run once per mechanism object (each spends budget)")
+        self._measure_only(source)
         return self.noisy_queries()
+
+    def _measure_only(self, source: TableSource) -> None:
+        """The measuring part of ``fit``, setting what :meth:`noisy_queries` returns (default: all of it)."""
+        self.fit(source)
 
     def noisy_queries(self) -> list[NoisyQuery] | None:
         """The noisy linear queries the last ``fit`` released (:class:`NoisyQuery`), or None when this

@@ -127,32 +127,24 @@ def one(
     delta = DELTA if _needs_delta(mechanism, schema, params) else 0.0
     rel_s = release_seconds(schema, raw, mechanism, epsilon, params, seed) if time_factor or not broken_only else None
     budget = None if time_factor is None else max(time_factor * rel_s, min_seconds)
-    if broken_only:
-        return {
-            "table": table,
-            "mechanism": mechanism,
-            "epsilon": epsilon,
-            "rows": len(raw),
-            "columns": len(schema.kept),
-            "params": params,
-            "canary_pairs": canary_pairs,
-            "seed": seed,
-            "release_seconds": None if rel_s is None else round(rel_s, 2),
-            "time_budget": None if budget is None else round(budget, 2),
-            **_broken(
-                schema,
-                schema.prepare(raw),
-                mechanism,
-                epsilon,
-                delta,
-                params,
-                broken_runs or runs,
-                seed,
-                canary_pairs,
-                budget,
-            ),
-        }
+    head = {
+        "table": table,
+        "mechanism": mechanism,
+        "epsilon": epsilon,
+        "delta": delta,
+        "rows": len(raw),
+        "columns": len(schema.kept),
+        "runs": runs,
+        "params": params,
+        "canary_pairs": canary_pairs,
+        "seed": seed,
+        "release_seconds": None if rel_s is None else round(rel_s, 2),
+        "time_budget": None if budget is None else round(budget, 2),
+    }
     prepared = schema.prepare(raw)
+    broken_args = (schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs, budget)
+    if broken_only:
+        return {**head, **_broken(*broken_args)}
     rep = risk.risk_report(
         schema,
         prepared,
@@ -166,21 +158,7 @@ def one(
         time_budget=budget,
         canary_pairs=canary_pairs,
     )
-    out = {
-        "table": table,
-        "mechanism": mechanism,
-        "epsilon": epsilon,
-        "delta": delta,
-        "rows": len(raw),
-        "columns": len(schema.kept),
-        "runs": runs,
-        "params": params,
-        "release_seconds": round(rel_s, 2),
-        "time_budget": None if budget is None else round(budget, 2),
-        "canary_pairs": canary_pairs,
-        "status": rep["status"],
-        "reason": rep.get("reason"),
-    }
+    out = {**head, "status": rep["status"], "reason": rep.get("reason")}
     if rep["status"] == "done":
         out.update(
             report_seconds=rep["seconds"],
@@ -203,11 +181,7 @@ def one(
             singling_out_risk=(rep["singling_out"] or {}).get("risk"),
         )
     if broken:
-        out.update(
-            _broken(
-                schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs, budget
-            )
-        )
+        out.update(_broken(*broken_args))
     return out
 
 

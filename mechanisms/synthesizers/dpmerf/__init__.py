@@ -269,12 +269,9 @@ class DPMERF(Mechanism):
         self.embedding, self.counts = self._release(*self._embed(source.frame()))  # steps 2-3 (private)
         self._noisy_queries = self._queries()
 
-    def measure(self, source: TableSource) -> list[NoisyQuery]:
+    def _measure_only(self, source: TableSource) -> None:
         """The two noisy releases without the generator's training (the risk report's check)."""
-        if self.fitted or getattr(self, "_noisy_queries", None) is not None:
-            raise RuntimeError("fit() or measure() may run once per mechanism object (each spends budget)")
         self._measure(source)
-        return self._noisy_queries
 
     def _draw_features(self) -> None:
         p, rng = self.params, self.noise.rng
@@ -296,6 +293,11 @@ class DPMERF(Mechanism):
                 blocks.append(np.eye(k)[unit[:, j].astype(np.int64)] * scale)
         return np.concatenate(blocks, axis=1)
 
+    def _labels(self, unit: np.ndarray) -> np.ndarray:
+        """One-hot labels y (rows x C) of ``to_unit`` rows; one column of ones unlabeled."""
+        y = unit[:, self._target].astype(np.int64) if self.labeled else np.zeros(len(unit), np.int64)
+        return np.eye(self.n_classes)[y]
+
     def _embed(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Exact (1/n) sum h(x_i) y_i^T (D_h x C; C = 1 unlabeled) and the class counts."""
         unit = self.schema.to_unit(frame)
@@ -303,10 +305,10 @@ class DPMERF(Mechanism):
         total, counts = None, np.zeros(C, dtype=np.int64)
         for start in range(0, n, EMBED_CHUNK):
             part = unit[start : start + EMBED_CHUNK]
-            y = part[:, self._target].astype(np.int64) if self.labeled else np.zeros(len(part), np.int64)
-            part_sum = self._features_np(part).T @ np.eye(C)[y]
+            y = self._labels(part)
+            part_sum = self._features_np(part).T @ y
             total = part_sum if total is None else total + part_sum
-            counts += np.bincount(y, minlength=C)
+            counts += y.sum(axis=0).astype(np.int64)
         return total / n, counts
 
     def _release(self, exact_embedding: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -320,16 +322,12 @@ class DPMERF(Mechanism):
         """The two releases as linear queries (:class:`~mechanisms.base.NoisyQuery`): the embedding, a
         record contributing h(x) y^T / n (flattened like ``embedding``), and in labeled mode the class
         counts, a record contributing its one-hot label."""
-        n, C = self.n, self.n_classes
-
-        def labels(unit: np.ndarray) -> np.ndarray:
-            y = unit[:, self._target].astype(np.int64) if self.labeled else np.zeros(len(unit), np.int64)
-            return np.eye(C)[y]
+        n = self.n
 
         def embedding(frame: pd.DataFrame) -> np.ndarray:
             unit = self.schema.to_unit(frame)
             h = self._features_np(unit)
-            return (h[:, :, None] * labels(unit)[:, None, :]).reshape(len(unit), -1) / n
+            return (h[:, :, None] * self._labels(unit)[:, None, :]).reshape(len(unit), -1) / n
 
         out = [
             NoisyQuery(
@@ -345,7 +343,7 @@ class DPMERF(Mechanism):
                     np.asarray(self.counts, float),
                     self.sigma * math.sqrt(2.0),
                     "gaussian",
-                    dense=lambda frame: labels(self.schema.to_unit(frame)),
+                    dense=lambda frame: self._labels(self.schema.to_unit(frame)),
                 )
             )
         return out

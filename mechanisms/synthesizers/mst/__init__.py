@@ -177,13 +177,10 @@ class MST(Mechanism):
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
 
-    def measure(self, source: TableSource):
+    def _measure_only(self, source: TableSource) -> None:
         """Steps 1-3 (every noisy measurement) without the final estimate (the risk report's check)."""
-        if self.fitted or getattr(self, "_noisy_queries", None) is not None:
-            raise RuntimeError("fit() or measure() may run once per mechanism object (each spends budget)")
         self._measure(source)
         release_programs()
-        return self._noisy_queries
 
     def _compressed_sizes(self) -> list[int]:
         return [self._compressed_size(j) for j in range(len(self.supports))]
