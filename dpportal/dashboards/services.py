@@ -85,7 +85,7 @@ def evaluate_release(
         )
         results["real_rows"] = real_note or {"rows_used": len(real), "rows_total": len(real), "fraction": 1.0}
         write(0.96, "checking the downloaded file", force=True)
-        _add_file_checks(results, release, schema, real_source_frame, synthetic_frame)
+        _add_file_checks(results, release, schema, real_source_frame, synthetic_frame, target=target or None)
         write(1.0, "done", force=True)
         results["target_source"] = source
         _finish(ev, Evaluation.DONE, results=results, target=target or "")
@@ -98,10 +98,17 @@ def evaluate_release(
 
 
 def _add_file_checks(
-    results: dict, release: Release, schema: Schema, real_raw: pd.DataFrame | None, synthetic: pd.DataFrame | None
+    results: dict,
+    release: Release,
+    schema: Schema,
+    real_raw: pd.DataFrame | None,
+    synthetic: pd.DataFrame | None,
+    *,
+    target: str | None = None,
 ) -> None:
     """The statistician's checks of the file an analyst downloads (mechanisms.evaluation.fidelity), and the
-    headline quality score from them; the score on the internal cells stays as ``quality_cells``."""
+    headline quality score from them and from the TSTR models (``results["ml"]``) trained on the file to
+    predict ``target``; the score on the internal cells stays as ``quality_cells``."""
     from mechanisms.evaluation import fidelity
     from mechanisms.io import export_frame
     from mechanisms.schema import read_raw_csv
@@ -117,11 +124,17 @@ def _add_file_checks(
         synthetic = export_frame(synthetic, schema)
     reference, floor = fidelity.split_reference(real_raw.astype(str), len(synthetic), seed=release.pk)
     checks = fidelity.report(
-        schema, reference, synthetic.astype(str), floor, real_labels=real_raw.astype(str), seed=release.pk
+        schema,
+        reference,
+        synthetic.astype(str),
+        floor,
+        real_labels=real_raw.astype(str),
+        seed=release.pk,
+        target=target if target in {c.name for c in schema.kept} else None,
     )
     results["file_checks"] = checks
     results["quality_cells"] = results.get("quality")
-    results["quality"] = fidelity.quality(checks)
+    results["quality"] = fidelity.quality(checks, ml=results.get("ml"))
     file_readings = fidelity.readings(checks, results["quality"])
     names = {r["metric"] for r in file_readings}
     results["readings"] = file_readings + [r for r in results.get("readings", []) if r["metric"] not in names]
@@ -251,9 +264,17 @@ def quality_of(release: Release) -> dict | None:
     return quality_from_results(ev.results if ev else None)
 
 
+# Keys of the quality dict that evaluations stored before the pair, label and model checks lack.
+QUALITY_CHECKS = ("worst_pair", "label_gap", "models", "models_near_chance", "warnings")
+
+
 def quality_from_results(results: dict | None) -> dict | None:
+    """The quality dict of evaluation results, or None; on results stored before the pair, label and model
+    checks, those keys are None and ``far_off`` is the worst column's."""
     q = (results or {}).get("quality")
-    return q if q and q.get("score") is not None else None
+    if not q or q.get("score") is None:
+        return None
+    return {**dict.fromkeys(QUALITY_CHECKS), "worst_column_far_off": bool(q.get("far_off")), **q}
 
 
 def mark_best_quality(releases) -> None:

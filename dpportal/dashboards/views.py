@@ -232,6 +232,8 @@ LOWER_IS_BETTER = (
     "MMD",
     "Exact-match rate",
     "DCR share",
+    "Worst pair",
+    "Label relation gap",
 )
 
 

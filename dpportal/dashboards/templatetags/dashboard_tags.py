@@ -32,6 +32,15 @@ def pct(value) -> str:
 
 
 @register.filter
+def points(value) -> str:
+    """A difference of two shares in percentage points: 0.201 -> "20.1 points"."""
+    try:
+        return f"{100 * float(value):.1f} points"
+    except (TypeError, ValueError):
+        return "n/a"
+
+
+@register.filter
 def num(value, digits: int = 3) -> str:
     try:
         return f"{float(value):.{int(digits)}f}"

@@ -7,7 +7,8 @@ from django.urls import reverse
 
 from dpportal.dashboards.models import Evaluation
 from dpportal.dashboards.views import better_side, compare_metrics
-from tests.personas import run_release
+from tests.data import LABELLED_SCHEMA, labelled_people
+from tests.personas import make_dataset, run_release
 
 
 def _quality(release):
@@ -94,7 +95,41 @@ def test_a_column_far_off_turns_the_score_red(world):
     ev = Evaluation.objects.get(release=world.release)
     page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
     assert ("quality far-off" in page) == ev.results["quality"]["far_off"]
-    ev.results["quality"]["far_off"] = True
+    ev.results["quality"].update(far_off=True, worst_column_far_off=True)
     ev.save()
     page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
     assert 'class="quality far-off"' in page and "far off, check it before analysts use it" in page
+
+
+def test_a_file_that_loses_the_label_is_red_with_the_reason_on_the_page_and_in_the_api(personas):
+    """The baseline draws every column on its own: each column's shares survive, how income depends on
+    education does not, and the headline says so whatever its 1-way score."""
+    dataset = make_dataset(
+        personas.owner, text=labelled_people(4000, seed=1).to_csv(index=False), schema=LABELLED_SCHEMA
+    )
+    release = run_release(dataset, personas.owner, epsilon="2", rows=2000)
+    q = _quality(release)
+    assert q["far_off"] and not q["worst_column_far_off"]
+    assert q["label_gap"]["column"] == "education" and q["label_gap"]["far_off"]
+    assert q["models"]["target"] == "income" and q["models"]["real"] > 0.8  # the TSTR section reached the headline
+    assert any(w.startswith("The file loses how income depends on education") for w in q["warnings"])
+    page = personas.client(personas.owner).get(reverse("dpportal-release", args=[release.pk])).content.decode()
+    assert 'class="quality far-off"' in page and '<ul class="error" id="quality-warnings">' in page
+    assert all(f"<li>{w}</li>" in page for w in q["warnings"])
+    for part in ("quality-worst-pair", "quality-label-gap", "quality-models"):
+        assert f'id="{part}"' in page
+    api = personas.client(None).get(f"/api/releases/{release.pk}/", **personas.api(personas.owner)).json()
+    assert api["quality"]["warnings"] == q["warnings"] and api["quality"]["label_gap"]["column"] == "education"
+    assert {"worst_pair", "models", "models_near_chance"} <= set(api["quality"])
+
+
+def test_an_evaluation_from_before_the_relationship_checks_still_renders(world):
+    ev = Evaluation.objects.get(release=world.release)
+    old = {k: ev.results["quality"][k] for k in ("score", "column_shapes", "column_pair_trends", "floor_score")}
+    ev.results["quality"] = {**old, "worst_column": "age", "worst_tvd": 0.4, "worst_floor": 0.1, "far_off": True}
+    ev.save()
+    page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
+    assert 'class="quality far-off"' in page and "far off, check it before analysts use it" in page
+    assert "quality-warnings" not in page and "quality-label-gap" not in page
+    api = world.client(None).get(f"/api/releases/{world.release.pk}/", **world.api(world.owner)).json()
+    assert api["quality"]["warnings"] is None and api["quality"]["worst_column_far_off"] is True
