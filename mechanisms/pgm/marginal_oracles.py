@@ -30,6 +30,10 @@ def _jtree_marginals(mbi, potentials, nodes: tuple[Clique, ...]) -> list:
 # by propagation on its calibrated marginals rather than by variable elimination on the potentials. Below it,
 # compiling the junction tree's message passing (~0.3-0.8 s a round) costs more than the eliminations save.
 PROPAGATE_MIN_MIB = 1.0
+# ... or when at least this many triples are out of the model's cliques (AIM's 'target' and 'all-3way' workloads):
+# variable elimination costs about 10 ms a triple on a 39-column model, conditioning (triple_marginals) a few
+# pair propagations in all.
+PROPAGATE_MIN_TRIPLES = 50
 
 
 def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) -> dict[Clique, np.ndarray]:
@@ -58,17 +62,23 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
         return out
     domain = model.potentials.domain
     cliques = [tuple(cl) for cl in model.cliques]
-    if JunctionTreeSize(list(domain), [domain[a] for a in domain]).size_mb(cliques) >= PROPAGATE_MIN_MIB:
+    triples = sum(len(c) == 3 for c in todo)
+    size = JunctionTreeSize(list(domain), [domain[a] for a in domain]).size_mb(cliques)
+    if size >= PROPAGATE_MIN_MIB or triples >= PROPAGATE_MIN_TRIPLES:
         jtree, _ = mbi.junction_tree.make_junction_tree(domain, cliques)
         nodes = tuple(tuple(c) for c in jtree.nodes)
         probs = dict(
             zip(nodes, (np.asarray(t, dtype=np.float64) for t in _jtree_marginals(mbi, model.potentials, nodes)))
         )
         rest = _projected(probs, todo, total, out)
-        pairs = pair_marginals(probs, [tuple(e) for e in jtree.edges], [c for c in rest if len(c) == 2])
+        edges = [tuple(e) for e in jtree.edges]
+        pairs = pair_marginals(probs, edges, [c for c in rest if len(c) == 2])
         for cand, table in pairs.items():
             out[cand] = (table * total).ravel()
         todo = [c for c in rest if len(c) != 2]
+        for cand, table in triple_marginals(probs, edges, todo).items():
+            out[cand] = (table * total).ravel()
+        todo = [c for c in todo if c not in out]
     factors = [
         (tuple(cl), np.asarray(model.potentials[cl].datavector(flatten=False), dtype=np.float64))
         for cl in model.potentials.cliques
@@ -190,6 +200,88 @@ def pair_marginals(
             holder = next(c for c in probs if b in c)
             found[(a, b)] = np.multiply.outer(pa, _marginal(probs[holder], holder, (b,)))
     return {(a, b): found[(a, b)] if (a, b) in found else found[(b, a)].T for a, b in pairs}
+
+
+# Triples (x, a, b) out of any tree clique are computed by conditioning on x where x has at most this many cells
+# and at least TRIPLES_PER_CONDITION of them share it: the cost is |x| passes of pair propagation.
+MAX_CONDITION_CELLS = 64
+TRIPLES_PER_CONDITION = 4
+
+
+def triple_marginals(
+    probs: dict[Clique, np.ndarray], edges: Sequence[tuple[Clique, Clique]], triples: Sequence[Clique]
+) -> dict[Clique, np.ndarray]:
+    """P(x, a, b) (axes in each triple's order) for the triples that share an attribute x of at most
+    ``MAX_CONDITION_CELLS`` cells with at least ``TRIPLES_PER_CONDITION`` others (the target of AIM's 'target'
+    workload shares every one); the other triples are left out. For each value v of x, the calibrated
+    junction tree of P( . | x = v) (:func:`conditioned`) answers every pair (a, b) by :func:`pair_marginals`,
+    and P(x = v, a, b) = P(x = v) P(a, b | x = v). Exact for the tree's distribution: post-processing."""
+    groups: dict[str, list[Clique]] = {}
+    size = {a: probs[c].shape[i] for c in probs for i, a in enumerate(c)}
+    counts: dict[str, int] = {}
+    for t in triples:
+        for a in t:
+            counts[a] = counts.get(a, 0) + 1
+    for t in triples:
+        shared = [a for a in t if size[a] <= MAX_CONDITION_CELLS and counts[a] >= TRIPLES_PER_CONDITION]
+        if shared:
+            groups.setdefault(max(shared, key=lambda a: (counts[a], -size[a])), []).append(t)
+    out: dict[Clique, np.ndarray] = {}
+    for x, group in groups.items():
+        holder = next(c for c in probs if x in c)
+        px = _marginal(probs[holder], holder, (x,))
+        rest = [tuple(a for a in t if a != x) for t in group]
+        tables = np.zeros((size[x], len(group)), dtype=object)
+        for v in range(size[x]):
+            if px[v] <= 0:
+                for k, (a, b) in enumerate(rest):
+                    tables[v, k] = np.zeros((size[a], size[b]))
+                continue
+            found = pair_marginals(conditioned(probs, edges, x, v), edges, rest)
+            for k, pair in enumerate(rest):
+                tables[v, k] = px[v] * found[pair]
+        for k, t in enumerate(group):
+            joint = np.stack(list(tables[:, k]))  # axes (x,) + rest[k]
+            order = (x,) + rest[k]
+            out[t] = np.transpose(joint, [order.index(a) for a in t])
+    return out
+
+
+def conditioned(
+    probs: dict[Clique, np.ndarray], edges: Sequence[tuple[Clique, Clique]], x: str, v: int
+) -> dict[Clique, np.ndarray]:
+    """The calibrated junction tree (a forest) of the distribution given x = v (P(x = v) > 0): each clique
+    holding x keeps its slice x = v (x's axis kept, zero elsewhere) over P(x = v); from that connected subtree,
+    each clique C entered through separator S (x not in S) becomes P(C) P(S | x = v) / P(S), outward; cliques
+    in trees without x are unchanged (independent of x)."""
+    nbrs: dict[Clique, list[Clique]] = {c: [] for c in probs}
+    for u, w in edges:
+        nbrs[u].append(w)
+        nbrs[w].append(u)
+    holding = [c for c in probs if x in c]
+    out = dict(probs)
+    for c in holding:
+        axis = c.index(x)
+        mask = np.zeros(probs[c].shape[axis])
+        mask[v] = 1.0
+        table = probs[c] * mask.reshape([-1 if i == axis else 1 for i in range(len(c))])
+        out[c] = table / table.sum()
+    seen, stack = set(holding), list(holding)
+    while stack:
+        c = stack.pop()
+        for w in nbrs[c]:
+            if w in seen:
+                continue
+            seen.add(w)
+            sep = _common(w, c)
+            given = _marginal(out[c], c, sep)
+            prior = _marginal(probs[w], w, sep)
+            ratio = np.divide(given, prior, out=np.zeros_like(given), where=prior > 0)
+            order = [sep.index(a) for a in w if a in sep]
+            shape = [probs[w].shape[i] if a in sep else 1 for i, a in enumerate(w)]
+            out[w] = probs[w] * np.transpose(ratio, order).reshape(shape)
+            stack.append(w)
+    return out
 
 
 def _separator_conditional(table: np.ndarray, clique: Clique, sep: Clique, extra: Clique) -> np.ndarray:

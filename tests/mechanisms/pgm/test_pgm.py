@@ -515,3 +515,44 @@ def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch
         lambda table, clique, sep, extra: pgm.marginal_oracles._marginal(table, clique, sep + extra),
     )
     assert not agrees(pgm.pair_marginals(probs, edges, pairs))
+
+
+def test_triples_by_conditioning_equal_variable_elimination(monkeypatch):
+    """Triples sharing one attribute (AIM's 'target' workload shares the target) are computed by conditioning
+    the calibrated junction tree on each of its values and propagating pairs: the same as Private-PGM's
+    variable_elimination, across loops, separators and trees of the forest. A conditioning that leaves the
+    cliques without the attribute unconditioned (no evidence propagated) is caught."""
+    import itertools
+
+    mbi = pgm.load_mbi()
+    names, sizes, model = _loopy_model(mbi)
+    triples = [("a",) + p for p in itertools.combinations([n for n in names if n != "a"], 2)]
+    triples += [("b", "d", "g"), ("d", "f", "h"), ("c", "e", "g"), ("b", "g", "i")]  # shared by 'g' (4 triples)
+    monkeypatch.setattr(pgm.marginal_oracles, "PROPAGATE_MIN_MIB", float("inf"))  # the triple count decides
+    monkeypatch.setattr(pgm.marginal_oracles, "PROPAGATE_MIN_TRIPLES", 10)
+    calls = []
+    real = pgm.marginal_oracles.eliminate
+    monkeypatch.setattr(pgm.marginal_oracles, "eliminate", lambda *a: calls.append(a[1]) or real(*a))
+    got = pgm.candidate_marginals(mbi, model, triples, 500)
+    refs = {
+        c: np.asarray(mbi.marginal_oracles.variable_elimination(model.potentials, c, 500.0).datavector(flatten=False))
+        for c in triples
+    }
+    for cand in triples:
+        assert np.allclose(got[cand], refs[cand].ravel(), rtol=1e-9, atol=1e-9), cand
+    assert calls == []  # every triple by conditioning, none by elimination
+
+    def unpropagated(probs, edges, x, v):
+        out = dict(probs)
+        for c in probs:
+            if x in c:
+                axis = c.index(x)
+                mask = np.zeros(probs[c].shape[axis])
+                mask[v] = 1.0
+                t = probs[c] * mask.reshape([-1 if i == axis else 1 for i in range(len(c))])
+                out[c] = t / t.sum()
+        return out
+
+    monkeypatch.setattr(pgm.marginal_oracles, "conditioned", unpropagated)
+    broken = pgm.candidate_marginals(mbi, model, triples, 500)
+    assert sum(not np.allclose(broken[c], refs[c].ravel(), atol=1e-6) for c in triples) >= 10
