@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,9 @@ MEASURE_SHARE = 0.9  # of each round's budget (the rest selects)
 WEAK_SIGNAL_DIVISOR = 6  # default_rounds: a round's noise std at most n / (6 k), k the mean cells of a column
 MAX_CANDIDATE_CELLS = 20_000_000  # exact counts of every candidate are held during fit (int64: 160 MB)
 MAX_CANDIDATES = 20_000  # scored every round
+DEFAULT_TIME_BUDGET = 60.0  # seconds on one worker thread: the plan (guide.plan) fits the release in it
+MIN_SELECTED = 45  # T = d + max(d, 45) at most unless the steward sets max_rounds (guide.plan)
+MAX_BATCHED_ESTIMATES = 5  # selection rounds (model estimates) at most unless the steward sets estimates
 
 
 def default_rounds(n: int, rho: float, sizes: list[int]) -> int:
@@ -170,6 +174,26 @@ class AIM(Mechanism):
             optional=True,
         ),
         ParamSpec(
+            "time_budget",
+            "float",
+            DEFAULT_TIME_BUDGET,
+            "Seconds the release is planned to take on one worker thread: when the paper's one marginal per "
+            "round would take longer (wide tables), AIM selects several marginals per round, in as many rounds "
+            "as fit (the plan is made from public inputs before any data is read)",
+            5.0,
+            86_400.0,
+        ),
+        ParamSpec(
+            "estimates",
+            "int",
+            None,
+            "Selection rounds, each ending with one model estimate (default: the paper's one marginal per "
+            "round when that fits the time budget, else as many rounds as fit it)",
+            1,
+            100_000,
+            optional=True,
+        ),
+        ParamSpec(
             "iters",
             "int",
             250,
@@ -239,11 +263,18 @@ class AIM(Mechanism):
         table = CellTable(self.schema.to_cells(source.frame()), names, [sizes[a] for a in names])
         n = table.n
         rho = zcdp_rho(self.epsilon, self.delta)
-        rounds = self.params["max_rounds"] or default_rounds(n, rho, [sizes[a] for a in names])
+        plan = self.selection_plan(n)
+        rounds = plan.units
         sigma = sigma_for_rho(MEASURE_SHARE * rho / rounds)
         rho_select = (1 - MEASURE_SHARE) * rho / rounds
         sensitivity = QUALITY_L1_SENSITIVITY * max(weights.values())
         limit = self.params["max_model_size"]
+        tree = JunctionTreeSize(names, [sizes[a] for a in names])
+        start = time.perf_counter()
+        self.timings: list[tuple[str, float, int, float]] = []  # (stage, seconds, cliques, model MiB): calibration
+
+        def mark(stage: str) -> None:
+            self.timings.append((stage, time.perf_counter() - start, len(log.items), tree.size_mb(log.cliques)))
 
         log = Measurements()
         spent = []
@@ -252,39 +283,72 @@ class AIM(Mechanism):
             spent.append(rho_of_measurement(sigma))
         self.progress(math.fsum(spent) / rho, "1-way marginals measured")
         model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"])
+        mark("start")
 
+        self.plan = plan
         self.selected: list[tuple[list[str], float]] = []
+        self.batches: list[int] = []
+        # the time budget, spent on a deterministic cost model of the public sequence of models (guide.PLAN_*):
+        # the rounds left are chosen from public inputs and earlier DP outputs only (how many marginals the model
+        # holds, the budget left after annealing), never from the clock
+        predicted = guide.start_seconds(n=n, d=len(names), candidates=len(weights))
         while True:
             used = math.fsum(spent)
             remaining = rho - used
-            last = remaining < 2 * (rho_of_measurement(sigma) + rho_select)
-            if last:
-                sigma = sigma_for_rho(MEASURE_SHARE * remaining)
-                rho_select = (1 - MEASURE_SHARE) * remaining
-            size_limit = limit * (used + rho_of_measurement(sigma) + rho_select) / rho
+            unit = rho_of_measurement(sigma) + rho_select
+            picks_left = max(1, math.floor(remaining / unit + 1e-9))
+            most = max(plan.estimates - len(self.batches), 1)
+            if plan.fixed_estimates:
+                rounds_left = most
+            else:
+                rounds_left = guide.rounds_that_fit(
+                    plan.time_budget - predicted,
+                    candidates=len(weights),
+                    cliques=len(log.items),
+                    picks=picks_left,
+                    most=min(most, picks_left),
+                )
+            batch = max(1, math.ceil(remaining / unit / rounds_left - 1e-9))
+            last = rounds_left == 1 or remaining < (batch + 1) * unit
+            if last:  # the rest of the budget, on as many measurements as the units left
+                batch = max(1, math.floor(remaining / unit + 1e-9))
+                sigma = sigma_for_rho(MEASURE_SHARE * remaining / batch)
+                rho_select = (1 - MEASURE_SHARE) * remaining / batch
+                unit = remaining / batch
+            size_limit = limit * (used + batch * unit) / rho
             candidates = self._filter(model, names, sizes, weights, size_limit)
             fitted = candidate_marginals(mbi, model, candidates, n)
             bias = math.sqrt(2 / math.pi) * sigma
-            scores = [
-                weights[c] * (float(np.abs(table.counts(c) - fitted[c]).sum()) - bias * fitted[c].size)
-                for c in candidates
-            ]
-            chosen = candidates[self.noise.select_max_zcdp(scores, sensitivity=sensitivity, rho=rho_select)]
-            y = measure(self.noise, table.counts(chosen), sigma)
-            spent += [rho_select, rho_of_measurement(sigma)]
-            log.add(Measurement(chosen, y, sigma))
-            self.selected.append((list(chosen), sigma))
+            scores = np.array(
+                [
+                    weights[c] * (float(np.abs(table.counts(c) - fitted[c]).sum()) - bias * fitted[c].size)
+                    for c in candidates
+                ]
+            )
+            chosen = self._select_batch(
+                model, names, sizes, candidates, scores, batch, size_limit, sensitivity, rho_select, sigma, spent
+            )
+            for c in chosen:
+                log.add(Measurement(c, measure(self.noise, table.counts(c), sigma), sigma))
+                spent.append(rho_of_measurement(sigma))
+                self.selected.append((list(c), sigma))
+            self.batches.append(len(chosen))
             self.progress(
                 min(math.fsum(spent) / rho, 0.99),
-                f"round {len(self.selected)}: budget {100 * math.fsum(spent) / rho:.0f}% used",
+                f"round {len(self.batches)}: {len(chosen)} marginals measured, budget "
+                f"{100 * math.fsum(spent) / rho:.0f}% used",
             )
-            if last:  # no round estimate: it would only decide annealing; the final estimate fits this measurement
+            if last or not chosen:  # no round estimate: it would only decide annealing, which ends here
+                mark("round")
                 break
-            before = fitted[chosen]
             model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], warm_start=model)
-            after = candidate_marginals(mbi, model, [chosen], n)[chosen]
-            if np.abs(after - before).sum() <= math.sqrt(2 / math.pi) * sigma * before.size:
-                sigma /= 2  # anneal: the model already knew this marginal to within the noise
+            mark("round")
+            predicted += guide.rest_seconds(candidates=len(weights), cliques=len(log.items), picks=0, rounds=1)
+            predicted -= guide.rest_seconds(candidates=len(weights), cliques=len(log.items), picks=0, rounds=0)
+            after = candidate_marginals(mbi, model, chosen, n)
+            moved = sum(float(np.abs(after[c] - fitted[c]).sum()) for c in chosen)
+            if moved <= math.sqrt(2 / math.pi) * sigma * sum(fitted[c].size for c in chosen):
+                sigma /= 2  # anneal: the model already knew these marginals to within the noise
                 rho_select *= 4
         if math.fsum(spent) > rho * (1 + 1e-9):  # pragma: no cover - guards the derivation above
             raise AssertionError(f"aim spent rho={math.fsum(spent)} > {rho}")
@@ -292,9 +356,45 @@ class AIM(Mechanism):
         self.progress(0.995, "final estimate")
         model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
         self.model = ModelTables.from_model(mbi, model, names, sizes)
+        mark("final")
         self._noisy_queries = log.noisy_queries(names, [sizes[a] for a in names])
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
+
+    def _select_batch(
+        self, model, names, sizes, candidates, scores, batch, size_limit, sensitivity, rho_select, sigma, spent
+    ) -> list[Clique]:
+        """Up to ``batch`` candidates, one exponential mechanism each (rho_select, appended to ``spent``) on the
+        same scores, without replacement. A pick whose addition to the model and to this batch's earlier picks
+        would exceed ``size_limit`` MiB is dropped unmeasured (its selection is paid; a public check on the
+        picks, which are DP outputs) and another is drawn while the batch's budget, ``batch`` x (rho_select +
+        1 / sigma^2), still covers the draw and the measurements of the picks kept so far plus one."""
+        model_cliques = [tuple(c) for c in model.cliques]
+        inside = [set(c) for c in model_cliques]
+        tree = JunctionTreeSize(names, [sizes[a] for a in names])
+        pool = list(range(len(candidates)))
+        chosen: list[Clique] = []
+        dropped = 0
+        per_pick, allowed = rho_of_measurement(sigma), batch * (rho_select + rho_of_measurement(sigma)) * (1 + 1e-12)
+        while (
+            pool
+            and len(chosen) < batch
+            and (len(chosen) + dropped + 1) * rho_select + (len(chosen) + 1) * per_pick <= allowed
+        ):
+            pick = pool.pop(self.noise.select_max_zcdp(scores[pool], sensitivity=sensitivity, rho=rho_select))
+            spent.append(rho_select)
+            c = candidates[pick]
+            if chosen and not any(set(c) <= s for s in inside):
+                if tree.size_mb(model_cliques + chosen + [c]) > size_limit:
+                    dropped += 1
+                    continue
+            chosen.append(c)
+        return chosen
+
+    def selection_plan(self, n: int) -> guide.Plan:
+        """The rounds of this release (public inputs only: n, the schema, epsilon, delta, the parameters):
+        see :func:`guide.plan`."""
+        return guide.plan(n=n, schema=self.schema, params=self.params, epsilon=self.epsilon, delta=self.delta)
 
     @staticmethod
     def _filter(model, names, sizes, weights, size_limit: float) -> list[Clique]:
@@ -346,6 +446,8 @@ class AIM(Mechanism):
             "rho": getattr(self, "rho", None),
             "rho_spent": getattr(self, "rho_spent", None),
             "model_cliques": [list(c) for c in self.model.cliques],
+            "batches": list(getattr(self, "batches", [])),
+            "plan": getattr(self, "plan", None) and self.plan.to_dict(),
         }
 
     def summary(self) -> dict[str, Any]:

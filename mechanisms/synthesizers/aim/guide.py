@@ -4,10 +4,11 @@ quality (with and without the workload around a target)."""
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 
 from ...guidance.predictors import PGM_SAMPLING_1WAY, REPLACE_ONE_L2, covered_sampling, gaussian_errors, zcdp_rho
 from ...guidance.purposes import Errors, Setting
-from ...guidance.runtime import WARM_WORKER, RuntimeModel, param_or_default
+from ...guidance.runtime import RuntimeModel, param_or_default
 from ...schema import Schema
 
 # Private-PGM gains and penalty (fitted on dpportal's AIM in the grid run, docs/recommend.md).
@@ -23,14 +24,16 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
     """AIM: up to T = 16 d rounds (dpportal: mechanisms.synthesizers.aim.default_rounds), 90% of each round's rho
     measuring one marginal with Gaussian noise sigma = f sqrt(T / (2 x 0.9 rho)); Private-PGM's joint
     estimate removes much of it (fitted gains)."""
-    from . import default_rounds  # no JAX: the mechanism loads Private-PGM inside fit only
 
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
     rho = zcdp_rho(s.epsilon, s.delta)
     if params.get("max_rounds"):
         rounds = int(params["max_rounds"])
-    elif f == REPLACE_ONE_L2:  # dpportal's AIM: fewer rounds when n is small for the budget: the T the
-        # release will use
+    elif f == REPLACE_ONE_L2:  # dpportal's AIM: the paper's T, fewer when n is small for the budget. The gains were
+        # fitted on releases of the paper's plan; the time-budgeted plan (guide.plan: a smaller T in a few rounds)
+        # measured the same or closer relations (docs/mechanisms/aim.md, "Time budget"), so this stays conservative
+        from . import default_rounds
+
         rounds = default_rounds(s.n, rho, list(s.sizes))
     else:  # SmartNoise's: always the paper's 16 d
         rounds = AIM_ROUNDS_PER_COLUMN * s.d
@@ -63,62 +66,23 @@ def near_uniform(s: Setting) -> str | None:
     return None  # falls back to independent 1-way marginals, predicted above
 
 
-# AIM with ``workload=target`` (every triple with the target) or ``all-3way`` is timed as all pairs: its time
-# is the models it builds from the marginals it selects (at most T rounds), not the size of its candidate
-# list. On the grid run (docs/data/benchmarks-grid.jsonl, two releases side by side) the 13 target releases
-# took 0.4-4.7x the all-pairs estimate (the all-pairs releases on the same tables 0.5-7x), while counting the
-# triples' cells over-estimated them by up to 7.6x; all-3way releases through the API took about as long as
-# all pairs on the same table (docs/benchmarks/estimates.md), where counting the triples' cells had
-# over-estimated them by 48x to 184x.
-AIM_RHO_POWER = 0.2  # fitted with the coefficients (benchmarks/calibration/runtime_calibration.py --from-grid)
-AIM_ROUNDS_POWER = 0.8  # the share of the paper's 16 d rounds that AIM runs (default_rounds in __init__.py)
-
-
 def work(*, n: int, schema: Schema, params: dict, epsilon: float | None, delta: float | None) -> float:
-    """AIM's time is compiling one program per model structure at small budgets and mirror descent on
-    larger models at large ones (docs/mechanisms/aim.md, "Speed"). It grows with the candidates' cells
-    (the workload's marginals of two columns or more, C), with the largest column (its cliques dominate
-    the model, k_max), with the columns d (16 d rounds in the paper, each a program over a model of more
-    cliques), with the budget (larger models before it runs out) and with the share of those rounds that
-    AIM runs (fewer when n is small for the budget): ``C sqrt(k_max) d rho^0.2 (T / 16 d)^0.8``, rho from
-    (epsilon, delta), epsilon 1 and delta 1e-5 when not given. The earlier form without d and with rho^0.4,
-    fitted on 17 releases run alone, was off by up to 4.8x (credit_default_taiwan, 24 columns, at 1); this
-    one by up to 3.1x (docs/operations.md): the range below."""
-    from ...accounting import zcdp_rho
-    from . import ROUNDS_PER_COLUMN, candidate_weights, default_rounds, workload_cliques
-
-    names = schema.names
-    sizes = dict(zip(names, schema.cell_sizes))
-    workload = str(param_or_default(params, "workload", "all-2way"))
-    if workload in ("target", "all-3way"):  # timed as all pairs (see the note above AIM_RHO_POWER)
-        workload = "all-2way"
-    target = params.get("target") or None
-    cliques = candidate_weights(names, workload_cliques(names, workload, target))
-    cells = sum(math.prod(sizes[a] for a in c) for c in cliques if len(c) >= 2) or sum(sizes.values())
-    rho = zcdp_rho(float(epsilon or 1.0), float(delta or 1e-5))
-    paper = ROUNDS_PER_COLUMN * len(names)
-    rounds = int(param_or_default(params, "max_rounds", 0) or 0) or default_rounds(n, rho, list(sizes.values()))
-    share = min(rounds, paper) / max(paper, 1)
-    return float(
-        cells * math.sqrt(max(sizes.values(), default=1)) * len(names) * rho**AIM_RHO_POWER * share**AIM_ROUNDS_POWER
-    )
+    """AIM's predicted seconds on one worker thread: the plan's (:func:`plan`), which fits the release in its time
+    budget by design. A paper plan is predicted with all its rounds (none annealed), an upper bound: annealing
+    usually ends it sooner (the range below says how much)."""
+    return plan(n=n, schema=schema, params=params, epsilon=float(epsilon or 1.0), delta=float(delta or 1e-5)).seconds
 
 
-# Run time: `python -m benchmarks.calibration.runtime_calibration --from-grid --log
-# docs/data/benchmarks-aim-alone.jsonl`
-# (17 AIM releases run alone, one thread each, worst factor minimised; docs/operations.md). The range:
-# measured / predicted on those releases (0.32-3.11), the low end a worker that has run it before (Private-PGM's
-# compiled programs reused: benchmarks/calibration/estimate_accuracy.py through the API,
-# docs/benchmarks/estimates.md, down
-# to 0.13x of the central estimate); calibrated on tables of up to 24 columns.
+# Measured / predicted on the calibration releases (python -m benchmarks.calibration.aim_plan --fit: 0.6x to 1.25x,
+# docs/mechanisms/aim.md, "Time budget"), on tables of up to 41 columns.
 RUNTIME = RuntimeModel(
     0.0,
-    0.000262,
+    1.0,
     work,
-    range=(0.1, 3.2),
-    calibrated_columns=24,
-    range_reason="AIM chooses which marginals to measure from noisy answers on the data, so the "
-    "models it builds, and its time, cannot be known from public inputs; " + WARM_WORKER,
+    range=(0.6, 1.25),
+    calibrated_columns=100,  # the time budget bounds the plan whatever the width (measured up to 41 columns)
+    range_reason="AIM stops early when its measurements show the model already knows the table (annealing), "
+    "and its time budget bounds it by design",
 )
 
 STEWARD_HELP = {
@@ -129,6 +93,10 @@ STEWARD_HELP = {
     "max_rounds": "Most measurement rounds. Fewer: more budget (less noise) per measurement, fewer "
     "relations captured. Empty: 16 x the number of columns, fewer when the rows are few "
     "for the budget.",
+    "time_budget": "Seconds the release is planned to take. Wide tables: AIM then measures several marginals "
+    "per round, in as many rounds as fit. More: more rounds that adapt to what the model already knows.",
+    "estimates": "Rounds of selection, each ending with one model update. Fewer: faster, more marginals chosen at "
+    "once per round. Empty: as many as fit the time budget.",
     "iters": "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
     "final_iters": "Fitting steps of the final model the rows are drawn from. More: follows the noisy "
     "measurements more closely, a little more time. No privacy cost.",
@@ -159,3 +127,119 @@ MEASURED_TSTR = {
     },
     ("aim:target", 1.0): {"adult": (0.833, 0.85), "bank_marketing": (0.658, 0.829), "german_credit": (0.509, 0.775)},
 }
+
+
+# The plan's cost model: seconds on one worker thread of the 2-core development machine, from public inputs only.
+# Fitted by ``python -m benchmarks.calibration.aim_plan --fit`` on the releases in docs/data/aim-plan.jsonl (each
+# stage of a fit timed: the start, every round, the final estimate), which prints the constants and the predicted
+# against measured seconds of every release (docs/mechanisms/aim.md, "Time budget").
+PLAN_START = (0.0, 0.0383)  # seconds: fixed, per column (the 1-way measurements and the first estimate)
+PLAN_COUNT = 0.0005  # seconds per million (row x candidate): exact counts of every candidate, once (not fitted: the
+# calibration tables are too small for it to show; a 1M-row bincount takes about 5 ms)
+PLAN_ROUND = (
+    0.0,
+    0.001348,
+    0.0205,
+)  # seconds per round: fixed, per candidate scored, per measured marginal in the model
+PLAN_FINAL = (0.0, 0.0603)  # the final estimate: fixed, per measured marginal
+
+
+@dataclass(frozen=True)
+class Plan:
+    """AIM's rounds for one release, from public inputs only: ``units`` is T (each measurement of a round gets
+    0.9 rho / T, the 1-way start takes d of them), ``estimates`` the selection rounds (each ends with one model
+    estimate, the last with the final one; at most, when the time budget decides them during the fit: fewer rounds
+    select more marginals each when the model is larger than planned), ``fixed_estimates`` whether the steward set
+    them, ``batched`` whether a round selects several marginals, ``seconds``
+    the predicted time on one worker thread and ``paper_seconds`` that of the paper's plan (one marginal per
+    round, T - d rounds, none annealed: an upper bound on its rounds)."""
+
+    units: int
+    estimates: int
+    batched: bool
+    fixed_estimates: bool
+    seconds: float
+    paper_seconds: float
+    time_budget: float
+
+    def to_dict(self) -> dict:
+        return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def start_seconds(*, n: int, d: int, candidates: int) -> float:
+    """Predicted seconds of the start (1-way marginals, the first estimate) and of counting every candidate."""
+    return PLAN_START[0] + PLAN_START[1] * d + PLAN_COUNT * n * candidates / 1e6
+
+
+def rest_seconds(*, candidates: int, cliques: int, picks: int, rounds: int) -> float:
+    """Predicted seconds of ``rounds`` more rounds selecting ``picks`` marginals in all (spread evenly) on a model
+    of ``cliques`` measured marginals, and of the final estimate."""
+    fixed, per_candidate, per_clique = PLAN_ROUND
+    total = sum(
+        fixed + per_candidate * candidates + per_clique * (cliques + picks * r / rounds) for r in range(1, rounds + 1)
+    )
+    return total + PLAN_FINAL[0] + PLAN_FINAL[1] * (cliques + picks)
+
+
+def rounds_that_fit(seconds: float, *, candidates: int, cliques: int, picks: int, most: int) -> int:
+    """The most rounds (at least 1, at most ``most``) whose :func:`rest_seconds` fit in ``seconds``."""
+    lo, hi = 1, max(1, most)
+    while lo < hi:  # rest_seconds grows with the rounds
+        mid = (lo + hi + 1) // 2
+        if rest_seconds(candidates=candidates, cliques=cliques, picks=picks, rounds=mid) <= seconds:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def plan_seconds(*, n: int, d: int, candidates: int, units: int, estimates: int) -> float:
+    """Predicted seconds of a release with T = ``units`` and ``estimates`` selection rounds (PLAN_* constants):
+    the start, exact counts of the candidates, each round scoring every candidate and re-estimating a model with
+    the marginals measured so far (picks spread evenly over the rounds), the final estimate."""
+    picks = max(units - d, 0)
+    return start_seconds(n=n, d=d, candidates=candidates) + rest_seconds(
+        candidates=candidates, cliques=d, picks=picks, rounds=estimates
+    )
+
+
+def plan(*, n: int, schema: Schema, params: dict, epsilon: float, delta: float) -> Plan:
+    """The rounds of an AIM release, chosen before any data is read (public inputs only, so no privacy cost).
+
+    The paper selects one marginal per round, up to T - d rounds (T = 16 d, or fewer when n is small for the budget:
+    :func:`~mechanisms.synthesizers.aim.default_rounds`), each ending with a new model estimate: on a wide table
+    hundreds of estimates (a 39-column table at epsilon 1: 354 rounds planned, 23 run before the budget was spent by
+    annealing, 60 s), and a time that depends on when annealing starts (0.1x to 1x of the planned rounds' time on
+    the calibration tables). Here T is the steward's ``max_rounds``, else the smaller of the paper's and d +
+    max(d, MIN_SELECTED) (the 1-way start and at least 45 selected marginals), and the selections are made in at most
+    MAX_BATCHED_ESTIMATES rounds, as many as fit ``time_budget`` (:func:`rest_seconds`; at least one): each round
+    selects its share of the marginals the remaining budget pays for, one exponential mechanism each, from the same
+    model, then re-estimates it once. A selection costs the same whichever round it is in; annealing still halves
+    the noise after a round whose marginals the model already knew. The steward's ``estimates`` sets the number of
+    rounds (T - d gives the paper's one marginal per round). Measured on adult and a 39-column table
+    (docs/mechanisms/aim.md, "Time budget"): the same relations as the paper's plan in a third to a fifth of its
+    time."""
+    from . import DEFAULT_TIME_BUDGET, MAX_BATCHED_ESTIMATES, MIN_SELECTED, candidate_weights, default_rounds
+    from . import workload_cliques
+
+    names = schema.names
+    sizes = list(schema.cell_sizes)
+    d = len(names)
+    rho = zcdp_rho(float(epsilon or 1.0), float(delta or 1e-5))
+    workload = str(param_or_default(params, "workload", "all-2way"))
+    candidates = len(candidate_weights(names, workload_cliques(names, workload, params.get("target") or names[-1])))
+    budget = float(param_or_default(params, "time_budget", DEFAULT_TIME_BUDGET))
+    paper_units = max(default_rounds(n, rho, sizes), d)
+    steward_units = int(param_or_default(params, "max_rounds", 0) or 0)
+    units = max(steward_units or min(paper_units, d + max(d, MIN_SELECTED)), d)
+    picks = max(units - d, 1)
+    paper = plan_seconds(n=n, d=d, candidates=candidates, units=paper_units, estimates=max(paper_units - d, 1))
+    steward_estimates = int(param_or_default(params, "estimates", 0) or 0)
+    if steward_estimates:
+        r, fixed = min(steward_estimates, picks), True
+    else:
+        start = start_seconds(n=n, d=d, candidates=candidates)
+        most = min(MAX_BATCHED_ESTIMATES, picks)
+        r, fixed = rounds_that_fit(budget - start, candidates=candidates, cliques=d, picks=picks, most=most), False
+    seconds = plan_seconds(n=n, d=d, candidates=candidates, units=units, estimates=r)
+    return Plan(units, r, r < picks, fixed, seconds, paper, budget)

@@ -58,48 +58,42 @@ def test_draws_are_estimated_from_rows_alone():
     assert runtime.estimate_draw(1000, 3).seconds < runtime.estimate_draw(1_000_000, 3).seconds
 
 
-def test_aim_estimate_grows_with_the_budget_the_candidates_and_the_largest_column():
-    """AIM: work = candidate cells x sqrt(largest column) x columns x rho^0.2 x (T / 16 d)^0.8
-    (docs/operations.md); T = 16 d unless n is small for the budget (mechanisms.synthesizers.aim.default_rounds)."""
-    import math
+def test_aim_estimate_is_its_plan_which_fits_the_time_budget():
+    """AIM's estimate is its plan's predicted seconds (aim.guide.plan, public inputs only): the rounds are as many
+    as fit the time budget, at most MAX_BATCHED_ESTIMATES, so a smaller budget gives fewer rounds and a shorter
+    estimate, and the default plan fits the default budget even on a wide table with a target workload."""
+    from mechanisms.synthesizers import aim
 
-    from mechanisms.accounting import zcdp_rho
-    from mechanisms.synthesizers.aim import default_rounds
-
-    cols = tuple(Column(f"c{i}", "categorical", categories=tuple("abcd")) for i in range(6))
-    six = Schema(columns=cols)
-    n = 100_000  # enough rows for the paper's 16 d rounds at epsilon 1
-    w = lambda eps, schema=six, **p: runtime.work("aim", n=n, schema=schema, params=p, epsilon=eps, delta=1e-5)  # noqa: E731
-    pairs = 15 * 16  # all-2way: 15 pairs of 4 x 4 cells
-    assert w(1.0) == pytest.approx(pairs * 2 * 6 * zcdp_rho(1.0, 1e-5) ** aim_guide.AIM_RHO_POWER)
-    small = runtime.work("aim", n=1000, schema=six, params={}, epsilon=1.0, delta=1e-5)  # fewer rounds
-    T = default_rounds(1000, zcdp_rho(1.0, 1e-5), [4] * 6)
-    assert T < 96 and small == pytest.approx(w(1.0) * (T / 96) ** aim_guide.AIM_ROUNDS_POWER)
-    assert runtime.work("aim", n=n, schema=six, params={"max_rounds": 48}, epsilon=1.0, delta=1e-5) == pytest.approx(
-        w(1.0) * 0.5**aim_guide.AIM_ROUNDS_POWER
-    )  # the steward's max_rounds counts too
-    assert w(10.0) / w(1.0) == pytest.approx((zcdp_rho(10, 1e-5) / zcdp_rho(1, 1e-5)) ** 0.2)
-    assert w(1.0, workload="all-3way") == w(1.0)  # timed as all pairs: measured about as long through the API
-    assert w(1.0, workload="target", target="c0") == w(1.0)  # timed as all pairs (measured: the AIM guide's note)
-    wide = Schema(columns=cols + (Column("big", "categorical", categories=tuple(f"v{i}" for i in range(64))),))
-    assert w(1.0, schema=wide) > w(1.0) * math.sqrt(64 / 4)  # more cells and a larger largest column
-    est = runtime.estimate("aim", n=n, schema=six, epsilon=1.0, delta=1e-5)
-    model = registry.get("aim").runtime_model
-    assert est.calibrated and est.seconds == pytest.approx(model.a + model.b * w(1.0))
-    assert runtime.estimate("aim", n=n, schema=six).seconds == est.seconds  # epsilon 1, delta 1e-5 assumed
+    cols = tuple(Column(f"c{i}", "categorical", categories=tuple(f"v{k}" for k in range(12))) for i in range(42))
+    wide = Schema(columns=cols)
+    params = {"workload": "target", "target": "c0"}
+    plan = aim_guide.plan(n=16_000, schema=wide, params=params, epsilon=1.0, delta=1e-5)
+    est = runtime.estimate("aim", n=16_000, schema=wide, params=params, epsilon=1.0, delta=1e-5)
+    assert est.seconds == pytest.approx(plan.seconds) and plan.seconds <= aim.DEFAULT_TIME_BUDGET
+    assert plan.batched and 1 <= plan.estimates <= aim.MAX_BATCHED_ESTIMATES
+    assert plan.units == 42 + 45 and plan.paper_seconds > 10 * plan.seconds  # the paper's 16 d rounds: far longer
+    tight = aim_guide.plan(n=16_000, schema=wide, params={**params, "time_budget": 10}, epsilon=1.0, delta=1e-5)
+    assert tight.estimates < plan.estimates and tight.seconds < plan.seconds
+    fixed = aim_guide.plan(n=16_000, schema=wide, params={**params, "estimates": 2}, epsilon=1.0, delta=1e-5)
+    assert fixed.estimates == 2 and fixed.fixed_estimates
+    steward_t = aim_guide.plan(n=16_000, schema=wide, params={**params, "max_rounds": 200}, epsilon=1.0, delta=1e-5)
+    assert steward_t.units == 200 and steward_t.seconds > plan.seconds  # more marginals: a larger model
+    pairs = runtime.estimate("aim", n=16_000, schema=wide, epsilon=1.0, delta=1e-5)
+    assert pairs.seconds < est.seconds  # all pairs: fewer candidates than every triple with the target
 
 
-def test_aim_shows_a_range_with_its_reason_and_others_a_single_value():
+def test_aim_shows_a_narrow_range_with_its_reason_and_others_a_single_value():
     cols = tuple(Column(f"c{i}", "categorical", categories=tuple(f"v{k}" for k in range(40))) for i in range(12))
     est = runtime.estimate("aim", n=30_000, schema=Schema(columns=cols), epsilon=1.0, delta=1e-5)
     lo, hi = registry.get("aim").runtime_model.range
+    assert hi / lo <= 3  # a range at most 3x wide
     assert est.low == pytest.approx(est.seconds * lo) and est.high == pytest.approx(est.seconds * hi)
     d = est.to_dict()
     assert d["text"].startswith("between ") and d["low_seconds"] < d["seconds"] < d["high_seconds"]
-    assert "cannot be known from public inputs" in d["range_reason"]
+    assert "time budget bounds it" in d["range_reason"]
     wide = Schema(columns=tuple(Column(f"c{i}", "categorical", categories=("a", "b")) for i in range(42)))
     w = runtime.estimate("aim", n=20_000, schema=wide, epsilon=1.0, delta=1e-5)
-    assert w.low == pytest.approx(w.seconds * runtime.WIDE_RANGE[0]) and "42 columns" in w.range_reason
+    assert w.high / w.low <= 3  # 42 columns: still the plan's range, not the extrapolation's
     mst = runtime.estimate("mst", n=10_000, schema=Schema(columns=cols)).to_dict()
     assert mst["low_seconds"] == pytest.approx(mst["seconds"] * registry.get("mst").runtime_model.range[0], abs=0.1)
     assert "compiled Private-PGM programs" in mst["range_reason"]

@@ -102,7 +102,15 @@ def test_aim_without_noise_reproduces_the_measured_marginals():
         assert 0.5 * np.abs(model - _true(clique)).sum() / 3000 < 0.01, clique
 
 
-@pytest.mark.parametrize("name,params", [("mst", {}), ("aim", {"max_rounds": 5, "iters": 200})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("mst", {}),
+        ("mst", {"key_columns": "b"}),  # the tree of a, c, d and the key pairs share the last third
+        ("mst", {"key_columns": ["a", "b", "c"]}),  # no tree to select: halves for 1-way and key pairs
+        ("aim", {"max_rounds": 5, "iters": 200}),
+    ],
+)
 def test_every_draw_is_accounted_and_spends_exactly_the_budget(name, params):
     noise = RecordingNoise()
     mech = _fit(name, noise, **params)
@@ -113,9 +121,15 @@ def test_every_draw_is_accounted_and_spends_exactly_the_budget(name, params):
     cost = mech.privacy_cost()
     assert (cost.epsilon, cost.delta, cost.guarantee) == (EPS, DELTA, "approximate")
     assert cost.details["zcdp_rho"] == pytest.approx(rho)
+    keys = len(mech.params.get("key_columns", ()))
+    if keys:  # every key pair measured besides the tree of the other columns, each draw recorded above
+        assert len(mech.key_pairs) == keys * (4 - keys) + keys * (keys - 1) // 2
+        assert len(mech.edges) == max(4 - keys - 1, 0)
 
 
-@pytest.mark.parametrize("name,params", [("mst", {}), ("aim", {"max_rounds": 5, "iters": 200})])
+@pytest.mark.parametrize(
+    "name,params", [("mst", {}), ("mst", {"key_columns": "b"}), ("aim", {"max_rounds": 5, "iters": 200})]
+)
 def test_a_miscalibrated_variant_is_caught(name, params, monkeypatch):
     """Mutant: the add/remove calibration (sensitivity 1) used under replace-one."""
     monkeypatch.setattr(pgm.measurement, "MARGINAL_RHO_PER_INV_VAR", 0.5)
@@ -275,7 +289,7 @@ def test_aim_estimates_after_every_round_but_the_last_and_its_final_estimate_fit
 
     monkeypatch.setattr(aim, "estimate", spy)
     mech = _fit("aim", RecordingNoise(), max_rounds=10, iters=60, final_iters=70)
-    rounds = len(mech.selected)
+    rounds = len(mech.batches)
     assert rounds >= 2
     assert [iters for _, iters in calls] == [60] * rounds + [70]  # the 1-way start, rounds 1..T-1, the final
     assert {tuple(c) for c, _ in mech.selected} <= calls[-1][0]

@@ -1,0 +1,199 @@
+"""Relationships kept on a wide table, scored on the downloaded file: the label's relation to each column,
+models trained on the file, 2-way TVD, each beside the floor (a same-size real sample), and wall time,
+dpportal's mechanisms side by side with SmartNoise's in one run (docs/benchmarks/relations.md).
+
+The table is ``credit_adult`` (benchmarks/harness/wide.py: 39 columns, 30,000 rows, adult's income last),
+split in two random halves: A (15,000 rows) is what a steward uploads, B the real rows everything is scored
+against. The schema is the one the upload page drafts from A, confirmed as drafted. A release of each
+mechanism is fitted on A and draws 15,000 rows; the exported CSV (exactly the file an analyst downloads) is
+read back as strings. The floor is A itself against B: sampling error only, no privacy.
+
+* **label relation gap**: for each of the label's explanatory columns (``RELATION_COLUMNS``), each value with
+  at least ``MIN_ROWS`` rows in B: |P(income > 50K | value) in B - the same in the file|, averaged over the
+  values of a column, then over the columns.
+* **models trained on the file** (TSTR): gradient boosting trained on the file predicts the label of B's
+  rows, ROC AUC (the floor: trained on A).
+* **2-way TVD**: mechanisms.evaluation.fidelity at full resolution (numeric columns in 20 quantile bins).
+
+    python -m benchmarks.system.relations [--runs aim:workload=target,target=adult_income mst ...]
+        [--peers aim mst] [--epsilon 1] [--seed 0] [--out docs/data/relations.jsonl] [--peer-timeout 1800]
+
+A run is ``mechanism[:k=v,k=v]``; ``recommended:ml`` and ``recommended:explore`` run what the release form
+recommends for that purpose on this table (mechanisms.guidance.recommend, public inputs only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.harness.datasets import dataset_path
+from benchmarks.harness.fidelity import exported, smartnoise, tstr_auc
+from benchmarks.harness.wide import raw_side_by_side, split
+from mechanisms.draft import draft_schema
+from mechanisms.evaluation import fidelity
+from mechanisms.noise import Noise
+from mechanisms.runner import build, run
+from mechanisms.schema import Schema, TableSource, read_raw_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "docs" / "data" / "relations.jsonl"
+TABLES = ("credit_adult", "adult")  # adult alone (15 columns): the same label and columns, unprefixed
+LABEL = "income"
+POSITIVE = ">50K"
+RELATION_COLUMNS = (
+    "education",
+    "sex",
+    "marital-status",
+    "workclass",
+    "occupation",
+    "relationship",
+    "age",
+    "hours-per-week",
+)
+MIN_ROWS = 100
+
+
+def load(table: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The two halves of ``table`` and the prefix of adult's columns in it."""
+    if table == "adult":
+        return (*split(read_raw_csv(dataset_path("adult.csv")), seed), "")
+    return (*split(raw_side_by_side(table, seed), seed), "adult_")
+
+
+def label_gap(reference: pd.DataFrame, other: pd.DataFrame, prefix: str = "adult_") -> tuple[float, dict]:
+    """Mean over RELATION_COLUMNS of the mean |P(label | value) reference - other| over values with at least
+    MIN_ROWS reference rows (a value the other table lacks counts as P = 0 there); per column too."""
+    y_ref = reference[prefix + LABEL].astype(str).eq(POSITIVE)
+    y_oth = other[prefix + LABEL].astype(str).eq(POSITIVE)
+    per = {}
+    for col in (prefix + c for c in RELATION_COLUMNS):
+        ref = y_ref.groupby(reference[col].astype(str)).agg(["mean", "size"])
+        ref = ref[ref["size"] >= MIN_ROWS]
+        oth = y_oth.groupby(other[col].astype(str)).mean().reindex(ref.index).fillna(0.0)
+        per[col] = float(np.abs(ref["mean"] - oth).mean())
+    return float(np.mean(list(per.values()))), per
+
+
+def recommended(purpose: str, schema: Schema, n: int, epsilon: float, delta: float, label: str) -> tuple[str, dict]:
+    """What the release form preselects for ``purpose`` ("ml" with the label as target, or "explore")."""
+    from mechanisms.guidance.recommend import Purpose, recommend
+
+    rec = recommend(
+        schema, n=n, epsilon=epsilon, delta=delta, purpose=Purpose(purpose, target=label if purpose == "ml" else None)
+    )
+    best = next(p for p in rec.items if p.mechanism == rec.recommended)
+    params = dict(best.params or {})
+    if params.get("workload") == "target":  # the release form fills the purpose's target in
+        params["target"] = label
+    return best.mechanism, params
+
+
+def score(schema: Schema, synthetic: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, seed: int, prefix: str) -> dict:
+    rep = fidelity.report(schema, b, synthetic, a, seed=seed)
+    gap, per = label_gap(b, synthetic, prefix)
+    return {
+        "label_gap": round(gap, 4),
+        "label_gap_columns": {k: round(v, 4) for k, v in per.items()},
+        "tstr_auc": round(tstr_auc(schema, synthetic, b), 4),
+        "tvd_1way": round(rep["synthetic"]["tvd_1way"], 4),
+        "tvd_2way": round(rep["synthetic"]["tvd_2way"], 4),
+    }
+
+
+def parse_run(spec: str) -> tuple[str, dict]:
+    name, _, rest = spec.partition(":")
+    if name == "recommended":
+        return spec, {}
+    return name, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--table", choices=TABLES, default=TABLES[0])
+    p.add_argument("--runs", nargs="+", default=["recommended:ml", "recommended:explore", "mst"])
+    p.add_argument("--peers", nargs="*", default=["mst", "aim"])
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rows", type=int, default=0, help="fit on this many rows of A (default: all of A)")
+    p.add_argument("--peer-timeout", type=int, default=1800)
+    p.add_argument("--out", default=str(OUT))
+    args = p.parse_args(argv)
+    args.timeout = args.peer_timeout
+    a, b, prefix = load(args.table, args.seed)
+    if args.rows:
+        a = a.iloc[: args.rows].reset_index(drop=True)
+    schema = draft_schema(a).confirmed()
+    base = {
+        "table": args.table,
+        "rows": len(a),
+        "columns": len(schema.names),
+        "epsilon": args.epsilon,
+        "seed": args.seed,
+    }
+    floor_gap, floor_per = label_gap(b, a, prefix)
+    floor = {
+        **base,
+        "run": "floor (real sample A)",
+        "label_gap": round(floor_gap, 4),
+        "label_gap_columns": {k: round(v, 4) for k, v in floor_per.items()},
+        "tstr_auc": round(tstr_auc(schema, a, b), 4),
+        **{k: round(fidelity.report(schema, b, a, a, seed=args.seed)["synthetic"][k], 4) for k in ("tvd_2way",)},
+    }
+    rows = [floor]
+    print(json.dumps(floor), flush=True)
+    started = time.strftime("%Y-%m-%d %H:%M")
+    for spec in args.runs:
+        mechanism, params = parse_run(spec)
+        if mechanism.startswith("recommended"):
+            mechanism, params = recommended(
+                spec.split(":")[1], schema, len(a), args.epsilon, args.delta, prefix + LABEL
+            )
+        stages: list = []
+        mech = build(
+            mechanism,
+            schema,
+            epsilon=args.epsilon,
+            delta=args.delta,
+            noise=Noise.secure_backend(),
+            n=len(a),
+            params=params,
+            progress=lambda f, s: stages.append((round(time.perf_counter() - t0, 2), s)),
+        )
+        t0 = time.perf_counter()
+        release = run(mech, TableSource.from_frame(schema, a), len(a))
+        seconds = time.perf_counter() - t0
+        syn = exported(schema, release.synthetic, guard=False)
+        row = {**base, "run": spec, "mechanism": mechanism, "params": params, "seconds": round(seconds, 1)}
+        row.update(score(schema, syn, a, b, args.seed, prefix))
+        row["report"] = {k: v for k, v in mech.report().items() if k in ("rounds", "batches", "plan", "rho_spent")}
+        row["started"] = started
+        row["stages"] = stages
+        row["timings"] = [[s, round(t, 2), k, round(m, 3)] for s, t, k, m in getattr(mech, "timings", [])]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    for peer in args.peers or ():
+        row = {**base, "run": f"smartnoise {peer}", "mechanism": f"smartnoise-{peer}", "started": started}
+        try:
+            syn, seconds = smartnoise(peer, schema, a, args)
+            row["seconds"] = round(seconds, 1)
+            row.update(score(schema, syn.astype(str), a, b, args.seed, prefix))
+        except Exception as exc:  # noqa: BLE001 - a peer that fails or times out is reported, not fatal
+            row["error"] = str(exc).splitlines()[-1][:300] if str(exc) else type(exc).__name__
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "a") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
