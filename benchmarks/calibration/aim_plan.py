@@ -33,18 +33,19 @@ OUT = ROOT / "docs" / "data" / "aim-plan.jsonl"
 # (table, workload, target, rounds per column for T (0: the default), estimates)
 RUNS = [
     ("german_credit", "all-2way", None, 0, 0),
-    ("german_credit", "target", "credit_risk", 2, 3),
+    ("german_credit", "target", "credit_risk", 0, 0),
+    ("adult", "target", "income", 0, 0),
+    ("adult", "all-2way", None, 0, 0),
     ("adult", "target", "income", 2, 1),
-    ("adult", "target", "income", 2, 4),
-    ("adult", "all-2way", None, 4, 8),
     ("bank_marketing", "all-2way", None, 0, 0),
-    ("credit_default_taiwan", "all-2way", None, 2, 3),
-    ("credit_default_taiwan", "target", "default.payment.next.month", 2, 8),
-    ("credit_adult", "target", "adult_income", 2, 1),
-    ("credit_adult", "target", "adult_income", 2, 4),
+    ("california_housing", "all-2way", None, 0, 0),
+    ("credit_default_taiwan", "all-2way", None, 0, 0),
+    ("credit_default_taiwan", "target", "default.payment.next.month", 0, 0),
+    ("credit_adult", "target", "adult_income", 0, 0),
+    ("credit_adult", "all-2way", None, 0, 0),
     ("credit_adult", "target", "adult_income", 4, 8),
-    ("credit_adult", "all-2way", None, 2, 3),
-    ("bank_credit", "all-2way", None, 2, 2),
+    ("bank_credit", "all-2way", None, 0, 0),
+    ("bank_credit", "target", "credit_default.payment.next.month", 0, 0),
 ]
 
 

@@ -104,3 +104,22 @@ def test_aim_shows_a_narrow_range_with_its_reason_and_others_a_single_value():
 def test_a_range_reads_as_words():
     assert runtime.describe_range(30, 300) == "between 30 s and 5 min"
     assert runtime.describe_range(0.1, 3) == "a few seconds"
+
+
+def test_aim_for_models_on_a_wide_table_fits_its_time_budget_and_the_task_limit():
+    """AIM around the target (what the release form recommends for training models when AIM ranks first) on a
+    42-column table is estimated within its time budget, far under the default task time limit (3,600 s): it is
+    never refused."""
+    from mechanisms.guidance.recommend import Purpose, recommend
+    from mechanisms.synthesizers import aim
+
+    cols = [Column(f"c{i}", "categorical", categories=tuple(f"v{k}" for k in range(3 + i % 20))) for i in range(41)]
+    cols.append(Column("label", "categorical", categories=("no", "yes")))
+    schema = Schema(columns=tuple(cols))
+    rec = recommend(schema, n=16_000, epsilon=1.0, delta=1e-5, purpose=Purpose("ml", target="label"))
+    best = next(p for p in rec.items if p.mechanism == "aim")
+    assert best.status != "would-fail" and best.params.get("workload") == "target"
+    est = runtime.estimate(
+        "aim", n=16_000, schema=schema, params={**best.params, "target": "label"}, epsilon=1.0, delta=1e-5
+    )
+    assert est.seconds <= aim.DEFAULT_TIME_BUDGET and est.high <= 1.2 * aim.DEFAULT_TIME_BUDGET < 3600
