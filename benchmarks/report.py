@@ -43,9 +43,8 @@ PGM_SECTIONS = [
         "benchmarks-aim-alone.jsonl",
         "dpportal's AIM alone, one thread",
         "python -m benchmarks.harness.pgm_compare --plan grid --name aim-alone --family dpportal --labels aim",
-        "Each of the grid's AIM releases alone on the idle machine (no peer beside it): the rows that "
-        "`python -m benchmarks.calibration.runtime_calibration --from-grid --log docs/data/benchmarks-aim-alone.jsonl` "
-        "fits the run-time estimate on (docs/operations.md).",
+        "Each of the grid's AIM releases alone on the idle machine (no peer beside it), with the paper's plan (one "
+        "marginal per round); AIM's default plan now fits a time budget (docs/mechanisms/aim.md, 'Time budget').",
     ),
 ]
 

@@ -6,9 +6,8 @@ COEFFICIENTS to paste into each mechanism's RuntimeModel (its package's guide.py
     python -m benchmarks.calibration.runtime_calibration --refit    # fit again from the last log (no runs)
     python -m benchmarks.calibration.runtime_calibration --report   # table from the last log, with the module's
                                                         # current coefficients (no runs)
-    python -m benchmarks.calibration.runtime_calibration --from-grid  # AIM: fit on its releases in the grid run
-    python -m benchmarks.calibration.runtime_calibration --from-grid --log docs/data/benchmarks-aim-alone.jsonl
-                                                        # AIM: fit on releases run alone (docs/operations.md)
+
+AIM's estimate is its plan's cost model, calibrated stage by stage by ``benchmarks.calibration.aim_plan``.
 
 Every run is its own process (benchmarks/harness/run_one.py) limited to one thread, like a worker job with
 DPPORTAL_THREADS_PER_JOB=1; synthetic rows = n. Needs the shared datasets (DPPORTAL_DATASETS_DIR).
@@ -145,34 +144,6 @@ def _work(row: dict) -> float:
     )
 
 
-GRID = ROOT / "docs" / "data" / "benchmarks-grid.jsonl"
-
-
-def grid_rows(mechanisms=("aim",), log: Path | None = None) -> list[dict]:
-    """dpportal's releases in a `benchmarks.harness.pgm_compare --plan grid` log (default: the side-by-side grid
-    run): one thread each, epsilon 0.1 / 1 / 10, so AIM's budget dependence is in the data. Wall seconds
-    of the release (its process), as the calibration's own runs."""
-    from benchmarks.calibration.recommend_calibration import (
-        ROWS as TRAIN_ROWS,
-    )  # training rows of each table in the grid run
-
-    from benchmarks.harness.pgm_compare import latest_rows  # a run redone replaces the earlier row
-
-    return [
-        {
-            "mechanism": r["label"],
-            "dataset": r["dataset"],
-            "n": TRAIN_ROWS[r["dataset"]],
-            "params": {},
-            "epsilon": float(r["epsilon"]),
-            "delta": DELTA,
-            "seconds": r["seconds"],
-        }
-        for r in latest_rows(log or GRID)
-        if r.get("family") == "dpportal" and r.get("label") in mechanisms and r.get("status") == "ok"
-    ]
-
-
 def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
     """Per mechanism, a and b >= 0 minimising the squared RELATIVE error (weights 1/measured)."""
     coeffs = {}
@@ -182,25 +153,6 @@ def fit(rows: list[dict]) -> dict[str, tuple[float, float]]:
         A = np.column_stack([1 / t, np.array([_work(r) for r in pts]) / t])
         (a, b), _ = nnls(A, np.ones(len(pts)))
         coeffs[mech] = (float(f"{a:.3g}"), float(f"{b:.3g}"))
-    return coeffs
-
-
-def fit_worst(rows: list[dict]) -> dict[str, tuple[float, float]]:
-    """Per mechanism, a >= 0 and b > 0 minimising the WORST factor between predicted and measured (a grid:
-    a linear from 0 to twice the shortest release, b log-spaced): for AIM, whose releases spread 2-3x with
-    the path its selection takes, the squared relative error lets one wide table's outlier set the line;
-    the worst factor is the estimate's stated goal (within 2x, mechanisms/guidance/runtime.py)."""
-    coeffs = {}
-    for mech in sorted({r["mechanism"] for r in rows}):
-        pts = [r for r in rows if r["mechanism"] == mech]
-        t = np.array([r["seconds"] for r in pts])
-        w = np.array([_work(r) for r in pts])
-        a = np.linspace(0.0, 2 * t.min(), 81)[:, None, None]
-        b = np.geomspace(t.max() / w.max() / 100, t.max() / w.min() * 2, 800)[None, :, None]
-        pred = a + b * w
-        worst = np.maximum(pred / t, t / pred).max(axis=2)
-        i, j = np.unravel_index(np.argmin(worst), worst.shape)
-        coeffs[mech] = (float(f"{a[i, 0, 0]:.3g}"), float(f"{b[0, j, 0]:.3g}"))
     return coeffs
 
 
@@ -234,20 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true", help="no runs: report the last log with the module's coefficients")
     p.add_argument("--refit", action="store_true", help="no runs: fit the last log again")
     p.add_argument("--only", nargs="+", help="run only these mechanisms, appending to the log")
-    p.add_argument(
-        "--from-grid",
-        action="store_true",
-        help="no runs: fit AIM on its releases in the grid run (docs/data/benchmarks-grid.jsonl), "
-        "minimising the worst factor",
-    )
-    p.add_argument("--log", type=Path, help="with --from-grid: another pgm_compare log (e.g. AIM run alone)")
     a = p.parse_args(argv)
-    if a.from_grid:
-        rows = grid_rows(log=a.log)
-        coeffs = fit_worst(rows)
-        print(report(rows, coeffs))
-        print("COEFFICIENTS[aim] = " + json.dumps(coeffs.get("aim")))
-        return 0
     if a.report or a.refit:
         rows = [json.loads(line) for line in LOG.read_text().splitlines()]
         coeffs = fit(rows) if a.refit else runtime.coefficients()
