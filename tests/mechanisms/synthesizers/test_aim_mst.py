@@ -309,3 +309,52 @@ def test_mst_privacy_report_states_how_the_budget_was_spent_by_this_fit():
     assert any(c.startswith("only the 1-way marginals are measured") for c in cost.caveats)
     planned = build("mst", SCHEMA, epsilon=EPS, delta=DELTA).privacy_cost().details["rho_split"]
     assert "tree='auto' with too few rows" in planned  # before a fit: the plan, both ways
+
+
+def test_aim_batched_rounds_select_several_marginals_each_paid_and_spend_exactly_the_budget():
+    """With fewer rounds than selections (``estimates``), a round selects several marginals without replacement,
+    one exponential mechanism each (each selection's rho recorded), measures them, and re-estimates once; the
+    whole budget is spent and never more. A round that paid one selection for all its picks is caught: the
+    draws recorded would then fall short of the budget's selections."""
+    mech, noise = _batched()
+    assert 1 <= len(mech.batches) <= 2 and max(mech.batches) > 1 and sum(mech.batches) == len(mech.selected)
+    rho = accounting.zcdp_rho(EPS, DELTA)
+    assert rho * 0.999 <= math.fsum(noise.costs) <= rho * (1 + 1e-9)
+    assert _every_pick_selected(mech, noise)
+    assert mech.plan.fixed_estimates and mech.plan.estimates == 2 and mech.plan.units == 14
+
+
+def _batched():
+    noise = RecordingNoise()
+    return _fit("aim", noise, workload="all-3way", max_rounds=14, estimates=2, iters=60, final_iters=60), noise
+
+
+def _every_pick_selected(mech, noise) -> bool:
+    selections = [c for c in noise.costs if c < min(noise.costs[:4])]  # a selection costs 1/9 of a measurement
+    return len(selections) >= len(mech.selected)
+
+
+def test_a_batch_that_takes_the_next_best_scores_without_selecting_them_is_caught(monkeypatch):
+    """Mutant: one exponential mechanism per round, then the next highest (private) scores taken as they are."""
+    from mechanisms.synthesizers.aim import AIM
+
+    def greedy(self, model, names, sizes, candidates, scores, batch, size_limit, sensitivity, rho_select, sigma, spent):
+        first = self.noise.select_max_zcdp(scores, sensitivity=sensitivity, rho=rho_select)
+        spent.append(rho_select)
+        rest = [i for i in np.argsort(-scores) if i != first][: batch - 1]
+        return [candidates[i] for i in [first, *rest]]
+
+    monkeypatch.setattr(AIM, "_select_batch", greedy)
+    mech, noise = _batched()
+    assert not _every_pick_selected(mech, noise)
+
+
+def test_aim_time_budget_plans_fewer_rounds_before_any_data_is_read():
+    """The plan is a function of public inputs: a smaller time budget gives fewer rounds (each selecting more),
+    the same T, and the same plan whatever the data."""
+    small = build("aim", SCHEMA, epsilon=EPS, delta=DELTA, params={"time_budget": 5}).selection_plan(3000)
+    large = build("aim", SCHEMA, epsilon=EPS, delta=DELTA, params={"time_budget": 600}).selection_plan(3000)
+    assert small.units == large.units and small.estimates <= large.estimates
+    assert large.seconds <= 600 and not large.fixed_estimates
+    fitted = _fit("aim", Noise.seeded(3), time_budget=600)
+    assert fitted.plan == large and len(fitted.batches) <= large.estimates
