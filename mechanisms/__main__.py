@@ -124,7 +124,7 @@ def list_summary(mechs: list[dict]) -> str:
         extra = "; streams tables larger than memory" if m.get("streaming") else ""
         lines.append(f"{pad}columns: {', '.join(m['supported_kinds'])}; {privacy}{extra}")
         for p in m["params"]:
-            default = "automatic" if p["default"] is None else p["default"]
+            default = "automatic" if p["default"] is None else "none" if p["default"] == "" else p["default"]
             lines.append(f"{pad}  --param {p['name']}=...  ({p['type']}, default {default}): {p['help']}")
         if not m["params"]:
             lines.append(f"{pad}  (no parameters)")

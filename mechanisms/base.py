@@ -44,11 +44,11 @@ class ParamSpec:
     """One tunable parameter: what the web form and the CLI show and validate."""
 
     name: str
-    type: str  # "int" | "float" | "str" | "bool" | "choice" | "column"
-    default: Any
+    type: str  # "int" | "float" | "str" | "bool" | "choice" | "column" | "columns"
+    default: Any  # "columns": a comma-separated string ("" for none)
     help: str
     minimum: float | None = None
-    maximum: float | None = None
+    maximum: float | None = None  # "columns": the most names
     choices: tuple[str, ...] = ()
     optional: bool = False  # None allowed (e.g. "derive from n, d, epsilon")
     kinds: tuple[str, ...] = ()  # "column" params: the column kinds allowed (empty: any kept column)
@@ -85,6 +85,8 @@ class ParamSpec:
         empty = ("", "none", "None") + (() if "auto" in self.choices else ("auto",))
         if isinstance(value, str) and len(value) > MAX_PARAM_CHARS:
             raise ValueError(f"parameter {name!r} may be at most {MAX_PARAM_CHARS} characters, got {len(value)}")
+        if self.type == "columns":
+            return self._columns(self.default if value is None else value, schema)
         if value is None or (isinstance(value, str) and value.strip() in empty):
             if self.optional:
                 return None
@@ -143,6 +145,39 @@ class ParamSpec:
                 f"{name}={v!r} of kind {schema.column(v).kind!r}"
             )
         return v
+
+    def _columns(self, value: Any, schema: Schema | None) -> tuple[str, ...]:
+        """A "columns" value: a list of names or one comma-separated string (what the CLI and the web form
+        send), as a tuple of distinct kept columns of the allowed kinds, at most ``maximum`` of them."""
+        name = self.name
+        if isinstance(value, str):
+            names = [part.strip() for part in value.split(",")]
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            names = [v.strip() for v in value]
+        else:
+            raise ValueError(
+                f"parameter {name!r} must be a list of column names or one comma-separated string, "
+                f"got {short_repr(value)}"
+            )
+        names = [v for v in names if v]
+        if self.maximum is not None and len(names) > self.maximum:
+            raise ValueError(
+                f"parameter {name!r} may name at most {self.maximum:g} columns, got {len(names)}: {short_repr(names)}"
+            )
+        if len(set(names)) < len(names):
+            twice = next(v for i, v in enumerate(names) if v in names[:i])
+            raise ValueError(f"parameter {name!r} names the column {short_repr(twice)} twice")
+        for v in names:
+            if len(v) > MAX_PARAM_CHARS:
+                raise ValueError(f"parameter {name!r}: a column name may be at most {MAX_PARAM_CHARS} characters")
+            if schema is not None and v not in schema.names:
+                raise ValueError(f"parameter {name!r} must name kept columns of the schema, got {v!r}")
+            if schema is not None and v not in self.column_choices(schema):
+                raise ValueError(
+                    f"parameter {name!r}: each column must be of kind {' or '.join(self.kinds)}, got {v!r} of "
+                    f"kind {schema.column(v).kind!r}"
+                )
+        return tuple(names)
 
 
 TEXT_CELL_BYTES = 80  # one CSV cell held as a Python str in a pandas object column (~50-60) + copies

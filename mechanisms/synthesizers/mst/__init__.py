@@ -15,6 +15,13 @@ Private-PGM's ``mbi`` for estimation):
 5. **Generate**: Private-PGM estimates the graphical model that best fits all noisy measurements
    (mirror descent, the public n as total), and synthetic rows are sampled from it.
 
+With ``key_columns`` (k <= 3 columns the steward names, e.g. the label analysts crosstab first), every
+pair (key column, other column) is measured too: k (d - k) + k (k - 1) / 2 *key pairs*, a public choice
+(parameters and schema only), so nothing is spent choosing them. The key pairs already join each key
+column to every other column, so the tree is selected among the d - k other columns only (d - k - 1
+edges; a tree edge through a key column would measure a key pair twice). The model is then the tree with
+each key column joined to all columns: its junction tree's cliques are (key columns + one tree edge).
+
 Privacy (replace-one neighbours, n public), accounted in zCDP and converted to the steward's
 (epsilon, delta) by :func:`~mechanisms.accounting.zcdp_rho`:
 
@@ -28,6 +35,10 @@ Privacy (replace-one neighbours, n public), accounted in zCDP and converted to t
   mechanism step uses sensitivity 2 (the reference script's 1 is the add/remove value). Each of the
   d - 1 steps is rho/(3(d - 1))-zCDP (Gumbel-max through OpenDP's exact ``make_noisy_max``).
 * Total rho/3 + rho/3 + rho/3 = rho; compression, estimation and sampling are post-processing.
+* With key columns the last third measures the m = (d - k - 1) + k (d - k) + k (k - 1) / 2 tree and key
+  pairs, each with sigma_2 = sqrt(m / (rho/3)) (zCDP composition: m x 1 / sigma_2^2 = rho/3), and the
+  selection's third is split over its d - k - 1 steps. Where there is no tree to select (d - k < 2) the
+  budget is halved between the 1-way marginals and the key pairs.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from ...base import Mechanism, ParamSpec
 from ...pgm import (
     QUALITY_L1_SENSITIVITY,
     CellTable,
+    JunctionTreeSize,
     Measurement,
     Measurements,
     ModelTables,
@@ -60,6 +72,8 @@ from . import guide
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged
 MAX_PAIR_CELLS = 50_000_000  # all column pairs' exact counts are held for selection (int64: 400 MB)
+MAX_KEY_COLUMNS = 3  # each key column multiplies every clique of the model by its cells
+MAX_MODEL_MIB = 80.0  # the largest tree + key model (AIM's default limit, the paper's): estimation time and memory
 
 
 def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
@@ -78,23 +92,43 @@ def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
 TREE_NOISE_LIMIT = 2.5  # tree pairs measured only if their noise std is at most this x the mean pair-cell count
 
 
-def compressed_sizes(n: int, rho: float, sizes: list[int]) -> list[int]:
+def key_pairs_for(names: list[str], keys: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Every pair (key column, other column), each once, key column first: k (d - k) + k (k - 1) / 2 pairs.
+    A public choice: the parameters and the schema's names only."""
+    return [(key, a) for i, key in enumerate(keys) for a in names if a != key and a not in keys[:i]]
+
+
+def measured_pairs(d: int, keys: int) -> tuple[int, int]:
+    """(tree pairs, key pairs) measured on ``d`` columns with ``keys`` key columns: the tree spans the
+    d - keys other columns."""
+    return max(d - keys - 1, 0), keys * (d - keys) + keys * (keys - 1) // 2
+
+
+def budget_parts(d: int, keys: int) -> int:
+    """Equal parts of rho when pairs are measured: 1-way marginals, tree selection, pairs; 2 when there
+    is no tree to select (d - keys < 2: the key pairs already join every column)."""
+    return 3 if measured_pairs(d, keys)[0] else 2
+
+
+def compressed_sizes(n: int, rho: float, sizes: list[int], *, parts: int = 3) -> list[int]:
     """A public upper bound on each column's cell count after compression: the tree's 1-way measurements
-    have sigma_1 = sqrt(d / (rho / 3)), the noisy counts sum to about n, so at most n / (3 sigma_1) values
-    clear the 3-sigma threshold, plus the merged cell (fewer than two: the column stays whole). Only n, rho
-    and the schema are read: a column at one cell per value (ages 0-100) is judged by the cells the model
-    will really have."""
-    sigma1 = sigma_for_rho(rho / 3 / max(len(sizes), 1))
+    have sigma_1 = sqrt(d / (rho / parts)), the noisy counts sum to about n, so at most n / (3 sigma_1)
+    values clear the 3-sigma threshold, plus the merged cell (fewer than two: the column stays whole). Only
+    n, rho and the schema are read: a column at one cell per value (ages 0-100) is judged by the cells the
+    model will really have."""
+    sigma1 = sigma_for_rho(rho / parts / max(len(sizes), 1))
     clear = int(n // (COMPRESS_THRESHOLD_SIGMAS * sigma1))
     if clear < 2:  # compress_support leaves a column whole when fewer than two values clear the threshold
         return [int(k) for k in sizes]
     return [min(int(k), clear + 1) for k in sizes]
 
 
-def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool = True) -> bool:
+def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool = True, keys: int = 0) -> bool:
     """Whether the spanning tree's 2-way measurements can say anything at this n and budget.
 
-    The d - 1 tree pairs get sigma_2 = sqrt((d - 1) / (rho / 3)) each (replace-one). When sigma_2 is more
+    The d - 1 tree pairs get sigma_2 = sqrt((d - 1) / (rho / 3)) each (replace-one; with ``keys`` key
+    columns the m tree and key pairs of :func:`measured_pairs`, sigma_2 = sqrt(m / (rho / parts)),
+    :func:`budget_parts`). When sigma_2 is more
     than 2.5 times the mean count of a 2-way cell, n / (mean cells of a column pair), the pairs are mostly
     noise, and the third of the budget spent selecting them and the third measuring them are lost: then
     (``tree='auto'``) MST measures the 1-way marginals only, with the whole budget. Public inputs only (n,
@@ -106,12 +140,28 @@ def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool 
     helps (0.078 against 0.096 on adult).
     """
     d = len(sizes)
-    if d < 2:
+    measured = sum(measured_pairs(d, keys))
+    if measured == 0:
         return False
-    sizes = compressed_sizes(n, rho, sizes) if compress else list(sizes)
+    parts = budget_parts(d, keys)
+    sizes = compressed_sizes(n, rho, sizes, parts=parts) if compress else list(sizes)
     pairs = [a * b for a, b in itertools.combinations(sizes, 2)]
-    sigma2 = sigma_for_rho(rho / 3 / (d - 1))
+    sigma2 = sigma_for_rho(rho / parts / measured)
     return sigma2 <= TREE_NOISE_LIMIT * n / (sum(pairs) / len(pairs))
+
+
+def key_model_mib(names: list[str], sizes: list[int], keys: tuple[str, ...]) -> float:
+    """The largest junction tree (MiB, as Private-PGM counts it) that the tree + key model can have on
+    columns of these cell counts, whatever tree the selection picks: the key columns joined to every column
+    and the tree a star on the largest other column. That star has the most cells of any spanning tree (its
+    edges are the largest products), and each junction-tree clique is the key columns plus one tree edge, so
+    no selected tree's model is larger (tests/mechanisms/synthesizers/test_mst_key_columns.py checks
+    Private-PGM's elimination order on random trees). Public inputs only."""
+    size = dict(zip(names, sizes))
+    rest = sorted((a for a in names if a not in keys), key=lambda a: -size[a])
+    star = [(rest[0], a) for a in rest[1:]]
+    cliques = star + key_pairs_for(names, keys) + [(a,) for a in names]
+    return JunctionTreeSize(names, sizes).size_mb(cliques)
 
 
 class MST(Mechanism):
@@ -149,6 +199,16 @@ class MST(Mechanism):
             "standard deviations into one cell before the 2-way measurements (post-processing: "
             "less noise on the pairs, rare values drawn uniformly among themselves)",
         ),
+        ParamSpec(
+            "key_columns",
+            "columns",
+            "",
+            "Up to 3 columns (comma-separated) whose relation to every other column is measured besides the "
+            "spanning tree, e.g. the label analysts cross-tabulate first: the tree is chosen among the other "
+            "columns and the pairs' third of the budget is shared by more pairs (a public choice: no privacy "
+            "cost beyond the split)",
+            maximum=MAX_KEY_COLUMNS,
+        ),
     )
 
     @classmethod
@@ -165,6 +225,33 @@ class MST(Mechanism):
 
     def check_plan(self, n: int) -> None:
         self.check_pairs(self.schema)
+        keys = self.params["key_columns"]
+        names, sizes = self.schema.names, [int(k) for k in self.schema.cell_sizes]
+        if not keys or not self._pairs_measured(n, zcdp_rho(self.epsilon, self.delta), sizes):
+            return
+        if self.params["compress"]:
+            sizes = compressed_sizes(n, zcdp_rho(self.epsilon, self.delta), sizes, parts=self._parts())
+        mib = key_model_mib(names, sizes, keys)
+        if mib > MAX_MODEL_MIB:
+            cells = ", ".join(f"{k} ({sizes[names.index(k)]} cells)" for k in keys)
+            raise ValueError(
+                f"mst: with key_columns {', '.join(keys)} the model could need {mib:,.0f} MiB, above the limit of "
+                f"{MAX_MODEL_MIB:g} MiB (each key column multiplies every pair of the tree by its cells: {cells}); "
+                f"name fewer key columns or ones with fewer categories, or declare fewer categories or bins"
+            )
+
+    def _parts(self) -> int:
+        return budget_parts(len(self.schema.names), len(self.params["key_columns"]))
+
+    def _pairs_measured(self, n: int, rho: float, sizes: list[int]) -> bool:
+        """Whether this fit measures pairs (tree and key pairs): ``tree='always'``, or the rule of
+        :func:`tree_is_informative`. Public inputs only."""
+        keys = len(self.params["key_columns"])
+        if sum(measured_pairs(len(sizes), keys)) == 0:
+            return False
+        return self.params["tree"] == "always" or tree_is_informative(
+            n, rho, sizes, compress=self.params["compress"], keys=keys
+        )
 
     # -- fit: the only step that reads private data ------------------------------------------------
     def _fit(self, source: TableSource) -> None:
@@ -178,7 +265,7 @@ class MST(Mechanism):
         self.progress(1.0, "model estimated")
 
     def _measure_only(self, source: TableSource) -> None:
-        """Steps 1-3 (every noisy measurement) without the final estimate (the risk report's check)."""
+        """Steps 1-4 (every noisy measurement) without the final estimate (the risk report's check)."""
         self._measure(source)
         release_programs()
 
@@ -186,18 +273,16 @@ class MST(Mechanism):
         return [self._compressed_size(j) for j in range(len(self.supports))]
 
     def _measure(self, source: TableSource):
-        """Steps 1-3, the only ones that read the private table: returns (mbi, the measurements, names, n)."""
+        """Steps 1-4, the only ones that read the private table: returns (mbi, the measurements, names, n)."""
         self.check_pairs(self.schema)
         mbi = load_mbi()
         names, sizes = self.schema.names, self.schema.cell_sizes
+        keys = self.params["key_columns"]
         table = CellTable(self.schema.to_cells(source.frame()), names, sizes)
         d, n = len(names), table.n
         self.rho = zcdp_rho(self.epsilon, self.delta)
-        self.use_tree = d > 1 and (
-            self.params["tree"] == "always"
-            or tree_is_informative(n, self.rho, [int(k) for k in sizes], compress=self.params["compress"])
-        )
-        parts = 3 if self.use_tree else 1  # no tree: the whole budget measures the 1-way marginals
+        self.use_tree = self._pairs_measured(n, self.rho, [int(k) for k in sizes])
+        parts = self._parts() if self.use_tree else 1  # no pairs: the whole budget measures the 1-way marginals
         sigma1 = sigma_for_rho(self.rho / parts / d)
         self.progress(0.05, "measuring 1-way marginals")
         one_way = [measure(self.noise, table.counts((a,)), sigma1) for a in names]
@@ -212,18 +297,24 @@ class MST(Mechanism):
             log.add(self._compressed_measurement(a, one_way[j], self.supports[j], sigma1))
 
         edges: list[tuple[str, str]] = []
+        pairs: list[tuple[str, str]] = []
         sigma2 = None
         if self.use_tree:
-            self.progress(0.15, "selecting the spanning tree")
-            edges = self._select_tree(mbi, comp, log, self.rho / 3)
-            sigma2 = sigma_for_rho(self.rho / 3 / (d - 1))
-            self.progress(0.45, "measuring the tree's 2-way marginals")
-            for e in edges:
+            rest = [a for a in names if a not in keys]
+            if len(rest) > 1:
+                self.progress(0.15, "selecting the spanning tree")
+                edges = self._select_tree(mbi, comp, log, self.rho / parts, rest)
+            pairs = key_pairs_for(names, keys)
+            sigma2 = sigma_for_rho(self.rho / parts / (len(edges) + len(pairs)))
+            what = " and ".join(w for w, on in (("the tree's 2-way marginals", edges), ("the key pairs", pairs)) if on)
+            self.progress(0.45, f"measuring {what}")
+            for e in edges + pairs:
                 log.add(Measurement(e, measure(self.noise, comp.counts(e), sigma2), sigma2))
-            self.spent.append((d - 1) * rho_of_measurement(sigma2))
+            self.spent.append((len(edges) + len(pairs)) * rho_of_measurement(sigma2))
         if math.fsum(self.spent) > self.rho * (1 + 1e-9):  # pragma: no cover - guards the derivation
             raise AssertionError(f"mst spent rho={math.fsum(self.spent)} > {self.rho}")
         self.edges = edges
+        self.key_pairs = pairs
         self.sigmas = (sigma1, sigma2)
         self._noisy_queries = log.noisy_queries(names, self._compressed_sizes(), cell_map=self._compress_cells)
         return mbi, log, names, n
@@ -251,9 +342,11 @@ class MST(Mechanism):
         weights[-1] = 1 / math.sqrt(k)
         return Measurement((attr,), values, sigma, weights)
 
-    def _select_tree(self, mbi, comp: CellTable, log: Measurements, rho_select: float) -> list[tuple[str, str]]:
-        names = comp.names
-        one_way_model = estimate(mbi, comp.sizes, names, log, total=comp.n, iters=2500)
+    def _select_tree(
+        self, mbi, comp: CellTable, log: Measurements, rho_select: float, names: list[str]
+    ) -> list[tuple[str, str]]:
+        """A spanning tree of ``names`` (all columns but the key columns), d' - 1 noisy-max steps."""
+        one_way_model = estimate(mbi, comp.sizes, comp.names, log, total=comp.n, iters=2500)
         pairs = list(itertools.combinations(names, 2))
         fitted = candidate_marginals(mbi, one_way_model, pairs, comp.n)
         score = {e: float(np.abs(comp.counts(e) - fitted[e]).sum()) for e in pairs}
@@ -304,9 +397,7 @@ class MST(Mechanism):
                 "only the 1-way marginals are measured: no relation between columns is kept (tree='auto' found "
                 "too few rows for the budget to measure pairs)"
                 if getattr(self, "use_tree", True) is False
-                else "only the 1-way marginals and the 2-way marginals of one spanning tree of column pairs are "
-                "measured: relations outside the tree (and all higher-order ones) come from the model's "
-                "conditional-independence assumptions",
+                else self._pairs_caveat(),
                 "rare values (noisy count below 3 noise standard deviations) are merged and drawn uniformly "
                 "among themselves"
                 if self.params["compress"]
@@ -318,20 +409,53 @@ class MST(Mechanism):
                 "marginal_l2_sensitivity": "sqrt(2)",
                 "selection_score_sensitivity": QUALITY_L1_SENSITIVITY,
                 "epsilon_from_rho": zcdp_epsilon(rho, self.delta),
+                **self._key_details(),
             },
         )
 
-    def _rho_split(self) -> str:
-        """How rho was spent: after a fit, what happened (tree measured or not); before it, the plan."""
-        tree = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs"
-        ones = "all on the 1-way marginals"
-        if not hasattr(self, "use_tree"):
-            return f"{tree} (tree='auto' with too few rows for the budget: {ones})"
-        if self.use_tree:
-            return f"{tree}: the spanning tree was measured"
+    def _pairs_caveat(self) -> str:
+        keys = self.params["key_columns"]
+        if not keys:
+            return (
+                "only the 1-way marginals and the 2-way marginals of one spanning tree of column pairs are "
+                "measured: relations outside the tree (and all higher-order ones) come from the model's "
+                "conditional-independence assumptions"
+            )
         return (
-            f"{ones}: the spanning tree was not measured (tree='auto' and too few rows for the budget to tell "
-            "pairs from noise)"
+            f"only the 1-way marginals and the 2-way marginals of every pair with a key column ({', '.join(keys)}) "
+            "and of one spanning tree of the other columns are measured: other relations (and all higher-order "
+            "ones) come from the model's conditional-independence assumptions"
+        )
+
+    def _key_details(self) -> dict:
+        """The key columns and their pairs (public: parameters and schema), as measured by the fit (none
+        when no pairs were measured) or, before a fit, as planned."""
+        keys = self.params["key_columns"]
+        if not keys:
+            return {}
+        pairs = getattr(self, "key_pairs", None)
+        pairs = key_pairs_for(self.schema.names, keys) if pairs is None else pairs
+        return {"key_columns": list(keys), "key_pairs": [list(e) for e in pairs]}
+
+    def _rho_split(self) -> str:
+        """How rho was spent: after a fit, what happened (pairs measured or not); before it, the plan."""
+        keys = self.params["key_columns"]
+        ones = "all on the 1-way marginals"
+        if not keys:
+            plan, measured = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs", "the spanning tree was measured"
+        elif self._parts() == 3:
+            plan = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs and key pairs (an equal share each)"
+            measured = "the spanning tree of the other columns and the key pairs were measured"
+        else:
+            plan = "1/2 one-way, 1/2 key pairs (an equal share each; the key pairs join every column, no tree)"
+            measured = "the key pairs were measured"
+        if not hasattr(self, "use_tree"):
+            return f"{plan} (tree='auto' with too few rows for the budget: {ones})"
+        if self.use_tree:
+            return f"{plan}: {measured}"
+        return (
+            f"{ones}: {'the spanning tree' if not keys else 'no pair'} was not measured (tree='auto' and too few "
+            "rows for the budget to tell pairs from noise)"
             if len(self.schema.names) > 1
             else f"{ones} (one column: no pairs)"
         )
@@ -342,6 +466,7 @@ class MST(Mechanism):
         return {
             "tree_measured": bool(self.edges),
             "tree_edges": [list(e) for e in self.edges],
+            "key_pairs": [list(e) for e in self.key_pairs],
             "sigma_one_way": self.sigmas[0],
             "sigma_two_way": self.sigmas[1],
             "compressed_cells": [self._compressed_size(j) for j in range(len(self.supports))],
@@ -352,6 +477,7 @@ class MST(Mechanism):
         for j, s in enumerate(self.supports):
             out[f"support_{j}"] = s.astype(np.uint8)
         out["edges"] = [list(e) for e in self.edges]
+        out["key_pairs"] = [list(e) for e in self.key_pairs]
         out["sigmas"] = list(self.sigmas)
         return out
 
@@ -361,4 +487,5 @@ class MST(Mechanism):
         sizes = dict(zip(self.schema.names, (self._compressed_size(j) for j in range(d))))
         self.model = ModelTables.from_summary(summary, self.schema.names, sizes)
         self.edges = [tuple(e) for e in summary["edges"]]
+        self.key_pairs = [tuple(e) for e in summary.get("key_pairs", [])]  # none stored: no key columns
         self.sigmas = tuple(summary["sigmas"])
