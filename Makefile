@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale venv clean audit
+.PHONY: run test test-fast bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale bench-relations venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,12 @@ bench: venv bench-venv
 
 # Scale-out: PostgreSQL, Redis, gunicorn and 1, 2, 4 workers on loopback; a mixed burst through
 # the API; throughput, p50/p95 and the ledger check (docs/operations.md). Not part of `make test`.
+# relations on a 39-column table (the recommended releases, MST, SmartNoise MST and AIM side by side; about 20 min)
+# -> docs/data/relations.jsonl, docs/benchmarks/relations.md
+bench-relations: venv bench-venv
+	$(PY) -m benchmarks.system.relations --peers mst aim --peer-timeout 600
+	$(PY) -m benchmarks.system.relations --write-doc
+
 bench-scale: venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m benchmarks.system.scale --threads 1 --repeat 3
