@@ -243,7 +243,11 @@ def cmd_recommend(args) -> int:
     if schema.draft:
         raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
     purpose = rec.Purpose.parse(
-        args.purpose, target=args.target, pairs=args.pairs, larger_than_memory=args.larger_than_memory
+        args.purpose,
+        target=args.target,
+        pairs=args.pairs,
+        larger_than_memory=args.larger_than_memory,
+        key_columns=args.key_columns,
     )
     epsilon, delta = _amount(args.epsilon, "epsilon"), _amount(args.delta, "delta")
     result = rec.recommend(schema, n=args.rows, epsilon=epsilon, delta=delta, purpose=purpose)
@@ -276,6 +280,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--purpose", default="explore", choices=("explore", "marginals", "ml"))
     r.add_argument("--target", default=None, help="ml: the column models will predict")
     r.add_argument("--pairs", default=None, help="marginals: 'a:b,c:d' (default all pairs)")
+    r.add_argument(
+        "--key-columns", default=None, help="explore: up to 3 columns 'a,b' everything is cross-tabulated by first"
+    )
     r.add_argument("--larger-than-memory", action="store_true", help="only streaming mechanisms can run")
     r.add_argument(
         "--target-error",

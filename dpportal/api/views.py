@@ -205,7 +205,7 @@ def budget(request, pk):
 
 @api_view("GET")
 def recommendation(request, pk):
-    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&target_error=:
+    """GET /api/datasets/{id}/recommendation/?purpose=&epsilon=&delta=&target=&pairs=&key_columns=&target_error=:
     the recommended mechanism and every mechanism's predicted accuracy, from public inputs only."""
     d = dataset_for_owner(request.user, pk)
     unknown = sorted(set(request.GET) - RECOMMENDATION_PARAMS)
@@ -221,6 +221,7 @@ RECOMMENDATION_PARAMS = {
     "delta",
     "target",
     "pairs",
+    "key_columns",
     "larger_than_memory",
     "target_error",
     "mechanism",

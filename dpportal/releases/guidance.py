@@ -88,6 +88,7 @@ def purpose_from(query: Mapping, schema) -> rec.Purpose:
             target=query.get("target") or None,
             pairs=query.get("pairs") or None,
             larger_than_memory=str(query.get("larger_than_memory", "")).lower() in ("1", "true", "on", "yes"),
+            key_columns=query.get("key_columns") or None,
         )
         purpose.check(schema)
     except ValueError as exc:
@@ -141,7 +142,16 @@ def _curve(name: str, schema, n: int, delta: float, purpose: rec.Purpose, query:
 # The release page (web): purpose form values, the curve figure
 # ------------------------------------------------------------------------------------------------------
 
-PURPOSE_FIELDS = ("purpose", "target", "pairs", "larger_than_memory", "error_pct")
+PURPOSE_FIELDS = ("purpose", "target", "pairs", "key_columns", "larger_than_memory", "error_pct")
+
+
+def purpose_query(values: Mapping) -> dict:
+    """The purpose fields of the page's GET/POST values as a recommendation query. The page submits every
+    purpose's fields; key columns count under "explore" only (the API refuses them with another purpose)."""
+    query = {k: values.get(k) for k in ("purpose", "target", "pairs", "key_columns", "larger_than_memory")}
+    if (query["purpose"] or "explore") != "explore":
+        query["key_columns"] = None
+    return {k: v for k, v in query.items() if v}
 
 
 def default_epsilon(budget: dict) -> float:
@@ -153,7 +163,7 @@ def default_epsilon(budget: dict) -> float:
 def query_with_defaults(dataset, values: Mapping) -> dict:
     """The page's GET/POST values as a recommendation query (web names: ``error_pct`` in percent)."""
     budget = ledger.remaining(dataset)
-    query = {k: values.get(k) for k in ("purpose", "target", "pairs", "larger_than_memory") if values.get(k)}
+    query = purpose_query(values)
     query["epsilon"] = values.get("epsilon") or f"{default_epsilon(budget):g}"
     query["delta"] = values.get("delta") or f"{default_delta(budget, dataset.n_rows):g}"
     pct = (values.get("error_pct") or "").strip()
@@ -416,6 +426,10 @@ def high_error_reason(
 
 
 def _choice_params(mechanism: str, params: Mapping) -> dict:
-    """The parameters that change a prediction and arrive as words (e.g. noise_type, workload)."""
+    """The parameters that change a prediction and arrive as words (e.g. noise_type, workload, key_columns)."""
     specs = {s.name: s for s in registry.get(mechanism).params}
-    return {k: v for k, v in params.items() if k in specs and specs[k].type == "choice" and v in specs[k].choices}
+    return {
+        k: v
+        for k, v in params.items()
+        if k in specs and (specs[k].type == "choice" and v in specs[k].choices or specs[k].type == "columns")
+    }

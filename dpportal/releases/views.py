@@ -78,8 +78,9 @@ def _confirmed(form) -> str:
 
 def _high_error(dataset, cls, values: dict, purpose) -> str | None:
     params = {k[len(PARAM_PREFIX) :]: v for k, v in values.items() if k.startswith(PARAM_PREFIX)}
+    query = guidance.purpose_query(purpose)
     return guidance.high_error_reason(
-        dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params, query=purpose
+        dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params, query=query
     )
 
 

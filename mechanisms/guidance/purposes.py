@@ -11,9 +11,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from ..accounting import short_repr
 from ..schema import Schema
 
 PURPOSES = ("explore", "marginals", "ml")
+MAX_KEY_COLUMNS = 3  # as MST's key_columns (mechanisms.synthesizers.mst.MAX_KEY_COLUMNS; a test checks they agree)
 STATUSES = ("recommended", "ok", "would-fail", "unavailable")
 
 
@@ -21,21 +23,33 @@ STATUSES = ("recommended", "ok", "would-fail", "unavailable")
 class Purpose:
     """What analysts will do with the synthetic table.
 
-    ``explore``: the whole table (every pair); ``marginals``: cross-tabulations of ``pairs`` (empty =
-    all pairs); ``ml``: train models predicting ``target``. ``larger_than_memory``: the table does not
-    fit in the worker's memory, so only streaming mechanisms can run.
+    ``explore``: the whole table (every pair), or with ``key_columns`` (at most 3) the table cross-tabulated
+    by those columns first (the pairs with a key column); ``marginals``: cross-tabulations of ``pairs``
+    (empty = all pairs); ``ml``: train models predicting ``target``. ``larger_than_memory``: the table
+    does not fit in the worker's memory, so only streaming mechanisms can run.
     """
 
     kind: str = "explore"
     target: str | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     larger_than_memory: bool = False
+    key_columns: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.kind not in PURPOSES:
             raise ValueError(f"purpose must be one of {list(PURPOSES)}, got purpose={self.kind!r}")
         if self.kind == "ml" and not self.target:
             raise ValueError("purpose 'ml' needs a target column (the column models will predict)")
+        keys = self.key_columns
+        if keys and self.kind != "explore":
+            raise ValueError(f"key_columns belong to purpose 'explore', got purpose={self.kind!r}")
+        if len(keys) > MAX_KEY_COLUMNS:
+            raise ValueError(
+                f"key_columns may name at most {MAX_KEY_COLUMNS} columns, got {len(keys)}: {short_repr(list(keys))}"
+            )
+        twice = next((c for i, c in enumerate(keys) if c in keys[:i]), None)
+        if twice is not None:
+            raise ValueError(f"key_columns name the column {short_repr(twice)} twice")
 
     def check(self, schema: Schema) -> None:
         """Every named column must be a kept column of the schema."""
@@ -48,6 +62,9 @@ class Purpose:
                     raise ValueError(f"pair ({a!r}, {b!r}): {c!r} is not a kept column of the schema")
             if a == b:
                 raise ValueError(f"a pair needs two different columns, got ({a!r}, {b!r})")
+        for c in self.key_columns:
+            if c not in names:
+                raise ValueError(f"key_columns must name kept columns of the schema, got {short_repr(c)}")
 
     def pairs_of_interest(self, schema: Schema) -> list[tuple[int, int]]:
         names = schema.names
@@ -57,7 +74,8 @@ class Purpose:
             return [(min(t, j), max(t, j)) for j in range(len(names)) if j != t]
         if self.kind == "marginals" and self.pairs:
             return sorted({(min(index[a], index[b]), max(index[a], index[b])) for a, b in self.pairs})
-        return list(itertools.combinations(range(len(names)), 2))
+        keys = {index[c] for c in self.key_columns}
+        return [(i, j) for i, j in itertools.combinations(range(len(names)), 2) if not keys or i in keys or j in keys]
 
     def describe(self) -> str:
         if self.kind == "ml":
@@ -68,6 +86,8 @@ class Purpose:
                 if self.pairs
                 else "cross-tabulate every pair of columns"
             )
+        if self.key_columns:
+            return f"explore the whole table, cross-tabulated by {and_list(self.key_columns)} first"
         return "explore the whole table"
 
     def to_dict(self) -> dict:
@@ -75,6 +95,7 @@ class Purpose:
             "purpose": self.kind,
             "target": self.target,
             "pairs": [list(p) for p in self.pairs],
+            "key_columns": list(self.key_columns),
             "larger_than_memory": self.larger_than_memory,
             "description": self.describe(),
         }
@@ -87,8 +108,10 @@ class Purpose:
         target: str | None = None,
         pairs: str | Sequence | None = None,
         larger_than_memory: bool = False,
+        key_columns: str | Sequence[str] | None = None,
     ) -> "Purpose":
-        """From form / query / CLI text: ``pairs`` as 'a:b, c:d' (or a list of 2-item sequences)."""
+        """From form / query / CLI text: ``pairs`` as 'a:b, c:d' (or a list of 2-item sequences),
+        ``key_columns`` as 'a, b' (or a list of names)."""
         kind = (kind or "explore").strip()
         parsed: list[tuple[str, str]] = []
         if isinstance(pairs, str):
@@ -107,7 +130,25 @@ class Purpose:
             target=(target or "").strip() or None,
             pairs=tuple(parsed),
             larger_than_memory=bool(larger_than_memory),
+            key_columns=_names(key_columns),
         )
+
+
+def and_list(names: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Column names from 'a, b' or a list of names (empty entries dropped)."""
+    if not value:
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    elif not all(isinstance(c, str) for c in value):
+        raise ValueError(f"key_columns must be column names, got {short_repr(list(value))}")
+    return tuple(c.strip() for c in value if c.strip())
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from .. import registry
 from ..schema import Schema
 from . import model_quality
 from .predictors import GAUSSIAN, gaussian_mode, mean
-from .purposes import Errors, Prediction, Purpose, Setting
+from .purposes import Errors, Prediction, Purpose, Setting, and_list
 
 # Fallback for a mechanism with no predictor.
 UNKNOWN_NOTE = "no accuracy model for this mechanism yet: run it on a small budget and check the dashboard"
@@ -73,6 +73,8 @@ class Recommendation:
             return f"mean 2-way TVD of {self.purpose.target} with every other column"
         if self.purpose.kind == "marginals" and self.purpose.pairs:
             return "mean 2-way TVD over the named pairs"
+        if self.purpose.key_columns:
+            return f"mean 2-way TVD of {and_list(self.purpose.key_columns)} with every other column"
         return "mean 2-way TVD over all pairs"
 
     @property
@@ -125,9 +127,18 @@ class Recommendation:
 
 def _default_params(name: str, purpose: Purpose) -> dict:
     params = {p.name: p.default for p in registry.get(name).params}
-    if purpose.kind == "ml" and any(p.name == "target" for p in registry.get(name).params):
+    if purpose.kind == "ml" and "target" in params:
         params["target"] = purpose.target
+    params.update(_key_params(name, purpose))
     return params
+
+
+def _key_params(name: str, purpose: Purpose) -> dict:
+    """The purpose's key columns as the mechanism's ``key_columns`` parameter (MST measures every pair
+    with them), as the release form and the API write it: one comma-separated string."""
+    if not purpose.key_columns or not any(p.name == "key_columns" for p in registry.get(name).params):
+        return {}
+    return {"key_columns": ",".join(purpose.key_columns)}
 
 
 def _label_target(params: dict, setting: Setting) -> dict:
@@ -147,6 +158,7 @@ def predict(name: str, setting: Setting, purpose: Purpose, params: dict | None =
     )
     assumed = dict(cls.target_params) if label_conditional else {}
     params.update(assumed)
+    assumed.update({k: v for k, v in _key_params(name, purpose).items() if params.get(k) == v})
     pred = Prediction(mechanism=name, title=cls.title, status="ok", label_conditional=label_conditional, params=assumed)
     if cls.needs_delta and setting.delta <= 0:
         pred.status, pred.reason = "unavailable", "needs a delta above 0 (approximate DP); none was given"
@@ -309,14 +321,25 @@ def _reason(best: Prediction, items: list[Prediction], purpose: Purpose) -> str:
     if best.label_conditional:
         return _ml_reason(best, others, purpose)
     what = "the pairs that matter" if purpose.kind != "explore" else "all pairs"
+    if purpose.key_columns:
+        what = f"the pairs with {and_list(purpose.key_columns)}"
     lower = [p for p in others if p.score < best.score]
     if lower:  # won a tie on speed
         return (
             f"{best.mechanism} is predicted within {TIE_MARGIN:.0%} of the lowest 2-way error over {what} "
             f"({best.score:.1%} against {lower[0].score:.1%} for {lower[0].mechanism}) and is faster."
-        )
+        ) + _keys_note(best)
     runner = f", against {others[0].score:.1%} for {others[0].mechanism}" if others else ""
-    return f"{best.mechanism} has the lowest predicted 2-way error over {what}: {best.score:.1%}{runner}."
+    lowest = f"{best.mechanism} has the lowest predicted 2-way error over {what}: {best.score:.1%}{runner}."
+    return lowest + _keys_note(best)
+
+
+def _keys_note(best: Prediction) -> str:
+    """The key columns a recommended mechanism measures with every other column (MST's ``key_columns``)."""
+    keys = best.params.get("key_columns")
+    if not keys:
+        return ""
+    return f" It is set to measure every pair with {and_list(keys.split(','))} (key_columns={keys})."
 
 
 def _ml_reason(best: Prediction, others: list[Prediction], purpose: Purpose) -> str:

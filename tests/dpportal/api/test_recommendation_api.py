@@ -57,11 +57,26 @@ def test_two_tables_with_the_same_schema_and_n_get_the_same_answer(world):
         ("?purpose=marginals&pairs=age", "column:column"),
         ("?target_error=2", "target_error must be in (0, 1)"),
         ("?colour=blue", "unknown parameter(s) ['colour']"),
+        ("?key_columns=city,nope", "key_columns must name kept columns of the schema, got 'nope'"),
+        ("?key_columns=note", "key_columns must name kept columns of the schema, got 'note'"),
+        ("?key_columns=city,city", "key_columns name the column 'city' twice"),
+        ("?key_columns=age,city,income,age", "key_columns may name at most 3 columns"),
+        ("?purpose=ml&target=city&key_columns=age", "key_columns belong to purpose 'explore'"),
     ],
 )
 def test_bad_input_is_named(world, query, message):
     resp = world.client(None).get(URL.format(world.dataset.pk) + query, **world.api(world.owner))
     assert resp.status_code == 400 and message in resp.json()["error"], resp.content
+
+
+def test_key_columns_rank_on_their_pairs_and_the_recommended_params_carry_them(world):
+    query = "?purpose=explore&key_columns=city&epsilon=1&delta=1e-6"
+    resp = world.client(None).get(URL.format(world.dataset.pk) + query, **world.api(world.owner))
+    assert resp.status_code == 200, resp.content
+    data = resp.json()
+    assert data["key_columns"] == ["city"] and data["metric"] == "mean 2-way TVD of city with every other column"
+    mst = next(m for m in data["mechanisms"] if m["mechanism"] == "mst")
+    assert mst["params"] == {"key_columns": "city"}
 
 
 def test_only_the_owner_sees_it(world):

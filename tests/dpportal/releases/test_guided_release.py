@@ -158,6 +158,40 @@ def test_model_training_without_aim_recommends_dpmerf_labelled(world):
     assert '<option value="city" selected>city</option>' in form.split('name="param_target"')[1].split("</select>")[0]
 
 
+def test_key_columns_are_entered_under_explore_and_a_release_from_the_recommendation_carries_them(world):
+    client = world.client(world.owner)
+    query = {"purpose": "explore", "key_columns": "city", "epsilon": "1", "delta": "1e-6", "mechanism": "mst"}
+    page = client.get(NEW.format(world.dataset.pk), query).content.decode()
+    purpose_form = page.split('id="purpose-form"')[1].split("</form>")[0]
+    assert 'name="key_columns" id="id_key_columns" value="city"' in purpose_form
+    rec = _section(page, "recommendation")
+    assert "over the pairs with city" in rec and "mean 2-way TVD of city with every other column" in rec
+    form = page.split('id="release-form"')[1]
+    assert 'name="param_key_columns" value="city"' in form  # MST's prediction assumed it: pre-set
+    assert '<input type="hidden" name="key_columns" value="city">' in form
+    post = {**_defaults(registry.get("mst")), **query, "epsilon": "0.5", "param_key_columns": "city"}
+    resp = client.post(NEW.format(world.dataset.pk) + "?mechanism=mst", post)
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    release = Release.objects.latest("pk")
+    assert release.mechanism == "mst" and release.params["key_columns"] == ["city"]
+
+
+def test_key_columns_count_under_explore_only_on_the_page(world):
+    page = (
+        world.client(world.owner)
+        .get(NEW.format(world.dataset.pk), {"purpose": "ml", "target": "city", "key_columns": "age"})
+        .content.decode()
+    )
+    assert 'id="purpose-error"' not in page and "Sorted first by whether the mechanism models" in page
+
+
+def test_bad_key_columns_are_named_on_the_page(world):
+    page = world.client(world.owner).get(NEW.format(world.dataset.pk), {"key_columns": "nope"}).content.decode()
+    error = page.split('id="purpose-error"')[1].split("</p>")[0]
+    assert "key_columns must name kept columns of the schema, got &#x27;nope&#x27;" in error
+    assert 'id="release-form"' in page
+
+
 def test_the_smallest_epsilon_for_an_accepted_error_links_back_with_it(world):
     page = world.client(world.owner).get(NEW.format(world.dataset.pk), {"error_pct": "65"}).content.decode()
     line = page.split('id="smallest-epsilon"')[1].split("</p>")[0]

@@ -116,11 +116,75 @@ def test_named_pairs_change_the_metric_to_those_pairs():
         ("marginals", {"pairs": "age:nope"}, "'nope' is not a kept column"),
         ("marginals", {"pairs": "age:age"}, "two different columns"),
         ("sell", {}, "purpose must be one of"),
+        ("explore", {"key_columns": "income, nope"}, "key_columns must name kept columns of the schema, got 'nope'"),
+        ("explore", {"key_columns": "income,sex,age,race"}, "key_columns may name at most 3 columns, got 4"),
+        ("explore", {"key_columns": "income, income"}, "key_columns name the column 'income' twice"),
+        ("ml", {"target": "income", "key_columns": "sex"}, "key_columns belong to purpose 'explore', got purpose='ml'"),
     ],
 )
 def test_bad_purposes_are_named(kind, kw, message):
     with pytest.raises(ValueError, match=message):
         rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, purpose=rec.Purpose.parse(kind, **kw))
+
+
+def test_explore_with_key_columns_ranks_on_their_pairs_and_predicts_mst_measuring_them():
+    keyed = rec.recommend(
+        ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=rec.Purpose.parse("explore", key_columns="income")
+    )
+    income_pairs = ", ".join(f"{c}:income" for c in ADULT.names if c != "income")
+    same_pairs = rec.recommend(
+        ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=rec.Purpose.parse("marginals", pairs=income_pairs)
+    )
+    assert keyed.metric == "mean 2-way TVD of income with every other column"
+    assert "over the pairs with income" in keyed.reason
+    for p in keyed.items:  # ranked on the key pairs: every mechanism but MST scores as on those pairs named
+        if p.mechanism != "mst" and p.score is not None:
+            assert p.score == same_pairs.get(p.mechanism).score, p.mechanism
+    mst = keyed.get("mst")
+    assert mst.params == {"key_columns": "income"} and mst.score != same_pairs.get("mst").score
+    assert rec.summary_text(keyed).count("key_columns=income") == 1
+    assert keyed.to_dict()["key_columns"] == ["income"]
+    plain = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5)
+    assert plain.get("mst").params == {} and plain.metric == "mean 2-way TVD over all pairs"
+
+
+def test_a_recommended_mst_names_the_key_columns_it_measures():
+    purpose = rec.Purpose.parse("explore", key_columns=["sex", "income"])
+    r = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=purpose, mechanisms=["mst", "baseline"])
+    assert r.recommended == "mst"
+    assert r.reason.endswith("It is set to measure every pair with sex and income (key_columns=sex,income).")
+    assert purpose.describe() == "explore the whole table, cross-tabulated by sex and income first"
+
+
+def test_explicit_key_columns_override_the_purposes_in_a_prediction():
+    setting = rec.Setting(ADULT, ADULT_N, 1.0, 1e-5)
+    purpose = rec.Purpose.parse("explore", key_columns="income")
+    same_pairs = rec.Purpose(
+        "marginals", pairs=tuple((c, "income") for c in ADULT.names if c != "income")
+    )  # the key pairs, named
+    assert rec.predict("mst", setting, purpose).params == {"key_columns": "income"}
+    cleared = rec.predict("mst", setting, purpose, {"key_columns": ""})  # the steward emptied the field
+    assert cleared.params == {} and cleared.score == rec.predict("mst", setting, same_pairs).score
+
+
+def test_the_key_column_limit_is_msts():
+    from mechanisms.guidance.purposes import MAX_KEY_COLUMNS
+    from mechanisms.synthesizers import mst
+
+    assert MAX_KEY_COLUMNS == mst.MAX_KEY_COLUMNS
+
+
+def test_cli_takes_key_columns(capsys):
+    from mechanisms.__main__ import main
+
+    schema = str(ROOT / "benchmarks" / "schemas" / "adult.json")
+    args = ["recommend", "--schema", schema, "--rows", str(ADULT_N), "--epsilon", "1", "--delta", "1e-5"]
+    assert main([*args, "--key-columns", "income,sex", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["key_columns"] == ["income", "sex"]
+    assert next(m for m in data["mechanisms"] if m["mechanism"] == "mst")["params"] == {"key_columns": "income,sex"}
+    assert main([*args, "--key-columns", "income,nope"]) == 2
+    assert "key_columns must name kept columns of the schema, got 'nope'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
