@@ -556,3 +556,20 @@ def test_triples_by_conditioning_equal_variable_elimination(monkeypatch):
     monkeypatch.setattr(pgm.marginal_oracles, "conditioned", unpropagated)
     broken = pgm.candidate_marginals(mbi, model, triples, 500)
     assert sum(not np.allclose(broken[c], refs[c].ravel(), atol=1e-6) for c in triples) >= 10
+
+
+def test_cell_table_counts_equal_numpy_ravel_and_bincount_in_any_attribute_order():
+    """CellTable counts a marginal by multiply-add on per-column int32 arrays: the same flat C-order index as
+    np.ravel_multi_index, for any order of the clique's attributes and the empty clique."""
+    rng = np.random.default_rng(1)
+    sizes = {"a": 3, "b": 5, "c": 7, "d": 2}
+    cells = np.column_stack([rng.integers(0, k, 5000) for k in sizes.values()])
+    table = pgm.CellTable(cells, list(sizes), list(sizes.values()))
+    for clique in [("a",), ("c", "a"), ("b", "a", "d"), ("d", "c", "b", "a"), ()]:
+        shape = [sizes[x] for x in clique]
+        flat = (
+            np.ravel_multi_index(tuple(cells[:, list(sizes).index(x)] for x in clique), shape)
+            if clique
+            else np.zeros(5000, int)
+        )
+        assert np.array_equal(table.counts(clique), np.bincount(flat, minlength=int(np.prod(shape)))), clique
