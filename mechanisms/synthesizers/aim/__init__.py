@@ -78,6 +78,7 @@ MAX_CANDIDATES = 20_000  # scored every round
 DEFAULT_TIME_BUDGET = 60.0  # seconds on one worker thread: the plan (guide.plan) fits the release in it
 MIN_SELECTED = 45  # T = d + max(d, 45) at most unless the steward sets max_rounds (guide.plan)
 MAX_BATCHED_ESTIMATES = 5  # selection rounds (model estimates) at most unless the steward sets estimates
+MIB_PER_BUDGET_MINUTE = 2.0  # the model-size limit the time budget pays for (guide.plan): 2 MiB per minute
 
 
 def default_rounds(n: int, rho: float, sizes: list[int]) -> int:
@@ -179,7 +180,8 @@ class AIM(Mechanism):
             DEFAULT_TIME_BUDGET,
             "Seconds the release is planned to take on one worker thread: when the paper's one marginal per "
             "round would take longer (wide tables), AIM selects several marginals per round, in as many rounds "
-            "as fit (the plan is made from public inputs before any data is read)",
+            "as fit, and keeps the model within 2 MiB per minute of budget (the plan is made from public inputs "
+            "before any data is read)",
             5.0,
             86_400.0,
         ),
@@ -268,7 +270,7 @@ class AIM(Mechanism):
         sigma = sigma_for_rho(MEASURE_SHARE * rho / rounds)
         rho_select = (1 - MEASURE_SHARE) * rho / rounds
         sensitivity = QUALITY_L1_SENSITIVITY * max(weights.values())
-        limit = self.params["max_model_size"]
+        limit = plan.model_mib  # max_model_size, lowered to what the time budget pays for (guide.plan)
         tree = JunctionTreeSize(names, [sizes[a] for a in names])
         start = time.perf_counter()
         self.timings: list[tuple[str, float, int, float]] = []  # (stage, seconds, cliques, model MiB): calibration

@@ -93,8 +93,9 @@ STEWARD_HELP = {
     "max_rounds": "Most measurement rounds. Fewer: more budget (less noise) per measurement, fewer "
     "relations captured. Empty: 16 x the number of columns, fewer when the rows are few "
     "for the budget.",
-    "time_budget": "Seconds the release is planned to take. Wide tables: AIM then measures several marginals "
-    "per round, in as many rounds as fit. More: more rounds that adapt to what the model already knows.",
+    "time_budget": "Seconds the release is planned to take. AIM measures several marginals per round, in as many "
+    "rounds as fit, and keeps its model within 2 MiB per minute. More: more rounds that adapt to what the model "
+    "already knows, and a larger model (large tables, large epsilon).",
     "estimates": "Rounds of selection, each ending with one model update. Fewer: faster, more marginals chosen at "
     "once per round. Empty: as many as fit the time budget.",
     "iters": "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
@@ -156,6 +157,7 @@ class Plan:
     seconds: float
     paper_seconds: float
     time_budget: float
+    model_mib: float = 80.0
 
     def to_dict(self) -> dict:
         return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -211,10 +213,14 @@ def plan(*, n: int, schema: Schema, params: dict, epsilon: float, delta: float) 
     selects its share of the marginals the remaining budget pays for, one exponential mechanism each, from the same
     model, then re-estimates it once. A selection costs the same whichever round it is in; annealing still halves
     the noise after a round whose marginals the model already knew. The steward's ``estimates`` sets the number of
-    rounds (T - d gives the paper's one marginal per round). Measured on adult and a 39-column table
+    rounds (T - d gives the paper's one marginal per round). The model-size limit is ``max_model_size`` lowered to
+    MIB_PER_BUDGET_MINUTE per minute of the budget (at least 4x the 1-way model): mirror descent's time grows with
+    the model, which grows with n and epsilon (1M rows of a 39-column table: 32 MiB and a 30 s final estimate
+    without it), so the cost model holds at any n. Measured on adult and a 39-column table
     (docs/mechanisms/aim.md, "Time budget"): the same relations as the paper's plan in a third to a fifth of its
     time."""
-    from . import DEFAULT_TIME_BUDGET, MAX_BATCHED_ESTIMATES, MIN_SELECTED, candidate_weights, default_rounds
+    from . import DEFAULT_TIME_BUDGET, MAX_BATCHED_ESTIMATES, MIB_PER_BUDGET_MINUTE, MIN_SELECTED, candidate_weights
+    from . import default_rounds
     from . import workload_cliques
 
     names = schema.names
@@ -237,4 +243,7 @@ def plan(*, n: int, schema: Schema, params: dict, epsilon: float, delta: float) 
         most = min(MAX_BATCHED_ESTIMATES, picks)
         r, fixed = rounds_that_fit(budget - start, candidates=candidates, cliques=d, picks=picks, most=most), False
     seconds = plan_seconds(n=n, d=d, candidates=candidates, units=units, estimates=r)
-    return Plan(units, r, r < picks, fixed, seconds, paper, budget)
+    one_way_mib = sum(sizes) * 8 / 2**20
+    limit = float(param_or_default(params, "max_model_size", 80.0))
+    model_mib = min(limit, max(MIB_PER_BUDGET_MINUTE * budget / 60, 4 * one_way_mib))
+    return Plan(units, r, r < picks, fixed, seconds, paper, budget, model_mib)
