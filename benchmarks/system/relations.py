@@ -138,7 +138,9 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
         if not started:
             continue
         floor = floors.get((table, n, items[0]["seed"]))
-        out += [f"## {table}, {n:,} rows, started {started}", ""]
+        fitted = max(r.get("fitted_rows", n) for r in items)
+        scale = f" (fitted on {fitted:,} rows drawn from them, scored on {n:,})" if fitted != n else ""
+        out += [f"## {table}, {n:,} rows{scale}, started {started}", ""]
         out += [
             "| run | seconds | label relation gap (x floor) | TSTR ROC AUC | 2-way TVD |",
             "|---|---|---|---|---|",
@@ -262,6 +264,7 @@ def main(argv=None) -> int:
         seconds = time.perf_counter() - t0
         syn = exported(schema, release.synthetic.iloc[: len(a)], guard=False)
         row = {**base, "run": spec, "mechanism": mechanism, "params": params, "seconds": round(seconds, 1)}
+        row["fitted_rows"] = len(fit_on)
         row.update(score(schema, syn, a, b, args.seed, prefix))
         row["report"] = {k: v for k, v in mech.report().items() if k in ("rounds", "batches", "plan", "rho_spent")}
         row["started"] = started

@@ -138,6 +138,9 @@ PLAN_START = (0.246, 0.0241)  # seconds: fixed, per column (the 1-way measuremen
 PLAN_COUNT = 0.0069  # seconds per million (row x candidate): exact counts of every candidate, once
 PLAN_ROUND = (0.0, 0.000523, 0.035)  # per round: fixed, per candidate scored, per measured marginal in the model
 PLAN_FINAL = (0.0, 0.0554)  # the final estimate: fixed, per measured marginal
+# seconds per row and column: reading the table into cells before the fit, drawing and decoding as many rows after
+# it (1M rows of a 39-column table: 30 s of a 63 s release, python -m benchmarks.system.relations --resample 1000000)
+PLAN_ROW_COLUMN = 7.7e-7
 
 
 @dataclass(frozen=True)
@@ -192,11 +195,15 @@ def rounds_that_fit(seconds: float, *, candidates: int, cliques: int, picks: int
 
 def plan_seconds(*, n: int, d: int, candidates: int, units: int, estimates: int) -> float:
     """Predicted seconds of a release with T = ``units`` and ``estimates`` selection rounds (PLAN_* constants):
-    the start, exact counts of the candidates, each round scoring every candidate and re-estimating a model with
-    the marginals measured so far (picks spread evenly over the rounds), the final estimate."""
+    reading and drawing the rows, the start, exact counts of the candidates, each round scoring every candidate
+    and re-estimating a model with the marginals measured so far (picks spread evenly over the rounds), the final
+    estimate."""
     picks = max(units - d, 0)
-    return start_seconds(n=n, d=d, candidates=candidates) + rest_seconds(
-        candidates=candidates, cliques=d, picks=picks, rounds=estimates
+    rows = PLAN_ROW_COLUMN * n * d
+    return (
+        rows
+        + start_seconds(n=n, d=d, candidates=candidates)
+        + rest_seconds(candidates=candidates, cliques=d, picks=picks, rounds=estimates)
     )
 
 
