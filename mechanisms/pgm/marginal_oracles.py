@@ -261,11 +261,7 @@ def conditioned(
     holding = [c for c in probs if x in c]
     out = dict(probs)
     for c in holding:
-        axis = c.index(x)
-        mask = np.zeros(probs[c].shape[axis])
-        mask[v] = 1.0
-        table = probs[c] * mask.reshape([-1 if i == axis else 1 for i in range(len(c))])
-        out[c] = table / table.sum()
+        out[c] = given_value(probs[c], c, x, v)
     seen, stack = set(holding), list(holding)
     while stack:
         c = stack.pop()
@@ -282,6 +278,15 @@ def conditioned(
             out[w] = probs[w] * np.transpose(ratio, order).reshape(shape)
             stack.append(w)
     return out
+
+
+def given_value(table: np.ndarray, clique: Clique, x: str, v: int) -> np.ndarray:
+    """A clique marginal holding x, conditioned on x = v: its slice x = v (x's axis kept, zero elsewhere), total 1."""
+    axis = clique.index(x)
+    mask = np.zeros(table.shape[axis])
+    mask[v] = 1.0
+    sliced = table * mask.reshape([-1 if i == axis else 1 for i in range(len(clique))])
+    return sliced / sliced.sum()
 
 
 def _separator_conditional(table: np.ndarray, clique: Clique, sep: Clique, extra: Clique) -> np.ndarray:

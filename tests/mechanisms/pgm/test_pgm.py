@@ -542,16 +542,8 @@ def test_triples_by_conditioning_equal_variable_elimination(monkeypatch):
         assert np.allclose(got[cand], refs[cand].ravel(), rtol=1e-9, atol=1e-9), cand
     assert calls == []  # every triple by conditioning, none by elimination
 
-    def unpropagated(probs, edges, x, v):
-        out = dict(probs)
-        for c in probs:
-            if x in c:
-                axis = c.index(x)
-                mask = np.zeros(probs[c].shape[axis])
-                mask[v] = 1.0
-                t = probs[c] * mask.reshape([-1 if i == axis else 1 for i in range(len(c))])
-                out[c] = t / t.sum()
-        return out
+    def unpropagated(probs, edges, x, v):  # the cliques holding x conditioned, the others left as they were
+        return {c: pgm.marginal_oracles.given_value(t, c, x, v) if x in c else t for c, t in probs.items()}
 
     monkeypatch.setattr(pgm.marginal_oracles, "conditioned", unpropagated)
     broken = pgm.candidate_marginals(mbi, model, triples, 500)
