@@ -9,16 +9,19 @@ The algorithm as implemented:
    the workload's downward closure; candidate r scores w_r = sum over workload marginals s of
    |r ∩ s| (the paper's weighting: marginals that overlap much of the workload matter more).
 2. **Initialise**: measure every 1-way marginal with Gaussian noise; estimate the model.
-3. **Rounds** t = 1, 2, ... (at most T = 16 d by default, fewer when the public n is small for the
-   budget: :func:`default_rounds`): keep the candidates whose addition keeps
-   the model within ``max_model_size`` x (budget used so far / total budget) MiB; **select** the
-   worst-approximated one with the exponential mechanism, score
-   w_r (|| x_r - xhat_r ||_1 - sqrt(2/pi) sigma_t |cells(r)|) (error minus the expected error of a
-   fresh measurement); **measure** it with Gaussian noise sigma_t; **re-estimate** the model (warm
-   start). **Anneal**: when the model's answer on the new marginal moved less than the expected
-   noise, sigma_t halves and the selection epsilon doubles (each round then costs 4x as much).
-   When less than two rounds' budget is left, the last round spends all that remains (and is not
-   re-estimated: that estimate would only decide annealing, which ends there).
+3. **Rounds**, planned from public inputs before any data is read (:func:`guide.plan`): T measurements'
+   worth of budget (d + max(d, 45), the paper's 16 d lowered by :func:`default_rounds` when smaller, or the
+   steward's ``max_rounds``) selected in as many rounds as fit ``time_budget`` (at most MAX_BATCHED_ESTIMATES).
+   In a round: keep the candidates whose addition keeps the model within the size limit (``max_model_size``,
+   lowered to what the time budget pays for) x (budget used so far / total budget) MiB; **select** the
+   round's share of the marginals the remaining budget pays for, each with its own exponential mechanism
+   (without replacement) on the score w_r (|| x_r - xhat_r ||_1 - sqrt(2/pi) sigma_t |cells(r)|) (error minus
+   the expected error of a fresh measurement); **measure** each with Gaussian noise sigma_t; **re-estimate**
+   the model once (warm start). **Anneal**: when the model's answers on the round's marginals moved less than
+   the expected noise, sigma_t halves and the selection epsilon doubles (each selection then costs 4x as
+   much). The last round spends all that remains (and is not re-estimated: that estimate would only decide
+   annealing, which ends there). The rounds left are recomputed after each round from the plan's cost model
+   and the number of marginals measured (earlier DP outputs), never from the clock.
 4. **Generate**: a final estimate on every measurement (warm start from the latest estimate), then
    synthetic rows sampled from the model.
 
@@ -26,16 +29,18 @@ Privacy (replace-one neighbours, n public), zCDP inside the release, converted t
 (epsilon, delta) by :func:`~mechanisms.accounting.zcdp_rho`:
 
 * Measurement: a marginal's counts change by (+1, -1): L2 sensitivity sqrt(2); discrete Gaussian
-  with std sigma costs 2 / (2 sigma^2) = 1 / sigma^2. With T rounds each round's measurement gets
-  0.9 rho / T: sigma = sqrt(T / (0.9 rho)) (the reference script's sqrt(T / (2 * 0.9 rho)) is the
+  with std sigma costs 2 / (2 sigma^2) = 1 / sigma^2. With T measurements' worth of budget each
+  measurement gets 0.9 rho / T: sigma = sqrt(T / (0.9 rho)) (the reference script's sqrt(T / (2 * 0.9 rho)) is the
   add/remove value, sensitivity 1).
 * Selection: the score's L1 error moves by at most 2 w_r under replace-one (xhat comes from earlier
   noisy measurements only; the bias term is public), so the exponential mechanism uses sensitivity
   2 max_r w_r, with zCDP cost eps_t^2 / 8 where eps_t = sqrt(8 * 0.1 rho / T) (Gumbel-max through
   OpenDP's exact ``make_noisy_max``, which checks the cost itself).
-* Each round costs 1/sigma_t^2 + eps_t^2/8 (= rho/T before annealing); the 1-way initialisation
-  d / sigma_0^2. The loop stops before the sum would exceed rho; the last round takes exactly the
-  rest. Everything else (estimation, filtering by model size, sampling) is post-processing.
+* Each selected marginal costs 1/sigma_t^2 + eps_t^2/8 (= rho/T before annealing), whichever round it is
+  selected in (several selections on the same scores compose like any others); a pick dropped by the model-size
+  check pays its selection only. The 1-way initialisation costs d / sigma_0^2. The loop stops before the sum
+  would exceed rho; the last round takes exactly the rest. Everything else (estimation, filtering by model size,
+  the plan and its rounds left, sampling) is post-processing or a function of public inputs.
 """
 
 from __future__ import annotations
