@@ -18,7 +18,8 @@ from .io import write_synthetic_csv
 from .noise import Noise
 from .runner import build, run
 from .draft import draft_schema
-from .schema import Schema, SchemaError, SchemaMismatch, TableSource, check_header, read_raw_csv
+from .schema import Schema, SchemaError, SchemaMismatch, check_header
+from .source import TableSource, read_raw_csv
 
 
 class CLIError(Exception):

@@ -24,7 +24,8 @@ import pandas as pd
 
 from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
-from .schema import Schema, TableSource
+from .schema import Schema
+from .source import TableSource
 
 if TYPE_CHECKING:  # the guidance types read public inputs only; base does not import them at run time
     from .guidance.purposes import Errors, Setting

@@ -6,15 +6,21 @@ clears a noisy threshold: the stability-based histogram over an unknown domain (
 Bun, Nissim & Stemmer 2016; as Google's and Tumult's "thresholded partition selection").
 
 Algorithm (per column)
-    1. Counts: each present label (missing markers left out) is counted.
+    1. Counts: each present label is counted, and the missing cells (those equal to a missing marker)
+       are counted as one more entry of the same histogram, the public key "missing".
     2. Noise: discrete Laplace noise of scale b = 2 / epsilon_column on each count
        (``Noise.laplace_int``, OpenDP's exact sampler in production).
     3. Threshold: t = 1 + ceil(b ln(2 / delta_column)); a label is released when its noisy count is at
-       least t, with its noisy count. Nothing else about the column is released.
+       least t, with its noisy count; "missing" is reported as found when its noisy count is at least t
+       (post-processing), with its noisy count. Nothing else about the column is released.
+    4. Cap (post-processing): a column with more than ``MAX_LABELS`` released labels is reported as too
+       many (no categories) rather than refused while counting: whether a job fails never depends on one
+       record.
 
 Privacy (replace-one neighbours, n public)
-    Replacing one record changes one label per column: one count goes down by 1 and one up by 1. For the
-    labels present in both tables the count vector moves by at most 2 in L1, and discrete Laplace noise of
+    Replacing one record changes one label per column (a missing cell counts under the key "missing",
+    present in both tables): one count goes down by 1 and one up by 1. For the labels present in both
+    tables the count vector moves by at most 2 in L1, and discrete Laplace noise of
     scale 2 / epsilon_column makes it epsilon_column-DP. A label present in only one of the two tables has
     count 1 there; there are at most two such labels (the replaced record's old label and its new one), and
     each is released with probability P[1 + Z >= t] <= exp(-(t - 1) / b) <= delta_column / 2, so their
@@ -25,6 +31,10 @@ Accuracy (stated)
     A label needs about t records to be seen (t ~ 2 ln(2 / delta) / epsilon_column: about 55 at
     epsilon_column 0.5 and delta_column 1e-6). Rarer labels are not discovered: their records fall to the
     column's "other" category when the schema is used, which is the point.
+
+Cost of counting
+    Every distinct label is counted and noised: at most n entries per column (n public). The per-chunk
+    counts are merged by a vectorized group-by whenever they pile up past ``MERGE_ENTRIES``.
 """
 
 from __future__ import annotations
@@ -40,7 +50,9 @@ from .noise import Noise, laplace_scale
 from .schema import ordered_labels
 
 SENSITIVITY = 2  # L1 change of one column's label counts under replace-one (one -1, one +1)
-MAX_LABELS = 100_000  # distinct labels counted per column (a free-text column is refused, not counted)
+MAX_LABELS = 100_000  # released labels per column; more: reported as too many (a cap on the DP output)
+MERGE_ENTRIES = 2_000_000  # per-chunk counts held before they are merged
+MISSING_KEY = "missing"  # the public key of the missing cells' count in the report
 
 
 def threshold(*, scale: float, delta: float) -> int:
@@ -48,19 +60,29 @@ def threshold(*, scale: float, delta: float) -> int:
     return 1 + int(math.ceil(scale * math.log(2.0 / delta)))
 
 
-def label_counts(chunks: Iterable[pd.DataFrame], columns: Sequence[str], markers: Sequence[str]) -> dict:
-    """Exact label counts per column (private: used only inside :func:`discover_categories`)."""
-    counts: dict[str, pd.Series] = {c: pd.Series(dtype=np.int64) for c in columns}
+def label_counts(
+    chunks: Iterable[pd.DataFrame], columns: Sequence[str], markers: Sequence[str]
+) -> dict[str, tuple[pd.Series, int]]:
+    """Exact label counts and missing-cell counts per column (private: used only inside
+    :func:`discover_categories`). Any number of distinct labels is counted (at most one per row)."""
+    parts: dict[str, list[pd.Series]] = {c: [] for c in columns}
+    missing_n = dict.fromkeys(columns, 0)
     missing = set(markers)
     for chunk in chunks:
         for c in columns:
-            text = chunk[c].astype(str).str.strip()
-            counts[c] = counts[c].add(text[~text.isin(missing)].value_counts(), fill_value=0)
-            if len(counts[c]) > MAX_LABELS:
-                raise ValueError(
-                    f"column {c!r} holds more than {MAX_LABELS:,} distinct values: not a categorical column; exclude it"
-                )
-    return counts
+            text = chunk[c].astype(str).str.strip().where(chunk[c].notna(), "")
+            is_missing = text.isin(missing)
+            missing_n[c] += int(is_missing.sum())
+            parts[c].append(text[~is_missing].value_counts())
+            if sum(len(p) for p in parts[c]) > MERGE_ENTRIES:
+                parts[c] = [_merge(parts[c])]
+    return {c: (_merge(parts[c]), missing_n[c]) for c in columns}
+
+
+def _merge(parts: list[pd.Series]) -> pd.Series:
+    if not parts:
+        return pd.Series(dtype=np.int64)
+    return pd.concat(parts).groupby(level=0, sort=False).sum().astype(np.int64)
 
 
 def discover_categories(
@@ -81,14 +103,21 @@ def discover_categories(
     scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
     t = threshold(scale=scale, delta=delta_col)
     out = {}
-    for c, counts in label_counts(chunks, columns, markers).items():
-        noisy = noise.laplace_int(counts.to_numpy(dtype=np.int64), scale=scale) if len(counts) else np.array([])
-        keep = np.asarray(noisy) >= t
-        labels = ordered_labels(counts.index[keep].tolist())
+    for c, (counts, n_missing) in label_counts(chunks, columns, markers).items():
+        # one histogram: the labels' counts and, last, the missing cells' count
+        noisy = noise.laplace_int(np.append(counts.to_numpy(dtype=np.int64), n_missing), scale=scale)
+        noisy_missing, noisy = int(noisy[-1]), noisy[:-1]
+        keep = noisy >= t
+        found = counts.index[keep]
+        too_many = int(keep.sum()) > MAX_LABELS
         out[c] = {
-            "categories": labels,
-            "noisy_counts": {lab: int(v) for lab, v in zip(counts.index[keep], noisy[keep])},
+            "categories": [] if too_many else ordered_labels(found.tolist()),
+            "noisy_counts": {} if too_many else {lab: int(v) for lab, v in zip(found, noisy[keep])},
+            MISSING_KEY: noisy_missing >= t,
+            "missing_noisy_count": noisy_missing,
         }
+        if too_many:
+            out[c]["too_many"] = True
     return {
         "columns": out,
         "epsilon_per_column": eps_col,

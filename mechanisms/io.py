@@ -8,14 +8,21 @@ the upload used), integers as integers, continuous values with the declared numb
 Spreadsheets run cells starting with ``= + - @`` (and tab, CR, NUL) as formulas (OWASP "CSV
 injection"). Rewriting such cells would change the data, so the guard is a separate download:
 :func:`spreadsheet_safe` prefixes a single quote to those text cells and header names; numeric columns
-are left alone (a negative number stays a number).
+are left alone (a negative number stays a number). Date columns are text written in the upload's
+format and are guarded like categories; a format whose dates start with = + - @ is refused when the
+schema is confirmed (:func:`mechanisms.dates.check_format`), so the guard there never fires for a
+confirmed schema.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .schema import MISSING_CATEGORY, Schema, read_raw_csv
+from .schema import MISSING_CATEGORY, Schema
+
+# OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
+
+from .source import read_raw_csv
 
 # OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
@@ -66,9 +73,9 @@ def write_synthetic_csv(df: pd.DataFrame, path_or_buf, schema: Schema | None = N
 
 
 def spreadsheet_safe(raw: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """The spreadsheet-safe variant of an exported table read back as strings: categorical columns and
-    the header guarded, numeric columns untouched."""
-    text = [c.name for c in schema.kept if c.kind == "categorical" and c.name in raw]
+    """The spreadsheet-safe variant of an exported table read back as strings: categorical and date
+    columns (dates are text in the upload's format) and the header guarded, numeric columns untouched."""
+    text = [c.name for c in schema.kept if (c.kind == "categorical" or c.is_date) and c.name in raw]
     return neutralize_formulas(raw, text_columns=text)
 
 

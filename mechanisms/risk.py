@@ -86,7 +86,8 @@ from . import registry
 from .audit import guessing_epsilon_lower_bound
 from .noise import Noise, ZeroNoise
 from .runner import build
-from .schema import Schema, TableSource
+from .schema import Schema
+from .source import TableSource
 
 ProgressFn = Callable[[float, str], None]
 

@@ -11,7 +11,8 @@ from . import registry
 from .base import Mechanism, ProgressFn
 from .noise import Noise
 from .rules import sample_conforming
-from .schema import Schema, TableSource
+from .schema import Schema
+from .source import TableSource
 
 
 @dataclass

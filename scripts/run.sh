@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: migrate, create the demo steward (once), then start and supervise the Celery workers, the web
-# server and its buffering front. A child that exits is restarted (the others keep serving); Ctrl-C stops
+# `make run`: migrate, create the demo steward (once), then start and supervise the Celery workers and the
+# web server. A child that exits is restarted (the others keep serving); Ctrl-C stops
 # them all. Embedded defaults (SQLite + filesystem broker) need no server; DATABASE_URL and
 # CELERY_BROKER_URL / REDIS_URL switch to PostgreSQL / Redis.
 set -euo pipefail
@@ -10,7 +10,6 @@ PORT=${PORT:-8000}
 HOST=${HOST:-127.0.0.1}
 DATA_DIR=${DPPORTAL_DATA_DIR:-var}
 mkdir -p "$DATA_DIR/uploads/tmp"
-SOCK="$(cd "$DATA_DIR" && pwd)/web.sock"
 
 "$PY" manage.py migrate --noinput -v0
 "$PY" manage.py create_demo_steward
@@ -32,19 +31,15 @@ NICE=${DPPORTAL_WORKER_NICE:-10}
 CORES=$(nproc)
 FIT_THREADS=${DPPORTAL_THREADS_PER_JOB:-$(( (CORES - 1) / ${WORKERS:-1} > 1 ? (CORES - 1) / ${WORKERS:-1} : 1 ))}
 
-# gunicorn (WEB_WORKERS processes x WEB_THREADS threads) listens on a Unix socket in the data directory;
-# clients reach it only through dpportal.front, which reads each request whole (with time limits) before
-# handing it over, so slow clients never hold gunicorn's threads (dpportal/front.py).
+# The web server: waitress (dpportal/serve.py) on $HOST:$PORT, WEB_THREADS threads. It reads each request
+# whole in its event loop before a thread runs Django, so slow clients hold no thread; bodies over the
+# upload limit are 413 before Django.
 web() {
   if [ -n "${DEV:-}" ]; then  # DEV=1 make run: Django's development server (one process, not for load)
     "$PY" manage.py runserver "$HOST:$PORT" --noreload &
   else
-    "$PY" -m gunicorn dpportal.wsgi:application --bind "unix:$SOCK" --workers "${WEB_WORKERS:-2}" \
-      --threads "${WEB_THREADS:-8}" --timeout 120 --graceful-timeout 10 --backlog 2048 --access-logfile - &
+    "$PY" -m dpportal.serve --listen "$HOST:$PORT" &
   fi
-}
-front() {
-  "$PY" -m dpportal.front --listen "$HOST:$PORT" --upstream "$SOCK" --spool-dir "$DATA_DIR/uploads/tmp" &
 }
 
 declare -A PIDS=()
@@ -54,7 +49,6 @@ start() {  # name
     fast) worker fast 1 1 0 ;;
     evaluation) worker evaluation 1 1 "$NICE" ;;
     web) web ;;
-    front) front ;;
   esac
   PIDS[$1]=$!
 }
@@ -74,7 +68,6 @@ cleanup() {  # [exit status]
 trap cleanup INT TERM EXIT
 
 for name in synthesis fast evaluation web; do start "$name"; done
-[ -z "${DEV:-}" ] && start front
 echo "dpportal: serving http://$HOST:$PORT (Ctrl-C stops web and workers)"
 
 # Supervise: a child that exits (killed, out of memory) is restarted after a second; the others keep

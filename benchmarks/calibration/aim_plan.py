@@ -25,7 +25,7 @@ from benchmarks.harness.wide import raw_side_by_side, split
 from mechanisms.draft import draft_schema
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import TableSource, read_raw_csv
+from mechanisms.source import TableSource, read_raw_csv
 from mechanisms.synthesizers.aim import candidate_weights, guide, workload_cliques
 
 ROOT = Path(__file__).resolve().parents[2]

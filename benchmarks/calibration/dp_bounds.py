@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 from mechanisms.bounds import estimate_bounds  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.draft import draft_schema  # noqa: E402
-from mechanisms.schema import read_raw_csv  # noqa: E402
+from mechanisms.source import read_raw_csv  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "datasets"
 TABLES = ("adult", "credit_default_taiwan")

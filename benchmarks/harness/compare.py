@@ -46,7 +46,8 @@ from benchmarks.harness.datasets import dataset_path, datasets_dir
 from mechanisms import registry
 from mechanisms.evaluation.tables import load_prepared
 from mechanisms.evaluation.utility import evaluate
-from mechanisms.schema import Schema, read_raw_csv
+from mechanisms.schema import Schema
+from mechanisms.source import read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = datasets_dir()  # DPPORTAL_DATASETS_DIR, default ../shared/datasets

@@ -38,7 +38,8 @@ from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.draft import draft_schema
-from mechanisms.schema import DEFAULT_BINS, Schema, TableSource, read_raw_csv
+from mechanisms.schema import DEFAULT_BINS, Schema
+from mechanisms.source import TableSource, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = ("adult", "credit_default_taiwan", "bank_marketing", "german_credit")

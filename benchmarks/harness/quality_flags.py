@@ -26,7 +26,8 @@ from mechanisms.evaluation import fidelity
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import Schema, TableSource, read_raw_csv
+from mechanisms.schema import Schema
+from mechanisms.source import TableSource, read_raw_csv
 
 
 def far_by_floor_only(rep: dict) -> tuple[bool, bool]:

@@ -14,7 +14,8 @@ from benchmarks.harness.memory import AnonPeak, peak_rss_mib
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import Schema, TableSource
+from mechanisms.schema import Schema
+from mechanisms.source import TableSource
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.harness.datasets import dataset_path
-from mechanisms.schema import read_raw_csv
+from mechanisms.source import read_raw_csv
 
 WIDE = {"credit_adult": ("credit_default_taiwan", "adult"), "bank_credit": ("bank_marketing", "credit_default_taiwan")}
 PREFIX = {"credit_default_taiwan": "credit", "adult": "adult", "bank_marketing": "bank"}

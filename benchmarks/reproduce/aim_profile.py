@@ -24,7 +24,8 @@ from mechanisms.noise import Noise
 from mechanisms import pgm
 from mechanisms.pgm import JunctionTreeSize
 from mechanisms.runner import build, run
-from mechanisms.schema import Schema, TableSource
+from mechanisms.schema import Schema
+from mechanisms.source import TableSource
 
 
 class _Stop(Exception):

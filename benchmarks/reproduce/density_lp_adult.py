@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
 import mechanisms.synthesizers.density_lp as dlp  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
-from mechanisms.schema import Schema, TableSource  # noqa: E402
+from mechanisms.schema import Schema  # noqa: E402
+from mechanisms.source import TableSource  # noqa: E402
 
 DATA = datasets_dir() / "adult.csv"  # DPPORTAL_DATASETS_DIR, default ../shared/datasets
 SCHEMA = "benchmarks/schemas/adult.json"

@@ -30,7 +30,8 @@ from scipy.stats import wasserstein_distance  # noqa: E402
 
 from mechanisms.synthesizers.density_lp import DensityLP  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
-from mechanisms.schema import Column, Schema, TableSource  # noqa: E402
+from mechanisms.schema import Column, Schema  # noqa: E402
+from mechanisms.source import TableSource  # noqa: E402
 
 N, M, ROWS = 20_000, 20_000, 20_000
 OUT = Path("benchmarks/out")

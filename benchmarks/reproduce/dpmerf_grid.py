@@ -29,7 +29,8 @@ import pandas as pd
 
 from mechanisms.synthesizers.dpmerf import DPMERF
 from mechanisms.noise import Noise
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "benchmarks", "out")

@@ -50,7 +50,8 @@ from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
 from mechanisms.synthesizers.dpmerf import DPMERF  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
-from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402
+from mechanisms.schema import Schema  # noqa: E402
+from mechanisms.source import TableSource, read_raw_csv  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = str(datasets_dir())  # DPPORTAL_DATASETS_DIR, default ../shared/datasets

@@ -19,7 +19,7 @@ import time
 from benchmarks.reproduce.dpmerf_table1 import load
 from mechanisms.synthesizers.dpmerf import DPMERF, THREADS_ENV
 from mechanisms.noise import Noise
-from mechanisms.schema import TableSource
+from mechanisms.source import TableSource
 
 
 def main(argv=None) -> None:

@@ -46,7 +46,8 @@ from benchmarks.reproduce.kdtree_common import OUT_DIR, timer  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
 from mechanisms.synthesizers.kdtree import KDTreeAdaptive  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
-from mechanisms.schema import Schema, TableSource, read_raw_csv  # noqa: E402
+from mechanisms.schema import Schema  # noqa: E402
+from mechanisms.source import TableSource, read_raw_csv  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = str(datasets_dir() / "credit_default_taiwan.csv")  # DPPORTAL_DATASETS_DIR

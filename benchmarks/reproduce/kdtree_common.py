@@ -19,7 +19,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from mechanisms.schema import Column, Schema, TableSource  # noqa: E402
+from mechanisms.schema import Column, Schema  # noqa: E402
+
+from mechanisms.source import TableSource  # noqa: E402
 
 G1_BOUNDS = (-800.0, 1000.0)  # public box for the G.1 data (round numbers, every D; a few rows clip in D = 30)
 G1_MEAN_KXX = {2: 0.2121599, 5: 0.1672985}  # Balog's stored references (all 100,000 rows)

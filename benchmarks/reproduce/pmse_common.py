@@ -22,7 +22,8 @@ import pandas as pd
 
 from mechanisms.noise import Noise  # noqa: E402
 from mechanisms.synthesizers.pmse import UNLIMITED_DEPTH, PMSEMechanism, tree_pmse  # noqa: E402
-from mechanisms.schema import Column, Schema, TableSource  # noqa: E402
+from mechanisms.schema import Column, Schema  # noqa: E402
+from mechanisms.source import TableSource  # noqa: E402
 
 PAPER_SCHEMA = Schema(
     columns=(Column("x1", "continuous", lower=-20.0, upper=24.0), Column("x2", "continuous", lower=-20.0, upper=15.0))

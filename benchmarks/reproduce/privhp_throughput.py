@@ -85,7 +85,8 @@ import numpy as np, pandas as pd
 from benchmarks.harness.memory import peak_rss_mib
 from mechanisms.noise import Noise
 from mechanisms.synthesizers.privhp import PrivHP
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 n = int(sys.argv[1])
 schema = Schema(
     columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0))

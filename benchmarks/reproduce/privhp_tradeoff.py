@@ -48,7 +48,8 @@ from scipy.stats import wasserstein_distance
 from benchmarks.harness.datasets import datasets_dir
 from mechanisms.noise import Noise
 from mechanisms.synthesizers.privhp import PrivHP
-from mechanisms.schema import Column, Schema, read_raw_csv
+from mechanisms.schema import Column, Schema
+from mechanisms.source import read_raw_csv
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = datasets_dir() / "california_housing.csv"  # DPPORTAL_DATASETS_DIR, default ../shared/datasets

@@ -40,7 +40,8 @@ from mechanisms.draft import draft_schema
 from mechanisms.evaluation import fidelity
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import Schema, TableSource, read_raw_csv
+from mechanisms.schema import Schema
+from mechanisms.source import TableSource, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "data" / "relations.jsonl"

@@ -25,7 +25,8 @@ from benchmarks.harness.datasets import dataset_path
 from mechanisms import risk
 from mechanisms.noise import Noise, ScaledNoise
 from mechanisms.runner import build
-from mechanisms.schema import Schema, TableSource, read_raw_csv
+from mechanisms.schema import Schema
+from mechanisms.source import TableSource, read_raw_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 DELTA = 1e-6

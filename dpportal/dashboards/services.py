@@ -111,7 +111,7 @@ def _add_file_checks(
     predict ``target``; the score on the internal cells stays as ``quality_cells``."""
     from mechanisms.evaluation import fidelity
     from mechanisms.io import export_frame
-    from mechanisms.schema import read_raw_csv
+    from mechanisms.source import read_raw_csv
 
     dataset = release.dataset
     if real_raw is None:

@@ -11,7 +11,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
-from mechanisms.schema import Schema, TableSource
+from mechanisms.schema import Schema
+
+from mechanisms.source import TableSource
 
 
 class Dataset(models.Model):

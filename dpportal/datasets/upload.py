@@ -23,7 +23,8 @@ from django.conf import settings
 from django.db import transaction
 
 from mechanisms.draft import RARE_K, draft_schema, rare_categories
-from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_header, check_text, read_raw_csv
+from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_header, check_text
+from mechanisms.source import read_raw_csv
 
 from .models import Dataset
 

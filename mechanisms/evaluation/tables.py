@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..schema import MISSING_CATEGORY, Schema, read_raw_csv
+from ..schema import MISSING_CATEGORY, Schema
+
+from ..source import read_raw_csv
 
 
 def undo_formula_guard(schema: Schema, raw: pd.DataFrame) -> pd.DataFrame:

@@ -14,7 +14,8 @@ from mechanisms.io import spreadsheet_safe, write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
 from mechanisms.draft import draft_schema, rare_categories, resolvable_cells
-from mechanisms.schema import MISSING_CATEGORY, Column, Schema, SchemaError, TableSource, read_raw_csv
+from mechanisms.schema import MISSING_CATEGORY, Column, Schema, SchemaError
+from mechanisms.source import TableSource, read_raw_csv
 
 
 def census(n: int = 4000, seed: int = 7) -> pd.DataFrame:

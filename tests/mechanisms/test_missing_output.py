@@ -10,7 +10,8 @@ import pandas as pd
 from mechanisms.evaluation import tables
 from mechanisms.io import write_synthetic_csv
 from mechanisms.draft import draft_schema
-from mechanisms.schema import MISSING_CATEGORY, read_raw_csv
+from mechanisms.schema import MISSING_CATEGORY
+from mechanisms.source import read_raw_csv
 
 RAW = pd.DataFrame({"city": ["Paris", "", "Lyon", "?", "Paris", ""], "n": ["1", "2", "3", "4", "5", "6"]})
 

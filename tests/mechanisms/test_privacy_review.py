@@ -21,7 +21,8 @@ from mechanisms.synthesizers.density_lp import DensityLP
 from mechanisms.synthesizers.kdtree import KDTreeAdaptive, KDTreeGrid
 from mechanisms.noise import Noise
 from mechanisms.synthesizers.privhp import PrivHP
-from mechanisms.schema import Column, Schema, SchemaMismatch, TableSource
+from mechanisms.schema import Column, Schema, SchemaMismatch
+from mechanisms.source import TableSource
 
 SCHEMA = Schema(
     columns=(

@@ -16,7 +16,8 @@ from mechanisms.__main__ import main
 from mechanisms.audit import clopper_pearson, guessing_epsilon_lower_bound
 from mechanisms.noise import Noise, ScaledNoise, ZeroNoise
 from mechanisms.draft import draft_schema
-from mechanisms.schema import Schema, read_raw_csv
+from mechanisms.schema import Schema
+from mechanisms.source import read_raw_csv
 from tests.samples import ADULT, GERMAN_CREDIT
 
 
@@ -377,7 +378,7 @@ def test_noisy_queries_add_up_to_the_measurements_when_the_noise_is_off(adult, n
     the maps the implementation check attacks through are the ones the fit measured with (a wrong map,
     such as MST's cells before its compression, would leave a residual)."""
     from mechanisms.runner import build
-    from mechanisms.schema import TableSource
+    from mechanisms.source import TableSource
 
     schema, prepared = adult
     schema = risk.kept_schema(schema)
@@ -411,7 +412,7 @@ def test_measure_draws_the_same_noisy_queries_as_fit(adult, name, params):
     """The check's measure-only refits run the fit's own measuring code: with the same seed they give
     the same noisy values (only the post-processing after them is skipped)."""
     from mechanisms.runner import build
-    from mechanisms.schema import TableSource
+    from mechanisms.source import TableSource
 
     schema, prepared = adult
     schema = risk.kept_schema(schema)

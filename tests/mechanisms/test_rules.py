@@ -10,7 +10,8 @@ from mechanisms.evaluation import fidelity
 from mechanisms.noise import Noise
 from mechanisms.rules import sample_conforming, violations
 from mechanisms.runner import build, run
-from mechanisms.schema import Column, Schema, SchemaError, TableSource
+from mechanisms.schema import Column, Schema, SchemaError
+from mechanisms.source import TableSource
 
 COLUMNS = (
     Column("age", "integer", lower=0, upper=100, bins=101),

@@ -43,7 +43,8 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from mechanisms.noise import Noise
-from mechanisms.schema import Schema, TableSource
+from mechanisms.schema import Schema
+from mechanisms.source import TableSource
 from tests.audit import clopper_pearson
 
 FULL = os.environ.get("DPPORTAL_AUDIT") == "full"  # `make audit`

@@ -23,7 +23,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from dpportal.datasets.models import Dataset
 from dpportal.ledger import services as ledger
 from dpportal.releases.models import Release
-from mechanisms.schema import read_raw_csv
+from mechanisms.source import read_raw_csv
 from tests.data import SMALL_SCHEMA, stored_files
 from tests.personas import make_dataset, run_release
 

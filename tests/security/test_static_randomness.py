@@ -190,7 +190,8 @@ def test_fit_consumes_nothing_from_the_published_rows_stream(name, params):
     import pandas as pd
 
     from mechanisms import registry
-    from mechanisms.schema import Column, Schema, TableSource
+    from mechanisms.schema import Column, Schema
+    from mechanisms.source import TableSource
 
     schema = Schema(
         columns=(Column("x", "continuous", lower=0.0, upper=1.0), Column("y", "continuous", lower=0.0, upper=1.0))

@@ -115,7 +115,7 @@ def _estimate_public_metadata(release: Release, columns: list[str], epsilon: flo
     all chosen columns (basic composition), the delta spent on the categorical ones."""
     from mechanisms import bounds, categories
     from mechanisms.accounting import PrivacyCost
-    from mechanisms.schema import read_raw_csv
+    from mechanisms.source import read_raw_csv
 
     dataset, noise, markers = release.dataset, Noise.secure_backend(), release.schema["missing_markers"]
     categorical = [c for c in release.params.get("categorical", []) if c in columns]

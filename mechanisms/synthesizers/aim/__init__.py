@@ -71,7 +71,8 @@ from ...pgm import (
     rho_of_measurement,
     sigma_for_rho,
 )
-from ...schema import Schema, TableSource
+from ...schema import Schema
+from ...source import TableSource
 from . import guide
 
 WORKLOADS = ("all-2way", "all-3way", "target")

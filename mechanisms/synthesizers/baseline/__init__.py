@@ -29,7 +29,7 @@ import math
 from ...accounting import PrivacyCost, zcdp_rho
 from ...base import NOISE_MODE, Mechanism, NoisyQuery
 from ...noise import laplace_scale
-from ...schema import TableSource
+from ...source import TableSource
 from . import guide
 
 SENSITIVITY = 2  # L1 sensitivity of one histogram under replace-one

@@ -85,7 +85,8 @@ from scipy.stats import binom
 from ...accounting import PrivacyCost, split_budget, zcdp_rho
 from ...base import NOISE_MODE, Mechanism, ParamSpec
 from ...noise import Noise, laplace_scale
-from ...schema import Schema, TableSource
+from ...schema import Schema
+from ...source import TableSource
 from . import guide
 
 # -- tuning constants --------------------------------------------------------------------------------

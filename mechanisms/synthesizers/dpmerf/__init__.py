@@ -53,7 +53,8 @@ import pandas as pd
 from ...accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
 from ... import resources
 from ...base import Mechanism, NoisyQuery, ParamSpec
-from ...schema import Schema, TableSource
+from ...schema import Schema
+from ...source import TableSource
 from . import guide
 
 # -- tuning constants ---------------------------------------------------------------------------

@@ -77,7 +77,7 @@ import pandas as pd
 from ...accounting import PrivacyCost, split_budget
 from ...base import Mechanism, ParamSpec
 from ...noise import Noise, laplace_scale
-from ...schema import TableSource
+from ...source import TableSource
 from . import guide
 
 COUNT_SENSITIVITY = 2  # L1 sensitivity of a histogram over a fixed partition, replace-one

@@ -67,7 +67,7 @@ from ...pgm import (
     rho_of_measurement,
     sigma_for_rho,
 )
-from ...schema import TableSource
+from ...source import TableSource
 from . import guide
 
 COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count below 3 sigma -> merged

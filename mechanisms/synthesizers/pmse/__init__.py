@@ -75,7 +75,8 @@ import pandas as pd
 from ...accounting import PrivacyCost
 from ...base import Mechanism, ParamSpec
 from ...noise import Noise
-from ...schema import Schema, TableSource
+from ...schema import Schema
+from ...source import TableSource
 from . import guide
 
 # -- tuning constants ------------------------------------------------------------------------------

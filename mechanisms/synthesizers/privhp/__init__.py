@@ -103,7 +103,8 @@ import pandas as pd
 from ...accounting import PrivacyCost, split_budget
 from ...base import Mechanism, ParamSpec
 from ...noise import laplace_scale
-from ...schema import Schema, TableSource
+from ...schema import Schema
+from ...source import TableSource
 from . import guide
 
 COUNTER_SENSITIVITY = 2  # L1 change of one level's counter vector under replace-one (-1 and +1)

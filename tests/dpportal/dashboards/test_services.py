@@ -6,7 +6,7 @@ import pandas as pd
 
 from dpportal.dashboards import services
 from dpportal.dashboards.models import Evaluation
-from mechanisms.schema import read_raw_csv
+from mechanisms.source import read_raw_csv
 
 
 def test_evaluate_release_accepts_frames_held_by_the_caller(world):

@@ -13,7 +13,8 @@ import pytest
 from mechanisms import accounting, pgm
 from mechanisms.noise import Noise
 from mechanisms.runner import build
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 from tests.mechanisms.npz import through_npz
 
 SCHEMA = Schema(

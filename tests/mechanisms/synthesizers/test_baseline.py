@@ -12,7 +12,8 @@ import pytest
 
 from mechanisms.synthesizers.baseline import Baseline
 from mechanisms.noise import Noise
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
 

@@ -12,7 +12,8 @@ from scipy import sparse
 import mechanisms.synthesizers.density_lp as dlp
 from mechanisms.noise import Noise
 from mechanisms.runner import build, run
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
 

@@ -17,7 +17,8 @@ from scipy.stats import norm
 from mechanisms.accounting import calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
 from mechanisms.synthesizers.dpmerf import DPMERF, THREADS_ENV, median_heuristic_bandwidth, rff
 from mechanisms.noise import Noise
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 from tests.audit import clopper_pearson
 from tests.mechanisms.npz import through_npz
 

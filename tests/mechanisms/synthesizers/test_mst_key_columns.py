@@ -15,7 +15,8 @@ import pytest
 from mechanisms import accounting, pgm
 from mechanisms.noise import Noise
 from mechanisms.runner import build
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 from mechanisms.synthesizers.mst import MAX_MODEL_MIB, key_model_mib, key_pairs_for, measured_pairs
 from tests.mechanisms.npz import through_npz
 

@@ -24,7 +24,8 @@ from mechanisms.synthesizers.pmse import (
     metropolis,
     tree_pmse,
 )
-from mechanisms.schema import Column, Schema, TableSource
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
 

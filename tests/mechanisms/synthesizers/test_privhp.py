@@ -16,7 +16,8 @@ import pytest
 from mechanisms.synthesizers import privhp
 from mechanisms.noise import Noise
 from mechanisms.draft import draft_schema
-from mechanisms.schema import Column, Schema, TableSource, read_raw_csv
+from mechanisms.schema import Column, Schema
+from mechanisms.source import TableSource, read_raw_csv
 from mechanisms.synthesizers.privhp import PrivHP, consistency
 from tests.audit import audit_scalar
 from tests.mechanisms.npz import through_npz
