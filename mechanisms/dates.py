@@ -97,11 +97,20 @@ def check_format(fmt: str, granularity: str | None = None, lower: int | None = N
         )
     unit = check_granularity(granularity or "day")
     if lower is None or upper is None:
-        known = np.array(
-            ["1970-01-01T00:00:00", "1999-12-31T23:59:59", "2001-02-03T04:05:06", "2024-02-29T13:14:15",
-             "2037-10-09T20:21:22"],
-            dtype="datetime64[s]",
-        ).astype(f"datetime64[{unit}]").astype(np.int64)
+        known = (
+            np.array(
+                [
+                    "1970-01-01T00:00:00",
+                    "1999-12-31T23:59:59",
+                    "2001-02-03T04:05:06",
+                    "2024-02-29T13:14:15",
+                    "2037-10-09T20:21:22",
+                ],
+                dtype="datetime64[s]",
+            )
+            .astype(f"datetime64[{unit}]")
+            .astype(np.int64)
+        )
     else:
         span = np.array([lower, upper], dtype=np.int64).astype(f"datetime64[{unit}]")
         if span[0] < np.datetime64(pd.Timestamp.min.ceil("D")) or span[1] > np.datetime64(pd.Timestamp.max.floor("D")):
