@@ -44,7 +44,9 @@ import numpy as np
 import pandas as pd
 
 from .accounting import PrivacyCost
+from .draft import DRAFT_BINS, MAX_VALUE_CELLS
 from .noise import Noise, laplace_scale
+from .schema import NUMERIC_KINDS, Column
 
 MANTISSAS = (1.0, 2.0, 5.0)  # 1-2-5 in each power of ten: few, full bins (finer bins each hold fewer records
 # and fall under the threshold first: on 3,000 rows at epsilon 0.036 per column, 10 mantissas found no bin)
@@ -171,4 +173,39 @@ def privacy_cost(epsilon: float, result: dict) -> PrivacyCost:
             "bins": result["bins"],
             "bounds": result["columns"],
         },
+    )
+
+
+ESTIMATE_LOG_RATIO = 1000  # estimated bounds [lower >= 0, upper >= 1000 * max(lower, 1)]: log-spaced bins
+
+
+def column_from_estimate(name: str, kind: str, estimate: dict) -> Column:
+    """The numeric column a steward gets from "use the private estimates": every value in it is the
+    estimate's DP output (``lower``, ``upper``) or a fixed rule applied to it, never anything computed
+    from the raw data outside the estimate (post-processing: it adds no privacy cost).
+
+    Rules: integer columns whose bounds hold at most ``MAX_VALUE_CELLS`` integers get one cell per value,
+    others ``DRAFT_BINS`` bins; 0 is a special value when it lies within the bounds of a binned column
+    (zeros are the usual point mass of amounts); bins are log-spaced when the bounds are non-negative and
+    span ``ESTIMATE_LOG_RATIO`` times the lower bound (or 1) or more; the fill value of missing numbers is
+    the lower bound (whether the column has missing values is not known to this function, so every
+    column gets one); no step and no decimals (every digit is written)."""
+    if kind not in NUMERIC_KINDS:
+        raise ValueError(f"column {name!r}: bounds estimates are for numeric columns, got kind {kind!r}")
+    lower, upper = float(estimate["lower"]), float(estimate["upper"])
+    if kind == "integer":
+        lower, upper = float(math.floor(lower)), float(math.ceil(upper))
+    span = int(upper - lower) + 1 if kind == "integer" else 0
+    if kind == "integer" and span <= MAX_VALUE_CELLS:
+        return Column(name=name, kind=kind, lower=lower, upper=upper, bins=max(span, 1), fill=lower)
+    log = lower >= 0 and upper >= ESTIMATE_LOG_RATIO * max(lower, 1.0)
+    return Column(
+        name=name,
+        kind=kind,
+        lower=lower,
+        upper=upper,
+        bins=DRAFT_BINS,
+        fill=lower,
+        special=(0,) if lower <= 0 <= upper else (),
+        scale="log" if log else "linear",
     )

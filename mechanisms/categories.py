@@ -47,7 +47,7 @@ import pandas as pd
 
 from .accounting import PrivacyCost
 from .noise import Noise, laplace_scale
-from .schema import ordered_labels
+from .schema import MISSING_CATEGORY, Column, ordered_labels
 
 SENSITIVITY = 2  # L1 change of one column's label counts under replace-one (one -1, one +1)
 MAX_LABELS = 100_000  # released labels per column; more: reported as too many (a cap on the DP output)
@@ -145,3 +145,19 @@ def privacy_cost(epsilon: float, delta: float, result: dict) -> PrivacyCost:
             "categories": result["columns"],
         },
     )
+
+
+OTHER_CATEGORY = "(other)"  # the category of every label not discovered: a fixed name, not read from data
+
+
+def column_from_discovery(name: str, found: dict) -> Column | None:
+    """The categorical column a steward gets from "use the private estimates": the discovered labels,
+    ``MISSING_CATEGORY`` when the missing cells' noisy count cleared the threshold, and ``OTHER_CATEGORY``
+    (the fixed "other" category) for every label not discovered. Every value is the discovery's DP output
+    or a constant (post-processing). None when nothing usable was discovered (no label, or too many)."""
+    labels = list(found.get("categories") or ())
+    if not labels or found.get("too_many"):
+        return None
+    extra = [MISSING_CATEGORY] if found.get(MISSING_KEY) else []
+    cats = labels + [c for c in (*extra, OTHER_CATEGORY) if c not in labels]
+    return Column(name=name, kind="categorical", categories=tuple(cats), other=OTHER_CATEGORY)

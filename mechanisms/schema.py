@@ -6,7 +6,9 @@ these facts about the domain, never bounds or categories computed from the data.
 
 Every record is mapped to exactly one prepared record by a per-record transformation
 (:meth:`Schema.prepare`): numbers are clipped to the bounds, missing numbers become the declared
-``fill`` value, unknown or missing categories become the declared ``other`` category. Rows are never
+``fill`` value, missing categories become ``MISSING_CATEGORY`` when the column declares it (a missing
+marker that is itself a declared category stays that category), unknown (and otherwise missing)
+categories become the declared ``other`` category. Rows are never
 dropped, so replace-one neighbouring inputs stay replace-one neighbours with the same public row
 count n after preparation. (Dropping rows would make n data-dependent; it is deliberately not
 offered.)
@@ -612,6 +614,9 @@ class Schema:
             else:
                 txt = s.astype(str).str.strip().where(~s.isna(), "")
                 known = txt.isin(c.categories)
+                if MISSING_CATEGORY in c.categories:  # a marker that is not a declared category is missing
+                    missing = txt.isin(markers) & ~known
+                    txt, known = txt.where(~missing, MISSING_CATEGORY), known | missing
                 if not known.all():
                     if c.other is None:
                         bad = txt[~known]

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from django.utils import timezone
 
-from mechanisms import safejson
+from mechanisms import bounds, categories, safejson
 from mechanisms.rules import Rule, RuleError, rule_violations
 from mechanisms.schema import KINDS, MAX_SPECIAL, SCALES, Column, Schema, SchemaError, SchemaMismatch
 
@@ -241,37 +241,38 @@ def _group_rare(rows: list[dict]) -> str:
 
 
 def _use_dp_categories(rows: list[dict], found: dict) -> list[dict]:
-    """Categorical columns take their privately discovered categories (DP outputs: public-safe) and an
-    "other" category for every value not discovered; they count as reviewed."""
+    """Categorical columns take the column built from their private discovery alone
+    (mechanisms.categories.column_from_discovery: the discovered labels, "(missing)" when discovered, the
+    fixed "(other)"); nothing of the draft is kept. They count as reviewed."""
     hit = []
     for r in rows:
         d = found.get(r["name"])
-        if r["cur"].get("kind") == "categorical" and d:
-            other = r["cur"].get("other") or RARE_GROUP
-            cats = list(d["categories"]) + ([other] if other not in d["categories"] else [])
-            r["cur"] = {**r["cur"], "categories": cats, "other": other}
+        col = categories.column_from_discovery(r["name"], d) if d and r["cur"].get("kind") == "categorical" else None
+        if col is not None:
+            r["cur"] = _form_values(col)
             r["rare"], r["ok"] = [], True
             hit.append(r)
     return hit
 
 
+def _form_values(col: Column) -> dict:
+    """A column as the schema page's working values (special values as text)."""
+    cur = col.to_dict()
+    cur["special"] = special_text(cur.get("special", ()))
+    return cur
+
+
 def _use_dp_bounds(rows: list[dict], dp_bounds: dict, dp_categories: dict | None = None) -> str:
-    """Numeric columns take their private bound estimates (DP outputs: public-safe) and count as
-    reviewed; a fill value outside the new bounds is moved to the lower bound. Categorical columns take
-    their privately discovered categories."""
+    """Numeric columns take the column built from their private bound estimate alone
+    (mechanisms.bounds.column_from_estimate: bounds, bins, fill, special values and scale from the DP
+    output by fixed rules); nothing of the draft is kept but the kind the steward estimated it under.
+    They count as reviewed. Categorical columns take their privately discovered categories."""
     hit = _use_dp_categories(rows, dp_categories or {})
     for r in rows:
         b = dp_bounds.get(r["name"])
-        if (
-            r["cur"].get("kind") in ("continuous", "integer")
-            and b
-            and b.get("lower") is not None
-            and b.get("reliable", True)
-        ):
-            r["cur"] = {**r["cur"], "lower": b["lower"], "upper": b["upper"]}
-            fill = _number(str(r["cur"].get("fill") or ""), "fill value", r["name"])
-            if fill is not None and not b["lower"] <= fill <= b["upper"]:
-                r["cur"]["fill"] = b["lower"]
+        kind = r["cur"].get("kind")
+        if kind in ("continuous", "integer") and b and b.get("lower") is not None and b.get("reliable", True):
+            r["cur"] = _form_values(bounds.column_from_estimate(r["name"], kind, b))
             r["ok"] = True
             hit.append(r)
     if not hit:

@@ -116,3 +116,14 @@ def test_the_secure_backend_runs_through_opendp():
 def test_bad_arguments_are_named(kw, message):
     with pytest.raises(ValueError, match=message):
         B.estimate_bounds([], ["a"], noise=Noise.seeded(0), markers=[""], **kw)
+
+
+def test_the_column_from_an_estimate_uses_its_bounds_and_fixed_rules_only():
+    age = B.column_from_estimate("age", "integer", {"lower": 0.0, "upper": 100.0, "coverage": 0.99})
+    assert (age.lower, age.upper, age.bins, age.fill, age.special, age.scale) == (0, 100, 101, 0, (), "linear")
+    income = B.column_from_estimate("income", "continuous", {"lower": 0.0, "upper": 200_000.0})
+    assert (income.bins, income.fill, income.special, income.scale, income.decimals) == (20, 0, (0,), "log", None)
+    year = B.column_from_estimate("year", "integer", {"lower": 1000.0, "upper": 5000.0})
+    assert (year.bins, year.special, year.scale, year.fill) == (20, (), "linear", 1000)
+    with pytest.raises(ValueError, match="numeric columns"):
+        B.column_from_estimate("job", "categorical", {"lower": 0.0, "upper": 1.0})

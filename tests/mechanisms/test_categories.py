@@ -57,9 +57,35 @@ def test_a_singleton_label_is_released_at_most_delta_over_two_and_a_broken_thres
     assert singleton_release_rate(broken, draws=1000) > 0.2
 
 
-def test_bad_parameters_and_free_text_columns_are_refused():
+def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="0 < delta < 1"):
         categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=0.0, noise=Noise.seeded(0), markers=[])
-    many = pd.DataFrame({"note": [str(i) for i in range(categories.MAX_LABELS + 1)]})
-    with pytest.raises(ValueError, match="not a categorical column"):
-        categories.discover_categories([many], ["note"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=[])
+
+
+def test_one_record_cannot_trip_the_label_cap_and_the_cap_applies_to_the_released_labels(monkeypatch):
+    # a free-text column: every label once; counted and noised, none released, no error (the job's outcome
+    # does not depend on one record), in chunks so the counts are merged on the way
+    many = pd.DataFrame({"note": [str(i) for i in range(3000)] + ["x"] * 200})
+    monkeypatch.setattr(categories, "MAX_LABELS", 3000)
+    monkeypatch.setattr(categories, "MERGE_ENTRIES", 500)
+    chunks = [many.iloc[i : i + 400] for i in range(0, len(many), 400)]
+    out = categories.discover_categories(chunks, ["note"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=[])
+    assert out["columns"]["note"]["categories"] == ["x"] and out["columns"]["note"]["noisy_counts"]["x"] > 150
+    monkeypatch.setattr(categories, "MAX_LABELS", 1)  # more released labels than the cap: reported, not refused
+    out = categories.discover_categories([frame()], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=[])
+    assert out["columns"]["job"]["too_many"] and out["columns"]["job"]["categories"] == []
+    assert categories.column_from_discovery("job", out["columns"]["job"]) is None
+
+
+def test_missing_cells_are_one_more_count_of_the_histogram_reported_when_they_clear_the_threshold():
+    out = categories.discover_categories(
+        [frame()], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=["?"]
+    )
+    job = out["columns"]["job"]
+    assert job["missing"] and abs(job["missing_noisy_count"] - 50) < 20  # 50 "?" cells, scale 2
+    col = categories.column_from_discovery("job", job)
+    assert col.categories == ("clerk", "nurse", "(missing)", "(other)") and col.other == "(other)"
+    few = pd.DataFrame({"job": ["clerk"] * 600 + ["?"]})
+    job = categories.discover_categories([few], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=["?"])
+    col = categories.column_from_discovery("job", job["columns"]["job"])
+    assert col.categories == ("clerk", "(other)")  # one missing cell is not released

@@ -167,7 +167,8 @@ def latest_categories(dataset) -> dict:
     out = {}
     for r in dataset.releases.filter(mechanism=BOUNDS_MECHANISM, status=Release.DONE).order_by("created_at"):
         for name, found in (((r.report or {}).get("details") or {}).get("categories") or {}).items():
-            out[name] = {"categories": found["categories"], "release": r.pk, "epsilon": r.epsilon}
+            kept = {k: found[k] for k in ("categories", "missing", "too_many") if k in found}
+            out[name] = {**kept, "release": r.pk, "epsilon": r.epsilon}
     return out
 
 
