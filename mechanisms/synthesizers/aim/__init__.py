@@ -364,6 +364,7 @@ class AIM(Mechanism):
         if math.fsum(spent) > rho * (1 + 1e-9):  # pragma: no cover - guards the derivation above
             raise AssertionError(f"aim spent rho={math.fsum(spent)} > {rho}")
         self.rho, self.rho_spent = rho, math.fsum(spent)
+        self.measurements, self.measured_rows = log, n  # read-only: mechanisms.tables publishes them
         self.progress(0.995, "final estimate")
         model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
         self.model = ModelTables.from_model(mbi, model, names, sizes)

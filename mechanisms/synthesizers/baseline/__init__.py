@@ -63,6 +63,7 @@ class Baseline(Mechanism):
             self.noisy_counts.append(draw(counts, scale=scale))
             self.progress((j + 1) / d, f"noisy marginal {j + 1}/{d}")
         self.scale = scale
+        self.measured_rows = int(cells.shape[0])  # public n: mechanisms.tables reads the noisy counts with it
         kind = "gaussian" if self.params["noise_type"] == "gaussian" else "laplace"
         self._noisy_queries = [
             NoisyQuery(np.asarray(y, float), scale, kind, cells=lambda c, j=j: c[:, j])

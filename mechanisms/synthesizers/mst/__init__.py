@@ -316,6 +316,7 @@ class MST(Mechanism):
         self.edges = edges
         self.key_pairs = pairs
         self.sigmas = (sigma1, sigma2)
+        self.measurements, self.measured_rows = log, n  # read-only: mechanisms.tables publishes them
         self._noisy_queries = log.noisy_queries(names, self._compressed_sizes(), cell_map=self._compress_cells)
         return mbi, log, names, n
 
