@@ -13,6 +13,7 @@ A mechanism is built with keyword-only privacy arguments and parameters, then:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 import numpy as np
 import pandas as pd
 
+from . import derive
 from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
 from .schema import Schema
@@ -271,6 +273,8 @@ class Mechanism:
             if attr not in cls.__dict__ and hasattr(home, name):
                 value = getattr(home, name)
                 setattr(cls, attr, staticmethod(value) if callable(value) else value)
+        if "sample" in cls.__dict__:  # rows of the modelled columns, then the derived ones (mechanisms.derive)
+            cls.sample = _completing(cls.__dict__["sample"])
 
     def __init__(
         self,
@@ -284,6 +288,10 @@ class Mechanism:
     ):
         if schema.draft:
             raise ValueError("the schema is a draft: the steward must confirm it before a release")
+        # The confirmed schema; the mechanism models it without the columns its derive rules compute
+        # (a per-record projection, mechanisms.derive), and sample() adds them to the generated rows.
+        self.release_schema = schema
+        schema = derive.model_schema(schema)
         self.check_schema(schema)
         self.schema = schema
         self.epsilon = check_epsilon(epsilon)
@@ -479,6 +487,19 @@ class Mechanism:
         if not self.fitted:
             raise RuntimeError("sample() needs fit() (or from_summary()) first")
         return int(n)
+
+
+def _completing(sample: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """A mechanism's ``sample`` followed by the columns its schema's derive rules compute from the
+    generated ones (post-processing, :func:`mechanisms.derive.complete`)."""
+
+    @functools.wraps(sample)
+    def completed(self, n, *args, **kwargs) -> pd.DataFrame:
+        rows = sample(self, n, *args, **kwargs)
+        schema = getattr(self, "release_schema", None)
+        return rows if schema is None or schema is self.schema else derive.complete(schema, rows)
+
+    return completed
 
 
 # ----------------------------------------------------------------------------------------------
