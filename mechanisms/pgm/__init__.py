@@ -15,6 +15,8 @@ splits them.
   synthetic cells from it (post-processing, drawn from ``Noise.rng``).
 * ``marginal_oracles`` -- :func:`candidate_marginals`, the model's marginals of the cliques AIM may
   select next; ``junction_tree`` -- :class:`JunctionTreeSize`, the model size of a set of cliques.
+* ``constraints`` -- :func:`structural_zeros`, the schema's declared rules as zero cells of the model
+  (``mbi.Constraint``): public, fitted inside the estimate so that sampling needs no rejection.
 * ``backend`` -- :func:`load_mbi`: JAX is imported inside ``fit`` only (never by the web process),
   after the job's thread limit is set.
 
@@ -24,9 +26,10 @@ them there.
 """
 
 from .backend import XLA_DEFAULT_FLAGS, load_mbi, release_freed_memory, xla_default_flags
+from .constraints import StructuralZero, rule_columns, structural_zeros
 from .estimation import estimate, optimisation_level, release_programs
 from .junction_tree import JunctionTreeSize
-from .marginal_oracles import Factor, candidate_marginals, eliminate, pair_marginals
+from .marginal_oracles import Factor, candidate_marginals, eliminate, model_cliques, pair_marginals
 from .measurement import (
     QUALITY_L1_SENSITIVITY,
     CellTable,
@@ -40,6 +43,9 @@ from .measurement import (
 from .model import ModelTables
 
 __all__ = [
+    "StructuralZero",
+    "rule_columns",
+    "structural_zeros",
     "XLA_DEFAULT_FLAGS",
     "load_mbi",
     "release_freed_memory",
@@ -51,6 +57,7 @@ __all__ = [
     "Factor",
     "candidate_marginals",
     "eliminate",
+    "model_cliques",
     "pair_marginals",
     "QUALITY_L1_SENSITIVITY",
     "CellTable",

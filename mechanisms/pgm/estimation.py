@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .backend import release_freed_memory
+from .constraints import StructuralZero, constraint_cliques, to_mbi
 from .junction_tree import JunctionTreeSize
 from .measurement import Measurements
 
@@ -35,8 +36,8 @@ def _compiled_estimate(mbi):
 
         from mbi.estimation import _extract_potentials
 
-        def run(estimator, domain, loss_fn, known_total, warm, iters):
-            oracle = estimator._oracle(loss_fn.cliques, domain)
+        def run(estimator, domain, loss_fn, known_total, warm, iters, constraints=()):
+            oracle = estimator._oracle(loss_fn.cliques, domain, constraints=constraints)
             potentials = _extract_potentials(warm, domain, loss_fn.cliques)
             alpha = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's initial Armijo step
 
@@ -67,7 +68,7 @@ def _compiled_estimate(mbi):
                 step,
                 (zero, potentials, jnp.asarray(alpha, dtype=jnp.float64), jnp.zeros((), jnp.float64), zero),
             )
-            return mbi.MarkovRandomField(potentials=theta, marginals=mu, total=known_total)
+            return mbi.MarkovRandomField(potentials=theta, marginals=mu, total=known_total, constraints=constraints)
 
         static = ("estimator", "domain")
         _COMPILED["run"] = {
@@ -80,6 +81,9 @@ def _compiled_estimate(mbi):
         _COMPILED["estimator"] = {
             0: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_hugin),
             2: mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_implicit),
+            # declared rules (structural zeros, -inf potentials): Shafer-Shenoy, which mbi recommends for them (Hugin's
+            # belief subtraction gives -inf - -inf)
+            "zeros": mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_shafer_shenoy),
         }
     return _COMPILED["run"], _COMPILED["estimator"]
 
@@ -113,29 +117,41 @@ def estimate(
     total: int,
     iters: int,
     warm_start=None,
+    zeros: Sequence[StructuralZero] = (),
 ):
     """Private-PGM mirror descent over the noisy measurements (post-processing): ``iters`` steps with
-    mbi's Armijo line search from zero potentials or from ``warm_start``'s, the public n as total."""
+    mbi's Armijo line search from zero potentials or from ``warm_start``'s, the public n as total.
+
+    ``zeros``: the schema's declared rules as structural zeros (:mod:`.constraints`), passed to Private-PGM as
+    ``mbi.Constraint`` objects: the model is fitted with zero probability on the forbidden cells (a junction-tree
+    clique on each rule's columns), and the returned model carries them. Rules are public: no privacy cost."""
     import jax.numpy as jnp
 
     domain = mbi.Domain(list(names), [sizes[a] for a in names])
     runs, estimators = _compiled_estimate(mbi)
     loss_fn = mbi.marginal_loss.from_linear_measurements(measurements.to_mbi(mbi), domain)
+    constraints = to_mbi(mbi, domain, zeros)
     warm = None if warm_start is None else warm_start.potentials  # expanded inside the program
-    structure = (tuple(loss_fn.cliques), None if warm is None else tuple(warm.cliques))
+    structure = (
+        tuple(loss_fn.cliques) + tuple(constraint_cliques(constraints)),
+        None if warm is None else tuple(warm.cliques),
+    )
     if _COMPILED.get("structure", structure)[0] != structure[0]:
         for run in runs.values():
             run.clear_cache()  # a new model structure: earlier programs will not be called again (memory)
     _COMPILED["structure"] = structure
-    mib = JunctionTreeSize(list(names), [sizes[a] for a in names]).size_mb(loss_fn.cliques)
+    mib = JunctionTreeSize(list(names), [sizes[a] for a in names]).size_mb(
+        list(loss_fn.cliques) + constraint_cliques(constraints)
+    )
     level = optimisation_level(mib, iters)
-    estimator = estimators[level]
-    if level == 2:  # the implicit oracle only where each junction-tree clique holds few measured cliques
+    estimator = estimators[level] if not constraints else estimators["zeros"]
+    # the implicit oracle only where each junction-tree clique holds few measured cliques
+    if level == 2 and not constraints:
         nodes = len(mbi.junction_tree.make_junction_tree(domain, loss_fn.cliques)[0].nodes)
         if len(loss_fn.cliques) > IMPLICIT_MAX_CLIQUES_PER_NODE * nodes:
             estimator = estimators[0]
     model = runs[level](
-        estimator, domain, loss_fn, float(total), warm, jnp.asarray(int(iters))
+        estimator, domain, loss_fn, float(total), warm, jnp.asarray(int(iters)), constraints
     )  # iters traced: one program
     release_freed_memory()
     return model

@@ -8,22 +8,33 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .constraints import constraint_cliques, log_factors
 from .junction_tree import JunctionTreeSize
 from .measurement import Clique
 
 
-def _jtree_marginals(mbi, potentials, nodes: tuple[Clique, ...]) -> list:
+def _jtree_marginals(mbi, potentials, nodes: tuple[Clique, ...], constraints=()) -> list:
     """Marginals (total 1) of the junction tree's cliques ``nodes`` of the model with ``potentials``:
     Private-PGM's ``message_passing_stable`` on the potentials expanded to those cliques, compiled as
     ONE program. Run op by op, the expansion alone compiled about 150 small programs (credit_default_taiwan
-    at 1: 22 s of a 274 s release; california_housing at 1: 1.8 s of 17 s)."""
+    at 1: 22 s of a 274 s release; california_housing at 1: 1.8 s of 17 s). With the model's structural
+    zeros (``constraints``, declared rules), Private-PGM's Shafer-Shenoy, which folds them in as -inf."""
     import jax
 
-    def program(p):
-        marginals = mbi.marginal_oracles.message_passing_stable(p.expand(list(nodes)), 1.0)
+    def program(p, constraints):
+        if constraints:
+            oracle = mbi.marginal_oracles.message_passing_shafer_shenoy
+            marginals = oracle(p.expand(list(nodes)), 1.0, constraints=constraints)
+        else:
+            marginals = mbi.marginal_oracles.message_passing_stable(p.expand(list(nodes)), 1.0)
         return [marginals.project(cl).datavector(flatten=False) for cl in nodes]
 
-    return jax.jit(program)(potentials)
+    return jax.jit(program)(potentials, tuple(constraints))
+
+
+def model_cliques(model) -> list[Clique]:
+    """The cliques of an estimated model's junction tree: its potentials' and its structural zeros'."""
+    return [tuple(c) for c in model.cliques] + constraint_cliques(getattr(model, "constraints", ()))
 
 
 # The junction tree (MiB, the model-size measure) from which candidate_marginals answers out-of-model pairs
@@ -61,14 +72,18 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
     if not todo:
         return out
     domain = model.potentials.domain
-    cliques = [tuple(cl) for cl in model.cliques]
+    constraints = tuple(getattr(model, "constraints", ()))
+    cliques = model_cliques(model)
     triples = sum(len(c) == 3 for c in todo)
     size = JunctionTreeSize(list(domain), [domain[a] for a in domain]).size_mb(cliques)
     if size >= PROPAGATE_MIN_MIB or triples >= PROPAGATE_MIN_TRIPLES:
         jtree, _ = mbi.junction_tree.make_junction_tree(domain, cliques)
         nodes = tuple(tuple(c) for c in jtree.nodes)
         probs = dict(
-            zip(nodes, (np.asarray(t, dtype=np.float64) for t in _jtree_marginals(mbi, model.potentials, nodes)))
+            zip(
+                nodes,
+                (np.asarray(t, dtype=np.float64) for t in _jtree_marginals(mbi, model.potentials, nodes, constraints)),
+            )
         )
         rest = _projected(probs, todo, total, out)
         edges = [tuple(e) for e in jtree.edges]
@@ -82,7 +97,7 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
     factors = [
         (tuple(cl), np.asarray(model.potentials[cl].datavector(flatten=False), dtype=np.float64))
         for cl in model.potentials.cliques
-    ]
+    ] + log_factors(constraints)
     for cand in todo:
         out[cand] = eliminate(factors, cand, total).ravel()
     return out
@@ -326,6 +341,11 @@ def eliminate(factors: Sequence[Factor], query: Clique, total: float) -> np.ndar
     proportional to exp(sum of the log-potential ``factors``): variable elimination as in
     Private-PGM's ``variable_elimination`` (greedy smallest-table order, log-sum-exp), in numpy.
     Factors in connected components that do not touch the query only rescale it and are skipped."""
+    with np.errstate(divide="ignore"):  # structural zeros (-inf log-potentials) sum to log 0 = -inf
+        return _eliminate(factors, query, total)
+
+
+def _eliminate(factors: Sequence[Factor], query: Clique, total: float) -> np.ndarray:
     relevant = _relevant(factors, set(query))
     sizes = {a: t.shape[i] for cl, t in relevant for i, a in enumerate(cl)}
     to_eliminate = set(sizes) - set(query)

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .marginal_oracles import _jtree_marginals, _project_from
+from .marginal_oracles import _jtree_marginals, _project_from, model_cliques
 from .measurement import Clique
 
 
@@ -26,10 +26,10 @@ class ModelTables:
     @classmethod
     def from_model(cls, mbi, model, names: Sequence[str], sizes: dict[str, int]) -> "ModelTables":
         domain = mbi.Domain(list(names), [sizes[a] for a in names])
-        jtree, elimination = mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in model.cliques])
+        jtree, elimination = mbi.junction_tree.make_junction_tree(domain, model_cliques(model))
         nodes = [tuple(c) for c in jtree.nodes]
         tables = []
-        for t in _jtree_marginals(mbi, model.potentials, tuple(nodes)):
+        for t in _jtree_marginals(mbi, model.potentials, tuple(nodes), getattr(model, "constraints", ())):
             t = np.clip(np.asarray(t, dtype=np.float64), 0.0, None)
             tables.append(t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size))
         return cls(list(names), dict(sizes), nodes, tables, list(elimination)[::-1])

@@ -70,7 +70,9 @@ from ...pgm import (
     release_programs,
     rho_of_measurement,
     sigma_for_rho,
+    structural_zeros,
 )
+from ...pgm import model_cliques as jtree_cliques
 from ...schema import Schema
 from ...source import TableSource
 from . import guide
@@ -293,7 +295,8 @@ class AIM(Mechanism):
             log.add(Measurement((a,), measure(self.noise, table.counts((a,)), sigma), sigma))
             spent.append(rho_of_measurement(sigma))
         self.progress(math.fsum(spent) / rho, "1-way marginals measured")
-        model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"])
+        zeros = structural_zeros(self.schema)  # declared rules, public: zero cells of the model at no cost
+        model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], zeros=zeros)
         mark("start")
 
         self.plan = plan
@@ -352,7 +355,7 @@ class AIM(Mechanism):
             if last or not chosen:  # no round estimate: it would only decide annealing, which ends here
                 mark("round")
                 break
-            model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], warm_start=model)
+            model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], warm_start=model, zeros=zeros)
             mark("round")
             predicted += guide.rest_seconds(candidates=len(weights), cliques=len(log.items), picks=0, rounds=1)
             predicted -= guide.rest_seconds(candidates=len(weights), cliques=len(log.items), picks=0, rounds=0)
@@ -366,7 +369,9 @@ class AIM(Mechanism):
         self.rho, self.rho_spent = rho, math.fsum(spent)
         self.measurements, self.measured_rows = log, n  # read-only: mechanisms.tables publishes them
         self.progress(0.995, "final estimate")
-        model = estimate(mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model)
+        model = estimate(
+            mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model, zeros=zeros
+        )
         self.model = ModelTables.from_model(mbi, model, names, sizes)
         mark("final")
         self._noisy_queries = log.noisy_queries(names, [sizes[a] for a in names])
@@ -381,7 +386,7 @@ class AIM(Mechanism):
         would exceed ``size_limit`` MiB is dropped unmeasured (its selection is paid; a public check on the
         picks, which are DP outputs) and another is drawn while the batch's budget, ``batch`` x (rho_select +
         1 / sigma^2), still covers the draw and the measurements of the picks kept so far plus one."""
-        model_cliques = [tuple(c) for c in model.cliques]
+        model_cliques = jtree_cliques(model)  # the measured cliques and the declared rules' zeros
         inside = [set(c) for c in model_cliques]
         tree = JunctionTreeSize(names, [sizes[a] for a in names])
         pool = list(range(len(candidates)))
@@ -412,7 +417,7 @@ class AIM(Mechanism):
     def _filter(model, names, sizes, weights, size_limit: float) -> list[Clique]:
         """Candidates already inside the model's cliques (free), or whose addition keeps the model
         within ``size_limit`` MiB (public facts: domain sizes and the cliques measured so far)."""
-        model_cliques = [tuple(c) for c in model.cliques]
+        model_cliques = jtree_cliques(model)  # the measured cliques and the declared rules' zeros
         inside = [set(c) for c in model_cliques]
         tree = JunctionTreeSize(names, [sizes[a] for a in names])
         base = tree.neighbourhoods(tree.masks(model_cliques))

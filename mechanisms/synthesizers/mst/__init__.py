@@ -65,7 +65,9 @@ from ...pgm import (
     measure,
     release_programs,
     rho_of_measurement,
+    rule_columns,
     sigma_for_rho,
+    structural_zeros,
 )
 from ...source import TableSource
 from . import guide
@@ -258,7 +260,13 @@ class MST(Mechanism):
         mbi, log, names, n = self._measure(source)
         self.progress(0.55, "estimating the graphical model (Private-PGM)")
         model = estimate(
-            mbi, dict(zip(names, self._compressed_sizes())), names, log, total=n, iters=self.params["iters"]
+            mbi,
+            dict(zip(names, self._compressed_sizes())),
+            names,
+            log,
+            total=n,
+            iters=self.params["iters"],
+            zeros=self.zeros,
         )
         self.model = ModelTables.from_model(mbi, model, names, dict(zip(names, self._compressed_sizes())))
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
@@ -288,8 +296,12 @@ class MST(Mechanism):
         one_way = [measure(self.noise, table.counts((a,)), sigma1) for a in names]
         self.spent = [d * rho_of_measurement(sigma1)]
 
+        # the declared rules' columns stay whole: their structural zeros are on the full-resolution cells
+        self.zeros = structural_zeros(self.schema)
+        ruled = rule_columns(self.zeros)
         self.supports = [
-            compress_support(y, sigma1) if self.params["compress"] else np.ones(y.size, bool) for y in one_way
+            compress_support(y, sigma1) if self.params["compress"] and a not in ruled else np.ones(y.size, bool)
+            for a, y in zip(names, one_way)
         ]
         comp = CellTable(self._compress_cells(table.cells), names, [self._compressed_size(j) for j in range(d)])
         log = Measurements()
@@ -347,7 +359,7 @@ class MST(Mechanism):
         self, mbi, comp: CellTable, log: Measurements, rho_select: float, names: list[str]
     ) -> list[tuple[str, str]]:
         """A spanning tree of ``names`` (all columns but the key columns), d' - 1 noisy-max steps."""
-        one_way_model = estimate(mbi, comp.sizes, comp.names, log, total=comp.n, iters=2500)
+        one_way_model = estimate(mbi, comp.sizes, comp.names, log, total=comp.n, iters=2500, zeros=self.zeros)
         pairs = list(itertools.combinations(names, 2))
         fitted = candidate_marginals(mbi, one_way_model, pairs, comp.n)
         score = {e: float(np.abs(comp.counts(e) - fitted[e]).sum()) for e in pairs}
