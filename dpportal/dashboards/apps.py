@@ -6,3 +6,10 @@ class DashboardsConfig(AppConfig):
     label = "dashboards"
     verbose_name = "Utility dashboards"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from dpportal.releases.services.jobs import table_made
+
+        from .tasks import queue_reports
+
+        table_made.connect(queue_reports, dispatch_uid="dpportal-dashboards-reports")

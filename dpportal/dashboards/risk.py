@@ -38,23 +38,6 @@ def wanted(release: Release) -> bool:
     return release.parent_id is None and release.mechanism in registry.names()
 
 
-def request_risk_report(release: Release) -> RiskReport | None:
-    """Mark the release's risk report pending and queue it on the evaluation queue (after commit)."""
-    from django.db import transaction
-
-    from .tasks import risk_report_task
-
-    if not getattr(settings, "DPPORTAL_RISK_REPORT", True) or not wanted(release):
-        return None
-    rr, _ = RiskReport.objects.get_or_create(release=release)
-    RiskReport.objects.filter(pk=rr.pk).update(
-        status=RiskReport.PENDING, progress=0.0, stage="queued", error="", cancel_requested_at=None
-    )
-    transaction.on_commit(lambda: risk_report_task.delay(release.pk))
-    rr.refresh_from_db()
-    return rr
-
-
 def cancel(release: Release) -> RiskReport | None:
     """Stop a pending or running report (a running one stops at its next progress point)."""
     rr = RiskReport.objects.filter(release=release).first()

@@ -240,18 +240,6 @@ def _reload(ev: Evaluation) -> Evaluation:
     return ev
 
 
-def request_reevaluation(release: Release) -> Evaluation:
-    """Mark a release's evaluation pending and queue it (after the transaction commits)."""
-    from django.db import transaction
-
-    from .tasks import evaluate_release_task
-
-    ev, _ = Evaluation.objects.get_or_create(release=release)
-    Evaluation.objects.filter(pk=ev.pk).update(status=Evaluation.PENDING, progress=0.0, stage="queued", error="")
-    transaction.on_commit(lambda: evaluate_release_task.delay(release.pk))
-    return _reload(ev)
-
-
 # --------------------------------------------------------------------------------------------------
 # Quality at a glance: one score per release, steward-only (it compares with raw data)
 # --------------------------------------------------------------------------------------------------

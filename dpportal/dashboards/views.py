@@ -20,7 +20,7 @@ from dpportal.accounts.access import dataset_for_owner, release_for_owner
 from dpportal.releases.models import Release
 from dpportal.releases.services.jobs import TABLELESS, kind_of
 
-from . import charts, services
+from . import charts, services, tasks
 from .models import Evaluation
 
 MAX_OVERLAYS = 60  # per-column charts drawn on one page (wider tables: the first 60, with a note)
@@ -117,7 +117,7 @@ def release_risk(request, pk):
         risk.cancel(release)
         messages.success(request, f"Risk report of release {release.pk} cancelled.")
     else:
-        risk.request_risk_report(release)
+        tasks.request_risk_report(release)
         messages.success(request, f"Risk report of release {release.pk} queued.")
     return redirect("dpportal-release-dashboard", release.pk)
 
@@ -139,7 +139,7 @@ def release_reevaluate(request, pk):
     release = release_for_owner(request.user, pk)
     if release.status != Release.DONE or not kind_of(release.mechanism).makes_table:
         raise Http404("not available")
-    services.request_reevaluation(release)
+    tasks.request_reevaluation(release)
     messages.success(request, f"Evaluation of release {release.pk} queued.")
     return redirect("dpportal-release-dashboard", release.pk)
 

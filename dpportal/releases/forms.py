@@ -8,7 +8,7 @@ from django import forms
 
 from mechanisms.base import ParamSpec
 
-PARAM_PREFIX = "param_"
+from .services.parsing import PARAM_PREFIX
 
 
 def _field(spec: ParamSpec, schema) -> forms.Field:

@@ -33,11 +33,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from .models import Release
+from .services import settlement
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +87,13 @@ def heartbeat(release_id: int):
         thread.join(timeout=5)
 
 
-def stranded(now=None):
+def _stale_q(now=None) -> Q:
     cutoff = (now or timezone.now()) - timedelta(seconds=stale_seconds())
-    return Release.objects.filter(status=Release.RUNNING).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    )
+    return Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+
+
+def stranded(now=None):
+    return Release.objects.filter(_stale_q(now), status=Release.RUNNING)
 
 
 def sweep(now=None) -> list[int]:
@@ -104,22 +107,13 @@ def sweep(now=None) -> list[int]:
 
 
 def fail_stranded(release_id: int, now=None) -> bool:
-    """One conditional UPDATE (still running AND still stale) and the ledger settlement, atomically."""
-    from . import services
-
-    with transaction.atomic():
-        row = stranded(now).filter(pk=release_id).values("data_touched").first()
-        if row is None:
-            return False
-        error = STRANDED_ERROR.format(seconds=int(stale_seconds()), ledger=SPENT if row["data_touched"] else REFUNDED)
-        changed = (
-            stranded(now)
-            .filter(pk=release_id, data_touched=row["data_touched"])
-            .update(status=Release.FAILED, finished_at=timezone.now(), stage="failed", error=error)
-        )
-        if changed:
-            services.worker._close_ledger(Release.objects.get(pk=release_id))
-        return changed == 1
+    """One conditional UPDATE (still running AND still stale, data flag as read) and the ledger
+    settlement, atomically."""
+    row = stranded(now).filter(pk=release_id).values("data_touched").first()
+    if row is None:
+        return False
+    error = STRANDED_ERROR.format(seconds=int(stale_seconds()), ledger=SPENT if row["data_touched"] else REFUNDED)
+    return settlement.fail_running(release_id, error, _stale_q(now), data_touched=row["data_touched"])
 
 
 def sweep_once() -> list[int]:

@@ -1,4 +1,5 @@
-"""The Celery task: thin. Takes a primary key, claims the row, hands off to services.execute."""
+"""The Celery task: thin. Takes a primary key, claims the row, hands off to ``services.jobs.execute``.
+Its registered name is ``services.queueing.RUN_RELEASE``: the planners send it by name."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from . import services, sweeper
+from . import sweeper
 from .models import Release
+from .services import jobs, worker
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +35,17 @@ log = logging.getLogger(__name__)
     max_retries=None,
 )
 def run_release(self, release_id: int) -> None:
-    if services.claim(release_id):
+    if worker.claim(release_id):
         with sweeper.heartbeat(release_id):  # a vanished worker's job is failed by sweeper.sweep
-            services.execute(release_id)
-        services.queue_evaluation(release_id)  # on the evaluation queue: this worker is free at once
+            jobs.execute(release_id)
+        jobs.queue_evaluation(release_id)  # on the evaluation queue: this worker is free at once
         return
     # Not queued any more: a duplicate delivery of a running/finished job does nothing, except
     # that a REDELIVERED message for a job still marked running means its worker died mid-job.
     row = Release.objects.filter(pk=release_id).values("status", "started_at").first()
     status = row and row["status"]
     if status == Release.RUNNING and _worker_lost(self.request, row["started_at"]):
-        if services.fail_abandoned(release_id):
+        if worker.fail_abandoned(release_id):
             log.warning("release %s: worker lost mid-job, marked failed", release_id)
         return
     log.info("release %s: nothing to do (status %s)", release_id, status)

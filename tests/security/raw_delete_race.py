@@ -39,7 +39,7 @@ def main() -> None:
     from dpportal.releases.models import Release
     from tests.dpportal.ledger.scenario import plan, ready_dataset
 
-    jobs.planning._enqueue = lambda pk: None  # no broker: releases stay queued
+    jobs.planning.enqueue = lambda pk: None  # no broker: releases stay queued
     owner = make_user("raw-racer", "pw-racer-123", role="steward")
     errors, outcomes, inconsistent = [], {"planned": 0, "plan_refused": 0, "deleted": 0, "delete_refused": 0}, []
     lock = threading.Lock()

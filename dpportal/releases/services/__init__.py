@@ -5,8 +5,11 @@ thin wrapper around :func:`execute`. One module per concern:
 * ``planning`` -- validate, then in ONE transaction create the Release row and have the ledger reserve
   its cost; the job is queued only when that transaction commits. Any refusal leaves nothing charged
   and nothing queued. More rows from a finished release; cancelling;
-* ``jobs`` -- the one table of job kinds the worker dispatches on (:func:`execute`);
-* ``worker`` -- a synthesis job: fit, sample, write, settle;
+* ``queueing`` -- sending a planned job to its queue by the task's name (planners never import tasks);
+* ``jobs`` -- the one table of job kinds the worker dispatches on (:func:`execute`), and the signal a
+  finished table sends (the dashboards queue its evaluation and risk report on it);
+* ``worker`` -- a synthesis job: claim, fit, sample, write;
+* ``settlement`` -- a job's final state and the ledger's verdict in one transaction;
 * ``dp_bounds`` -- private bounds and category discovery for the schema page, charged like a release;
 * ``estimates`` -- run-time and memory estimates, queues and waits;
 * ``labels`` -- the steward's name, note, withdrawn and hidden flags (no privacy effect).

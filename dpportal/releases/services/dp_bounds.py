@@ -17,7 +17,9 @@ from mechanisms.noise import Noise
 
 from ..models import Release
 from . import planning, worker
-from .parsing import ReleaseRequestError, _canonical, _text
+from .parsing import ReleaseRequestError, canonical_amount, field_text
+from .queueing import enqueue
+from .settlement import finish
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +32,8 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
     """Validate, reserve ``epsilon`` (and ``delta``) and queue a private estimate of ``columns``: bounds of
     the numeric ones, the categories of the categorical ones (by their kind on the schema page; these need
     a delta, default DEFAULT_DISCOVERY_DELTA). Raises ReleaseRequestError (nothing charged or queued)."""
-    typed = _text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
-    epsilon = _canonical(typed, "epsilon")
+    typed = field_text(epsilon, "epsilon") or DEFAULT_BOUNDS_EPSILON
+    epsilon = canonical_amount(typed, "epsilon")
     if exact(epsilon) <= 0:
         raise ReleaseRequestError(f"epsilon: expected a positive number, got {typed!r}")
     if not dataset.has_raw:
@@ -50,7 +52,7 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
     snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
     try:
         with transaction.atomic():
-            planning._lock_raw_file(dataset)
+            planning.lock_raw_file(dataset)
             release = Release.objects.create(
                 dataset=dataset,
                 created_by=user,
@@ -66,7 +68,7 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
                 title="private bounds for the schema",
             )
             ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta)
-            transaction.on_commit(lambda: planning._enqueue(release.pk))
+            transaction.on_commit(lambda: enqueue(release.pk))
     except ledger.LedgerError as exc:
         raise ReleaseRequestError(str(exc)) from None
     return release
@@ -77,15 +79,15 @@ DEFAULT_DISCOVERY_DELTA = "0.000001"
 
 def _discovery_delta(delta, categorical: list[str]) -> str:
     """The delta of a discovery (categorical columns), "0" for bounds alone (pure epsilon-DP)."""
-    typed = _text(delta, "delta")
+    typed = field_text(delta, "delta")
     if not categorical:
-        if typed and exact(_canonical(typed, "delta")) != 0:
+        if typed and exact(canonical_amount(typed, "delta")) != 0:
             raise ReleaseRequestError(
                 "delta: bounds of numeric columns are pure epsilon-DP and take no delta; "
                 "choose categorical columns to discover categories with a delta"
             )
         return "0"
-    value = _canonical(typed or DEFAULT_DISCOVERY_DELTA, "delta")
+    value = canonical_amount(typed or DEFAULT_DISCOVERY_DELTA, "delta")
     if not 0 < exact(value) < 1:
         raise ReleaseRequestError(f"delta: discovering categories needs a delta in (0, 1), got {typed!r}")
     return value
@@ -95,17 +97,17 @@ def execute_bounds(release_id: int) -> None:
     release = Release.objects.select_related("dataset").get(pk=release_id)
     columns = list(release.params["columns"])
     try:
-        progress = worker._Progress(release_id)
+        progress = worker.Progress(release_id)
         progress(0.05, "estimating bounds", force=True)
         epsilon = float(exact(release.epsilon))
-        worker._mark_data_touched(release.pk)
+        worker.mark_data_touched(release.pk)
         report = _estimate_public_metadata(release, columns, epsilon)
         report["mechanism"] = BOUNDS_MECHANISM
-        worker._finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)
+        finish(release_id, status=Release.DONE, progress=1.0, stage="done", report=report)
     except BaseException as exc:  # noqa: BLE001 - recorded on the row; the ledger settles or refunds
         log.exception("bounds estimate %s failed", release_id)
         message = worker.failure_text(exc)
-        worker._finish(release_id, status=Release.FAILED, stage="failed", error=message)
+        finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise
 

@@ -14,12 +14,12 @@ from mechanisms.guidance import runtime
 from mechanisms.accounting import check_epsilon
 
 from ..models import Release
-from .parsing import ReleaseRequest, ReleaseRequestError, _text, parse_rows, validate
+from .parsing import ReleaseRequest, ReleaseRequestError, field_text, form_params, parse_rows, validate
 
 log = logging.getLogger(__name__)
 
 
-def _estimate_seconds(mechanism: str, n: int, schema, params: dict, *, epsilon=None, delta=None) -> float | None:
+def run_seconds(mechanism: str, n: int, schema, params: dict, *, epsilon=None, delta=None) -> float | None:
     """The run-time estimate, or None (then the synthesis queue) if it cannot be computed: an estimate
     is a guide and never refuses a request that validation accepted."""
     try:
@@ -61,8 +61,8 @@ def estimate_request(dataset, req: ReleaseRequest) -> dict:
         dataset,
         ReleaseRequest(
             req.mechanism,
-            _text(req.epsilon, "epsilon"),
-            _text(req.delta, "delta") or "0",
+            field_text(req.epsilon, "epsilon"),
+            field_text(req.delta, "delta") or "0",
             req.params,
             parse_rows(req.rows),
         ),
@@ -100,13 +100,7 @@ def _limit_dict(seconds: float | None) -> dict:
 def form_estimate(name: str, schema, n_rows: int, values) -> dict:
     """The release form's run-time estimate from its raw values (defaults where empty); reads no data.
     Returns the estimate or {"error": message} while the values are not valid yet."""
-    from dpportal.releases.forms import PARAM_PREFIX
-
-    params = {
-        spec.name: values.get(PARAM_PREFIX + spec.name)
-        for spec in registry.get(name).params
-        if values.get(PARAM_PREFIX + spec.name) not in (None, "")
-    }
+    params = form_params(registry.get(name).params, values)
     budget = {}
     for key in ("epsilon", "delta"):  # optional here: the estimate of AIM grows with the budget
         try:
@@ -205,13 +199,7 @@ def memory_estimate(cls, schema, n_rows: int, values) -> dict:
 
     Returns {"bytes": int, "mib": float} or {"error": message} when the values are not valid yet.
     """
-    from dpportal.releases.forms import PARAM_PREFIX
-
-    params = {}
-    for spec in cls.params:
-        raw = values.get(PARAM_PREFIX + spec.name)
-        if raw not in (None, ""):
-            params[spec.name] = raw
+    params = form_params(cls.params, values)
     try:
         epsilon = check_epsilon(values.get("epsilon") or "1")
         size = int(cls.memory_estimate(schema, int(n_rows), params, epsilon=epsilon))

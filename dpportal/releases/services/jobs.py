@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from django.dispatch import Signal
+
 from ..models import Release
 from . import dp_bounds, worker
 
@@ -32,13 +34,15 @@ def execute(release_id: int) -> None:
     kind_of(mechanism).run(release_id)
 
 
-def queue_evaluation(release_id: int) -> None:
-    """After a release is done: its utility evaluation and then its privacy risk report go to the
-    evaluation queue (steward-only, informative; they never hold the worker that ran the release)."""
-    from dpportal.dashboards.risk import request_risk_report
-    from dpportal.dashboards.services import request_reevaluation
+# Sent with ``release=`` after a job that made a synthetic table is done: the dashboards app connects
+# its utility evaluation and privacy risk report here (releases never import the dashboards).
+table_made = Signal()
 
+
+def queue_evaluation(release_id: int) -> None:
+    """After a release is done: tell the receivers of :data:`table_made` (the dashboards queue its
+    utility evaluation and then its privacy risk report on the evaluation queue; they never hold the
+    worker that ran the release). A job that made no table has nothing to evaluate."""
     release = Release.objects.filter(pk=release_id, status=Release.DONE).exclude(mechanism__in=TABLELESS).first()
-    if release is not None:  # a job that made no table has nothing to evaluate
-        request_reevaluation(release)
-        request_risk_report(release)
+    if release is not None:
+        table_made.send(sender=Release, release=release)

@@ -11,6 +11,8 @@ from mechanisms import registry
 from mechanisms.accounting import canonical
 from mechanisms.runner import build
 
+PARAM_PREFIX = "param_"  # a mechanism parameter's field name in the release form and its query string
+
 
 class ReleaseRequestError(ValueError):
     """A refused release request; the message names the problem. Nothing was charged or queued."""
@@ -25,7 +27,8 @@ class ReleaseRequest:
     rows: int
 
 
-def _text(value, name: str) -> str:
+def field_text(value, name: str) -> str:
+    """The typed text of an amount field (delta: "0" when absent); a boolean is refused."""
     if value is None:
         return "0" if name == "delta" else ""
     if isinstance(value, bool):
@@ -33,12 +36,22 @@ def _text(value, name: str) -> str:
     return str(value).strip()  # not truncated: exact() refuses more than MAX_AMOUNT_CHARS characters
 
 
-def _canonical(value: str, name: str) -> str:
+def canonical_amount(value: str, name: str) -> str:
     """The amount's one stored form ('+5' -> '5'); a refusal names the field."""
     try:
         return canonical(value)
     except ValueError as exc:  # name the field: "epsilon: expected a finite number, got 'nan'"
         raise ReleaseRequestError(f"{name}: {exc}") from None
+
+
+def form_params(specs, values) -> dict:
+    """A mechanism's parameters from a form's or query string's raw values (``param_<name>``); empty ones
+    are left out (their defaults apply)."""
+    return {
+        spec.name: values.get(PARAM_PREFIX + spec.name)
+        for spec in specs
+        if values.get(PARAM_PREFIX + spec.name) not in (None, "")
+    }
 
 
 def parse_rows(value) -> int:
@@ -91,7 +104,7 @@ def check_request(dataset, req: ReleaseRequest):
     """Everything plan_release checks before reserving: returns (cleaned request, mechanism object) or
     raises ReleaseRequestError naming the problem. Callers that ask for confirmations run it first, so
     a bad value is named before any confirmation is asked for."""
-    epsilon, delta = _text(req.epsilon, "epsilon"), _text(req.delta, "delta") or "0"
-    epsilon, delta = _canonical(epsilon, "epsilon"), _canonical(delta, "delta")
+    epsilon, delta = field_text(req.epsilon, "epsilon"), field_text(req.delta, "delta") or "0"
+    epsilon, delta = canonical_amount(epsilon, "epsilon"), canonical_amount(delta, "delta")
     req = ReleaseRequest(req.mechanism, epsilon, delta, req.params, parse_rows(req.rows))
     return req, validate(dataset, req)

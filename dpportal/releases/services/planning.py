@@ -12,24 +12,25 @@ from dpportal.ledger import services as ledger
 from mechanisms.guidance import runtime
 
 from ..models import Release
-from .estimates import _estimate_seconds, check_time_limit, queue_for
+from .estimates import check_time_limit, queue_for, run_seconds
 from .parsing import ReleaseRequest, ReleaseRequestError, check_request, parse_rows
-from .worker import _close_ledger
+from .queueing import enqueue
+from .settlement import close_ledger
 
 
-def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "") -> Release:
+def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "", checked=None) -> Release:
     """Validate, reserve the budget and queue. Raises ReleaseRequestError (nothing charged/queued).
-    ``confirmed``: the warnings the steward confirmed, kept on the reservation's ledger entry."""
-    req, mech = check_request(dataset, req)
+    ``confirmed``: the warnings the steward confirmed, kept on the reservation's ledger entry.
+    ``checked``: what :func:`check_request` returned for this request, when the caller ran it already
+    (the mechanism is then built once)."""
+    req, mech = checked if checked is not None else check_request(dataset, req)
     epsilon, delta = req.epsilon, req.delta
-    schema = mech.schema  # the confirmed schema validate() built the mechanism on (parsed once)
-    seconds = _estimate_seconds(
-        req.mechanism, dataset.n_rows, schema, mech.params, epsilon=mech.epsilon, delta=mech.delta
-    )
+    schema = mech.release_schema  # the confirmed schema validate() built the mechanism on (parsed once)
+    seconds = run_seconds(req.mechanism, dataset.n_rows, schema, mech.params, epsilon=mech.epsilon, delta=mech.delta)
     check_time_limit(seconds)
     try:
         with transaction.atomic():
-            _lock_raw_file(dataset)
+            lock_raw_file(dataset)
             release = Release.objects.create(
                 dataset=dataset,
                 created_by=user,
@@ -46,7 +47,7 @@ def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "") -> 
                 queue=queue_for(seconds),
             )
             ledger.reserve(dataset=dataset, release=release, user=user, epsilon=epsilon, delta=delta, note=confirmed)
-            transaction.on_commit(lambda: _enqueue(release.pk))
+            transaction.on_commit(lambda: enqueue(release.pk))
     except ledger.BudgetExceeded as exc:
         raise ReleaseRequestError(str(exc)) from None
     except ledger.LedgerError as exc:
@@ -54,7 +55,7 @@ def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "") -> 
     return release
 
 
-def _lock_raw_file(dataset) -> None:
+def lock_raw_file(dataset) -> None:
     """Inside the reserving transaction, before anything else: lock the dataset row (the lock
     ``delete_raw`` takes too) and check that the raw file is still there. A check before the
     transaction left a window where a job was charged for a file deleted meanwhile."""
@@ -88,7 +89,7 @@ def draw_more(release: Release, user, rows) -> Release:
             estimate_seconds=runtime.estimate_draw(rows, len(origin.public_schema().kept)).seconds,
         )
         ledger.record_draw(draw, user=user)
-        transaction.on_commit(lambda: _enqueue(draw.pk))
+        transaction.on_commit(lambda: enqueue(draw.pk))
     return draw
 
 
@@ -97,7 +98,7 @@ def cancel(release: Release) -> Release:
 
     Queued: cancelled at once and refunded (the job never touched data; the worker's claim, a
     conditional UPDATE on ``queued``, can no longer succeed). Running: the request is recorded and the
-    worker stops at its next progress point (:class:`_Progress`), then the ledger closes the job as
+    worker stops at its next progress point (``worker.Progress``), then the ledger closes the job as
     for a failure: spent if data was touched, refunded otherwise. Anything else: refused."""
     now = timezone.now()
     with transaction.atomic():
@@ -108,7 +109,7 @@ def cancel(release: Release) -> Release:
             stage="cancelled before it started",
             error="cancelled by the steward before it started",
         ):
-            _close_ledger(Release.objects.get(pk=release.pk), reason="cancelled by the steward before it started")
+            close_ledger(Release.objects.get(pk=release.pk), reason="cancelled by the steward before it started")
             return Release.objects.get(pk=release.pk)
     if Release.objects.filter(pk=release.pk, status=Release.RUNNING, cancel_requested_at__isnull=True).update(
         cancel_requested_at=now, stage="cancel requested: stopping at the next progress point"
@@ -124,11 +125,3 @@ def cancel(release: Release) -> Release:
 
 def _jsonable(params: dict) -> dict:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
-
-
-def _enqueue(release_id: int) -> None:
-    """Send the job to the queue recorded on its row (queue_for / draws: fast)."""
-    from ..tasks import run_release
-
-    queue = Release.objects.filter(pk=release_id).values_list("queue", flat=True).first() or Release.QUEUE_SYNTHESIS
-    run_release.apply_async(args=[release_id], queue=queue)

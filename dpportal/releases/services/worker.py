@@ -9,10 +9,8 @@ import shutil
 import time
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
-from dpportal.ledger import services as ledger
 from mechanisms import registry, resources
 from mechanisms.accounting import exact
 from mechanisms.base import load_summary, save_summary
@@ -23,6 +21,7 @@ from mechanisms.runner import Release as RunnerRelease
 from mechanisms.runner import build, run
 
 from ..models import Release
+from .settlement import fail_running, finish
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +53,7 @@ def fail_abandoned(release_id: int) -> bool:
     """A redelivered message for a release still marked running: its worker died mid-job (acks_late
     + reject_on_worker_lost redeliver it). Mark it failed, never run it twice; the budget is spent
     if the job had touched data, refunded otherwise."""
-    changed = Release.objects.filter(pk=release_id, status=Release.RUNNING).update(
-        status=Release.FAILED,
-        finished_at=timezone.now(),
-        stage="failed",
-        error="the worker running this job stopped unexpectedly (killed or lost)",
-    )
-    if changed:
-        _close_ledger(Release.objects.get(pk=release_id))
-    return changed == 1
+    return fail_running(release_id)
 
 
 def _raise_if_cancelled(release_id: int) -> None:
@@ -70,7 +61,10 @@ def _raise_if_cancelled(release_id: int) -> None:
         raise Cancelled(release_id)
 
 
-class _Progress:
+class Progress:
+    """A running release's progress callback: writes at most every PROGRESS_WRITE_INTERVAL seconds and
+    raises :class:`Cancelled` once the steward asked to cancel."""
+
     def __init__(self, release_id: int):
         self.release_id = release_id
         self.last = 0.0
@@ -94,7 +88,7 @@ def execute_synthesis(release_id: int) -> None:
     """Run a claimed synthesis release (or draw) to completion. Every failure is recorded on the row, never
     raised."""
     release = Release.objects.select_related("dataset", "parent").get(pk=release_id)
-    progress = _Progress(release_id)
+    progress = Progress(release_id)
     workdir = release.storage_dir()
     tmpdir = workdir.with_name(f"{workdir.name}.tmp")
     try:
@@ -105,7 +99,7 @@ def execute_synthesis(release_id: int) -> None:
         else:
             result = _fit_and_sample(release, progress)
         progress(BAND_WRITE, "writing the synthetic table", force=True)
-        write_synthetic_csv(result.synthetic, tmpdir / "synthetic.csv", result.mechanism.schema)
+        write_synthetic_csv(result.synthetic, tmpdir / "synthetic.csv", result.mechanism.release_schema)
         if not release.is_draw:
             with open(tmpdir / "summary.npz", "wb") as fh:
                 save_summary(result.mechanism.summary(), fh)
@@ -113,7 +107,7 @@ def execute_synthesis(release_id: int) -> None:
         os.replace(tmpdir, workdir)  # outputs appear all at once, never half-written
         rel = workdir.relative_to(settings.DATA_DIR)
         report = release.parent.report if release.is_draw else _report(result)
-        _finish(
+        finish(
             release_id,
             status=Release.DONE,
             progress=1.0,
@@ -130,9 +124,9 @@ def execute_synthesis(release_id: int) -> None:
             log.exception("release %s failed", release_id)
         message = failure_text(exc)
         if isinstance(exc, Cancelled):
-            _finish(release_id, status=Release.CANCELLED, stage="cancelled", error=message)
+            finish(release_id, status=Release.CANCELLED, stage="cancelled", error=message)
         else:
-            _finish(release_id, status=Release.FAILED, stage="failed", error=message)
+            finish(release_id, status=Release.FAILED, stage="failed", error=message)
         if not isinstance(exc, Exception):
             raise
 
@@ -160,28 +154,8 @@ def failure_text(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0][:500] or type(exc).__name__
 
 
-def _finish(release_id: int, **fields) -> None:
-    """Final state and ledger settlement in ONE transaction: whoever sees 'done' sees it spent."""
-    with transaction.atomic():
-        Release.objects.filter(pk=release_id).update(finished_at=timezone.now(), **fields)
-        _close_ledger(Release.objects.get(pk=release_id))
-
-
-def _close_ledger(release: Release, reason: str = "") -> None:
-    """Finished: spent. Failed or cancelled: refunded only if it never touched data (the ledger
-    decides). Draws of more rows are post-processing and were never charged."""
-    if release.is_draw:
-        return
-    if release.status == Release.DONE:
-        ledger.settle(release)
-    elif release.status == Release.CANCELLED:
-        ledger.close_failed(release, reason=reason or "cancelled by the steward")
-    else:
-        ledger.close_failed(release, reason="job failed")
-
-
-def _mark_data_touched(release_id: int) -> None:
-    """Conditional on the job still being ours (ledger engineer's fix): if another delivery already
+def mark_data_touched(release_id: int) -> None:
+    """Conditional on the job still being ours: if another delivery already
     declared it abandoned (failed, possibly refunded), this worker must not read the data at all.
     The two UPDATEs of the row are serialized, so either the flag is set first (the ledger then
     charges, never refunds) or the job is failed first (and nothing is read)."""
@@ -193,7 +167,7 @@ def _mark_data_touched(release_id: int) -> None:
         raise RuntimeError(f"release {release_id} is no longer running here; its data was not read")
 
 
-def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:
+def _fit_and_sample(release: Release, progress: Progress) -> RunnerRelease:
     schema = release.public_schema()
     progress(0.02, "preparing", force=True)
     resources.limit_threads(resources.threads_per_job())  # concurrency x threads <= cores
@@ -207,12 +181,12 @@ def _fit_and_sample(release: Release, progress: _Progress) -> RunnerRelease:
         progress=progress.fit,
     )
     source = release.dataset.source(schema)
-    result = run(mech, source, release.rows, on_data_access=lambda: _mark_data_touched(release.pk))
+    result = run(mech, source, release.rows, on_data_access=lambda: mark_data_touched(release.pk))
     progress(BAND_SAMPLE, "synthetic rows drawn", force=True)
     return result
 
 
-def _draw(release: Release, progress: _Progress) -> RunnerRelease:
+def _draw(release: Release, progress: Progress) -> RunnerRelease:
     origin = release.parent
     progress(0.1, "loading the private summary", force=True)
     cls = registry.get(origin.mechanism)
@@ -228,7 +202,7 @@ def _draw(release: Release, progress: _Progress) -> RunnerRelease:
     )
     progress(0.3, "drawing rows", force=True)
     t0 = time.perf_counter()
-    synthetic = sample_conforming(mech.sample, mech.schema, release.rows)  # the public rules hold
+    synthetic = sample_conforming(mech.sample, mech.release_schema, release.rows)  # the public rules hold
     return RunnerRelease(mech, synthetic, 0.0, time.perf_counter() - t0)
 
 

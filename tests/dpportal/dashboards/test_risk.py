@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 import mechanisms.risk as mrisk
-from dpportal.dashboards import risk
+from dpportal.dashboards import risk, tasks
 from dpportal.dashboards.models import RiskReport
 from dpportal.releases import services as release_services
 from mechanisms.noise import Noise, ScaledNoise
@@ -136,7 +136,7 @@ def test_a_release_without_a_report_says_so(world):
 
 def test_draws_get_no_report_of_their_own(world):
     draw = release_services.draw_more(world.release, world.owner, 5)
-    assert risk.request_risk_report(draw) is None
+    assert tasks.request_risk_report(draw) is None
     body = _api_get(world, world.owner, draw).json()
     assert body["status"] == "not computable" and "draw" in body["reason"]
 
@@ -147,7 +147,7 @@ def test_a_cancel_stops_a_running_report_at_its_next_progress_point(world, monke
     dataset = _ids_dataset(world.owner)
     release = run_release(dataset, world.owner, epsilon="1", rows=50)
     seen = []
-    real_refit = mrisk._refit
+    real_refit = mrisk.refit.fit_and_sample
 
     def refit_then_cancel(*a, **kw):  # the steward presses cancel while the first refit runs
         seen.append(1)
@@ -155,7 +155,7 @@ def test_a_cancel_stops_a_running_report_at_its_next_progress_point(world, monke
         monkeypatch.setattr(risk, "PROGRESS_WRITE_INTERVAL", 0.0)
         return real_refit(*a, **kw)
 
-    monkeypatch.setattr(mrisk, "_refit", refit_then_cancel)
+    monkeypatch.setattr(mrisk.refit, "fit_and_sample", refit_then_cancel)
     rr = risk.compute(release, runs=3, noise=Noise.seeded(0))
     assert rr.status == RiskReport.CANCELLED and len(seen) == 1 and rr.results is None
 

@@ -55,12 +55,12 @@ def command(argv: list[str]) -> dict:
         from dpportal.releases import services as jobs
 
         dataset = Dataset.objects.get(name="small")
-        enqueue, held = jobs.planning._enqueue, []
-        jobs.planning._enqueue = held.append  # hold the message until the row is broken
+        enqueue, held = jobs.planning.enqueue, []
+        jobs.planning.enqueue = held.append  # hold the message until the row is broken
         try:
             release = plan(dataset, dataset.owner, epsilon="0.25")
         finally:
-            jobs.planning._enqueue = enqueue
+            jobs.planning.enqueue = enqueue
         # what a worker-side construction failure looks like: parameters it cannot build
         Release.objects.filter(pk=release.pk).update(params={"no_such_parameter": 1})
         assert held == [release.pk]

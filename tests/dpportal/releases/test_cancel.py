@@ -63,13 +63,13 @@ def test_a_running_release_cancelled_after_reading_data_stops_at_the_next_progre
     world, monkeypatch
 ):
     release = _plan(world)
-    touched = services.worker._mark_data_touched
+    touched = services.worker.mark_data_touched
 
     def touch_then_cancel(release_id):
         touched(release_id)
         services.cancel(Release.objects.get(pk=release_id))  # the steward clicks while the fit runs
 
-    monkeypatch.setattr(services.worker, "_mark_data_touched", touch_then_cancel)
+    monkeypatch.setattr(services.worker, "mark_data_touched", touch_then_cancel)
     assert services.claim(release.pk)
     services.execute(release.pk)
     release.refresh_from_db()
@@ -123,13 +123,13 @@ def test_a_draw_can_be_cancelled_and_charges_nothing(world):
 
 def test_a_release_cancelled_after_reading_data_says_what_was_spent_and_offers_no_download(world, monkeypatch):
     release = _plan(world)
-    touched = services.worker._mark_data_touched
+    touched = services.worker.mark_data_touched
 
     def touch_then_cancel(release_id):
         touched(release_id)
         services.cancel(Release.objects.get(pk=release_id))
 
-    monkeypatch.setattr(services.worker, "_mark_data_touched", touch_then_cancel)
+    monkeypatch.setattr(services.worker, "mark_data_touched", touch_then_cancel)
     assert services.claim(release.pk)
     services.execute(release.pk)
     page = world.client(world.owner).get(f"/releases/{release.pk}/").content.decode()

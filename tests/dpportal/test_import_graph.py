@@ -1,0 +1,167 @@
+"""The import graph of dpportal and mechanisms, read from the source (ast, no import executed).
+
+Contracts:
+* no import circle inside a dpportal app (function-level imports count: they run too);
+* no private name (``_x``) imported across modules by dpportal;
+* arrows point down: web (views, API, dashboards) -> releases -> mechanisms. The releases app below
+  its views never imports the dashboards or the API, its services never reach up into its forms or
+  views, and mechanisms never imports dpportal or Django.
+
+Each check is also run on a small made-up graph that breaks it, to show it can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("accounts", "api", "dashboards", "datasets", "ledger", "releases")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _sources(top: str) -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((ROOT / top).rglob("*.py")) if "migrations" not in p.parts}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> list[tuple[str, str]]:
+    """(module imported, name imported or "") for every import statement in the file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.append((sub, "") if sub in known else (base, alias.name))
+    return out
+
+
+def graph(tops=("dpportal", "mechanisms")) -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
+    """Module -> modules it imports (within the project), and every (importer, module, name) import."""
+    sources = {}
+    for top in tops:
+        sources.update(_sources(top))
+    known = set(sources)
+    edges: dict[str, set[str]] = {m: set() for m in sources}
+    names = []
+    for module, path in sources.items():
+        for target, name in _imports(module, path, known):
+            names.append((module, target, name))
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                edges[module].add(target)
+    return edges, names
+
+
+def app_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "dpportal" and len(parts) > 2 and parts[1] in APPS else parts[0]
+
+
+def cycles_inside_apps(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module whose modules share an app (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if app_of(w) != app_of(v):
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v.startswith("dpportal") and v not in index:
+            visit(v)
+    return found
+
+
+def private_imports(names: list[tuple[str, str, str]]) -> list[str]:
+    return sorted(
+        f"{importer} imports {module}.{name}"
+        for importer, module, name in names
+        if name.startswith("_") and not name.startswith("__") and importer.startswith("dpportal")
+    )
+
+
+def _is_web(module: str) -> bool:
+    return app_of(module) in ("api", "dashboards") or module.split(".")[-1] in ("views", "forms", "urls", "admin")
+
+
+def upward_arrows(edges: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            if module.startswith("mechanisms") and target.startswith("dpportal"):
+                bad.append(f"{module} -> {target} (mechanisms never imports dpportal)")
+            elif app_of(module) == "releases" and not _is_web(module) and _is_web(target):
+                bad.append(f"{module} -> {target} (releases below its views reaches up into the web)")
+    return bad
+
+
+def test_no_import_circle_inside_a_dpportal_app():
+    edges, _ = graph()
+    assert cycles_inside_apps(edges) == []
+
+
+def test_no_private_name_is_imported_across_modules():
+    _, names = graph()
+    assert private_imports(names) == []
+
+
+def test_imports_point_down_from_the_web_to_releases_to_mechanisms():
+    edges, _ = graph()
+    assert upward_arrows(edges) == []
+
+
+def test_mechanisms_never_imports_django():
+    _, names = graph(("mechanisms",))
+    assert sorted({m for _, m, _ in names if m.split(".")[0] == "django"}) == []
+
+
+def test_the_checks_catch_a_circle_a_private_import_and_an_upward_arrow():
+    edges = {
+        "dpportal.releases.services.planning": {"dpportal.releases.tasks"},
+        "dpportal.releases.tasks": {"dpportal.releases.services"},
+        "dpportal.releases.services": {"dpportal.releases.services.planning"},
+        "dpportal.releases.services.estimates": {"dpportal.releases.forms", "dpportal.dashboards.risk"},
+        "mechanisms.runner": {"dpportal.releases.models"},
+        "dpportal.dashboards.risk": {"dpportal.releases.models"},
+    }
+    assert cycles_inside_apps(edges) == [
+        ["dpportal.releases.services", "dpportal.releases.services.planning", "dpportal.releases.tasks"]
+    ]
+    assert private_imports([("dpportal.releases.sweeper", "dpportal.releases.services.worker", "_close_ledger")]) == [
+        "dpportal.releases.sweeper imports dpportal.releases.services.worker._close_ledger"
+    ]
+    assert len(upward_arrows(edges)) == 3
