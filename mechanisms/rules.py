@@ -19,6 +19,7 @@ reserved.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -28,6 +29,7 @@ import pandas as pd
 
 MAX_RULES = 200
 MAX_RULE_VALUES = 10_000  # categories listed in one rule (a hierarchy map counts each pair)
+MAX_TOTAL_RULE_VALUES = 200_000  # categories and map pairs listed over all rules (bounds the checking work)
 PROBE_ROWS = 20_000  # rows of the public domain drawn to check that the rules leave some record possible
 MAX_SAMPLE_ROUNDS = 30  # rejection rounds before generation gives up with a message
 KINDS = ("forbid", "order", "hierarchy")
@@ -110,9 +112,19 @@ def describe(rule: Rule) -> str:
 def check_rules(schema) -> None:
     """Refuse rules that name unknown columns or values, or that no record of the public domain can
     satisfy (a forbid rule covering the whole domain, an order between disjoint ranges, rules that
-    together leave no record possible). Reads only the schema."""
+    together leave no record possible). Reads only the schema.
+
+    The work is linear in the size of the schema: every listed value is looked up in a set of the
+    column's categories (built once per column: :func:`category_set`), at most
+    :data:`MAX_TOTAL_RULE_VALUES` values are listed over all rules, and the satisfiability probe
+    applies each rule once to :data:`PROBE_ROWS` records (a hash lookup per record and listed column)."""
     if len(schema.rules) > MAX_RULES:
         raise RuleError(f"at most {MAX_RULES} rules, got {len(schema.rules)}")
+    total = sum(rule_size(rule) for rule in schema.rules)
+    if total > MAX_TOTAL_RULE_VALUES:
+        raise RuleError(
+            f"the rules list {total:,} values and map entries in all; at most {MAX_TOTAL_RULE_VALUES:,} are allowed"
+        )
     for rule in schema.rules:
         {"forbid": _check_forbid, "order": _check_order, "hierarchy": _check_hierarchy}[rule.kind](schema, rule)
     if schema.rules and not violations(schema, probe_rows(schema)).__invert__().any():
@@ -120,6 +132,21 @@ def check_rules(schema) -> None:
             f"the rules {', '.join(r.label for r in schema.rules)[:300]} together leave no record of "
             f"the public domain possible (none of {PROBE_ROWS:,} probed records satisfies them)"
         )
+
+
+def rule_size(rule: Rule) -> int:
+    """Values a rule lists (categories or bounds of a forbid rule, pairs of a hierarchy map)."""
+    if rule.kind == "forbid":
+        return sum(len(vals) for _, vals in rule.spec)
+    if rule.kind == "hierarchy":
+        return len(rule.spec[2])
+    return len(rule.spec) if isinstance(rule.spec, tuple) else 1
+
+
+@functools.lru_cache(maxsize=64)
+def category_set(column) -> frozenset:
+    """A categorical column's declared categories as a set (for O(1) lookups), cached per column."""
+    return frozenset(column.categories)
 
 
 def _kept(schema, name: str, rule: Rule, kinds: tuple[str, ...]):
@@ -145,10 +172,11 @@ def _check_forbid(schema, rule: Rule) -> None:
                 raise RuleError(f"rule {rule.label}: numeric column {name!r} needs [low, high], got {list(vals)}")
             whole &= vals[0] <= c.lower and vals[1] >= c.upper
         else:
-            unknown = [v for v in vals if v not in c.categories]
+            declared = category_set(c)
+            unknown = [v for v in vals if not isinstance(v, str) or v not in declared]
             if unknown:
                 raise RuleError(f"rule {rule.label}: {unknown[:3]} are not categories of {name!r}")
-            whole &= set(vals) >= set(c.categories)
+            whole &= len(declared.intersection(vals)) == len(declared)
     if whole:
         raise RuleError(f"rule {rule.label} forbids every record (its conditions cover the whole public domain)")
 
@@ -164,7 +192,8 @@ def _check_order(schema, rule: Rule) -> None:
 def _check_hierarchy(schema, rule: Rule) -> None:
     child, parent, pairs = rule.spec
     c, p = (_kept(schema, n, rule, ("categorical",)) for n in (child, parent))
-    bad = [k for k, v in pairs if k not in c.categories or v not in p.categories]
+    kids, parents = category_set(c), category_set(p)
+    bad = [k for k, v in pairs if k not in kids or v not in parents]
     if bad:
         raise RuleError(f"rule {rule.label}: map entries {bad[:3]} name categories the schema does not declare")
 
