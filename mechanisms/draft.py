@@ -104,10 +104,15 @@ def draft_schema(
     """
     markers = set(missing_markers)
     cols = []
+    texts = {name: raw[name].astype(str).str.strip() for name in raw.columns}
+    labels_too = marker_labels(texts, markers)
     seen_markers: dict[str, int] = {}
     for name in raw.columns:
-        s = raw[name].astype(str).str.strip()
+        s = texts[name]
         is_marker = s.isin(markers)
+        num = pd.to_numeric(s[~is_marker], errors="coerce")
+        if labels_too and num.isna().any():  # a text column: the file's other markers are labels here
+            is_marker &= ~s.isin(labels_too)
         for m, k in s[is_marker].value_counts().items():
             seen_markers[m] = seen_markers.get(m, 0) + int(k)
         present = s[~is_marker]
@@ -151,6 +156,22 @@ def draft_schema(
         draft=True,
         missing_output=output if output != (missing_markers[0] if missing_markers else "") else None,
     )
+
+
+def marker_labels(texts: dict[str, pd.Series], markers: set[str]) -> set[str]:
+    """The missing markers suggested as labels of text columns: every non-empty marker the file uses but
+    the one it uses most. A file spells "missing" one way; a second spelling among a text column's values
+    (a census extract with "?" for missing and "NA" as a code of hispanic origin, 76 rows) is a category,
+    kept verbatim. Empty cells are always missing; numeric columns read every marker as missing. A
+    suggestion: the steward removes the label from the column's categories to read it as missing."""
+    used: dict[str, int] = {}
+    for s in texts.values():
+        for m, k in s[s.isin(markers - {""})].value_counts().items():
+            used[m] = used.get(m, 0) + int(k)
+    if len(used) < 2:
+        return set()
+    top = max(sorted(used), key=used.get)
+    return set(used) - {top}
 
 
 def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from mechanisms import bounds, categories, safejson
 from mechanisms.rules import Rule, RuleError, rule_violations
-from mechanisms.schema import KINDS, MAX_SPECIAL, SCALES, Column, Schema, SchemaError, SchemaMismatch
+from mechanisms.schema import KINDS, MAX_SPECIAL, MISSING_CATEGORY, SCALES, Column, Schema, SchemaError, SchemaMismatch
 
 from .models import Dataset
 
@@ -217,7 +217,8 @@ RARE_GROUP = "(other)"
 def _group_rare(rows: list[dict]) -> str:
     """Categorical columns drop their rare categories (flagged when the file was uploaded) from the
     published list: those values are mapped to the column's "other" category ("(other)" when it has
-    none), so no rare label is published."""
+    none, or when its "other" is the missing category: rare labels never become missing values), so no
+    rare label is published."""
     hit = []
     for r in rows:
         rare = set(r.get("rare") or ())
@@ -225,7 +226,7 @@ def _group_rare(rows: list[dict]) -> str:
         if r["cur"].get("kind") != "categorical" or not rare & set(cats):
             continue
         other = r["cur"].get("other") or RARE_GROUP
-        if other in rare:
+        if other in rare or other == MISSING_CATEGORY:
             other = RARE_GROUP
         kept = [c for c in cats if c not in rare]
         r["cur"] = {**r["cur"], "categories": kept + ([other] if other not in kept else []), "other": other}

@@ -141,6 +141,8 @@ def dataset_schema(request, pk):
     for r in rows:
         r["dp"] = dp_bounds.get(r["name"])
         r["dpcat"] = dp_categories.get(r["name"])
+        cats = r["cur"].get("categories") or [] if r["cur"].get("kind") == "categorical" else []
+        r["marker_labels"] = [c for c in cats if c and c in markers]  # a marker kept as a category: shown
     bulk_note = None
     if request.method == "POST" and request.POST.get("bulk"):
         try:  # a bulk action edits the working values on the page; nothing is saved until "Confirm"
