@@ -170,7 +170,10 @@ def _scientific(f: Fraction) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def check_epsilon(epsilon, *, maximum: float = 100.0) -> float:
+MAX_EPSILON = 100.0  # the largest epsilon any mechanism accepts (check_epsilon)
+
+
+def check_epsilon(epsilon, *, maximum: float = MAX_EPSILON) -> float:
     eps = exact(epsilon)
     if eps <= 0:
         raise ValueError(f"epsilon must be positive, got epsilon={epsilon!r}")

@@ -295,10 +295,10 @@ def dataset_releases(request, pk):
         rows=data.get("rows", d.n_rows),
     )
     with refused():
-        release_services.check_request(d, req)  # a bad value is named before a confirmation is asked for
+        checked = release_services.check_request(d, req)  # a bad value is named before a confirmation is asked
         high_error = _check_high_error(d, data)
         release = release_services.plan_release(
-            d, request.user, req, confirmed="; ".join(filter(None, (would_fail, high_error)))
+            d, request.user, req, confirmed="; ".join(filter(None, (would_fail, high_error))), checked=checked
         )
     return JsonResponse(release_dict(release, for_owner=True), status=201)
 

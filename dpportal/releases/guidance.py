@@ -13,12 +13,12 @@ from typing import Mapping
 from urllib.parse import urlencode
 
 from dpportal.ledger import services as ledger
-from mechanisms.guidance import recommend as rec
 from mechanisms import registry
+from mechanisms.accounting import MAX_AMOUNT_CHARS as AMOUNT_MAX_CHARS
+from mechanisms.accounting import MAX_EPSILON
+from mechanisms.guidance import recommend as rec
 
-MAX_EPSILON = 100.0  # the mechanisms' own upper bound (mechanisms.accounting.check_epsilon)
 DEFAULT_EPSILON = 1.0
-AMOUNT_MAX_CHARS = 40
 
 
 class GuidanceError(ValueError):

@@ -57,11 +57,11 @@ def _submit(request, dataset, form, name: str):
         rows=form.cleaned_data["rows"],
     )
     try:
-        services.check_request(dataset, req)
+        checked = services.check_request(dataset, req)
         if "confirm_high_error" in form.fields and not form.cleaned_data.get("confirm_high_error"):
             form.add_error("confirm_high_error", form.fields["confirm_high_error"].error_messages["required"])
             return None, None
-        return services.plan_release(dataset, request.user, req, confirmed=_confirmed(form)), None
+        return services.plan_release(dataset, request.user, req, confirmed=_confirmed(form), checked=checked), None
     except services.ReleaseRequestError as exc:
         return None, str(exc)
 

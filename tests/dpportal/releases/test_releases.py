@@ -292,3 +292,20 @@ def test_pmse_releases_are_recorded_as_mcmc_or_heuristic_never_pure(world):
         assert spend.guarantee == label
         page = client.get(f"/releases/{release.pk}/").content.decode()
         assert f"{label} DP" in page and 'id="guarantee-meaning"' in page
+
+
+def test_a_release_request_builds_its_mechanism_once_through_the_api_and_the_form(world, monkeypatch):
+    from dpportal.releases.services import parsing
+
+    built = []
+    real = parsing.build
+    monkeypatch.setattr(parsing, "build", lambda *a, **kw: built.append(a[0]) or real(*a, **kw))
+    resp = _post(world, {"mechanism": "baseline", "epsilon": "0.1", "rows": 10})
+    assert resp.status_code == 201, resp.content
+    assert built == ["baseline"]
+    built.clear()
+    page = world.client(world.owner).post(
+        f"/datasets/{world.dataset.pk}/releases/new/", {"mechanism": "baseline", "epsilon": "0.1", "rows": "10"}
+    )
+    assert page.status_code == 302, page.content.decode()[:2000]
+    assert built == ["baseline"]
