@@ -1,4 +1,4 @@
-"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate, recommend, risk}``.
+"""Command line: ``python -m mechanisms {list, schema draft, synthesize, evaluate, recommend, risk, tables}``.
 
 Errors exit non-zero with one line naming the problem.
 """
@@ -228,6 +228,40 @@ def cmd_risk(args) -> int:
     return 0
 
 
+def cmd_tables(args) -> int:
+    """Crosstabs with error bars: the named tables measured by the tables release (ResidualPlanner)."""
+    from .runner import seeded_report
+    from .tables import TablesRelease
+
+    schema = _load_schema(args.schema)
+    if schema.draft:
+        raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
+    noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
+    if args.seed is not None:
+        print(
+            "warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
+            file=sys.stderr,
+        )
+    params = {"tables": ";".join(args.table), "nonnegative": args.nonnegative}
+    mech = build(TablesRelease.name, schema, epsilon=args.epsilon, delta=args.delta, params=params, noise=noise)
+    schema.check_columns(_check_data(args.data))
+    source = TableSource(schema, path=args.data)
+    mech.check_plan(source.n)
+    mech.fit(source)
+    out = mech.tables()
+    privacy = mech.privacy_cost().to_dict()
+    out["privacy"] = privacy if noise.secure else seeded_report(privacy)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    for t in out["tables"]:
+        se = t["cells"][0]["se"]
+        print(f"{' x '.join(t['columns'])}: cell standard error {se:.3g} (95% interval: +- 1.96 se)")
+        for c in t["cells"]:
+            print(f"  {' | '.join(c['values'])}: {c['estimate']:.1f} [{c['lo']:.1f}, {c['hi']:.1f}]")
+    return 0
+
+
 def _amount(value: str, name: str) -> float:
     """An amount parsed as everywhere else (``accounting.exact``: plain ASCII text, bounded)."""
     try:
@@ -318,6 +352,15 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--fast", action="store_true", help="TSTR on fewer rows with fewer trees")
     e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON (default: a summary)")
     e.add_argument("--compact", action="store_true", help="one-line JSON (implies --json)")
+    t = sub.add_parser("tables", help="crosstabs with standard errors and 95%% intervals (a DP release)")
+    t.add_argument("--data", required=True)
+    t.add_argument("--schema", required=True)
+    t.add_argument("--epsilon", required=True)
+    t.add_argument("--delta", default="1e-6", help="Gaussian noise (zCDP) needs a delta (default 1e-6)")
+    t.add_argument("--table", action="append", required=True, help="1-3 columns 'a,b' ('age/5': 5 cells per bin)")
+    t.add_argument("--nonnegative", action="store_true", help="non-negative consistent counts (intervals unchanged)")
+    t.add_argument("--seed", type=int, default=None, help="TESTS ONLY: seeded non-secure noise")
+    t.add_argument("--json", action="store_true", help="the tables as JSON")
     k = sub.add_parser("risk", help="privacy risk report: attacks on refits, epsilon lower bound (NOT private)")
     k.add_argument("--data", required=True)
     k.add_argument("--schema", required=True)
@@ -356,6 +399,7 @@ def main(argv=None) -> int:
         "evaluate": cmd_evaluate,
         "recommend": cmd_recommend,
         "risk": cmd_risk,
+        "tables": cmd_tables,
     }
     try:
         return handlers[args.command](args)

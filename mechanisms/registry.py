@@ -19,6 +19,7 @@ _ENTRIES: dict[str, str] = {
     "dpmerf": "mechanisms.synthesizers.dpmerf:DPMERF",
     "aim": "mechanisms.synthesizers.aim:AIM",
     "mst": "mechanisms.synthesizers.mst:MST",
+    "crosstabs": "mechanisms.tables:TablesRelease",
 }
 _COMPLETE: set[type] = set()  # homes already checked (recommend looks them up many times)
 
