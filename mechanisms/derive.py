@@ -29,9 +29,9 @@ discharged - admitted``) is modelled and the first date of the expression is com
 91 days each) while a duration's are one per value, so modelling the duration keeps the stays'
 distribution and the date comes out exact. The mechanism fits the remaining columns; the generated
 rows get the computed column from the others (:func:`complete`), in the column's type (integers as
-integers, a continuous column rounded to its decimals, a date written in its declared format by the
-export). Rules may chain (``t = a + b``, ``u = t + c``); a column is computed by at most one rule and
-the rules' computed columns form no cycle.
+integers, a continuous column with the decimals the export writes, a date in its declared format; a
+computed column declares no ``step``). Rules may chain (``t = a + b``, ``u = t + c``); a column is
+computed by at most one rule and the rules' computed columns form no cycle.
 
 **Bounds.** A computed value outside the computed column's declared bounds is clipped to them, so the
 row breaks the identity and :func:`mechanisms.rules.sample_conforming` redraws it: the synthetic file
@@ -228,6 +228,9 @@ def check_rule(schema, rule) -> None:
                 f"rule {rule.label}: {spec.column!r} writes {target.decimals} decimals, fewer than {fine}: "
                 "declare at least as many decimals for it"
             )
+    computed = cols[solve(spec, schema).column]
+    if computed.step is not None:
+        raise err(f"rule {rule.label}: {computed.name!r} is computed exactly, not rounded to a step: remove its step")
     lo, hi = _range(spec, cols)
     if lo > target.upper or hi < target.lower:
         raise err(
@@ -335,10 +338,7 @@ def complete(schema, frame: pd.DataFrame) -> pd.DataFrame:
         c = schema.column(step.column)
         value = _evaluate(step.terms, step.const, out)
         value = np.clip(value, c.lower, c.upper)
-        if c.kind == "integer":
-            out[c.name] = np.rint(value).astype(np.int64)
-        else:
-            out[c.name] = np.round(value, c.decimals) if c.decimals is not None else value
+        out[c.name] = np.rint(value).astype(np.int64) if c.kind == "integer" else value  # decimals: the export
     return out[[c.name for c in schema.kept if c.name in out]]
 
 

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import dates
+from . import dates, derive
 from .accounting import zcdp_rho
 from .schema import (
     _CONTROL_IN_CELLS,
@@ -136,7 +136,8 @@ def draft_schema(
             present = finite.astype(np.int64).astype(str)  # codes: categories in numeric order below
         found = dates.detect(present) if num.isna().any() else None
         if found:
-            cols.append(_draft_date(str(name), present, *found, has_missing=has_missing))
+            cells = resolvable_cells(len(raw), len(raw.columns))
+            cols.append(_draft_date(str(name), present, *found, has_missing=has_missing, max_cells=cells))
             continue
         levels = ordered_labels(present.unique().tolist())
         if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
@@ -150,12 +151,13 @@ def draft_schema(
     if not any(c.kind != "excluded" for c in cols):
         raise SchemaError("no usable column found: every column was empty or had too many distinct values")
     output = max(seen_markers, key=seen_markers.get) if seen_markers else None
-    return Schema(
+    draft = Schema(
         columns=tuple(cols),
         missing_markers=tuple(missing_markers),
         draft=True,
         missing_output=output if output != (missing_markers[0] if missing_markers else "") else None,
     )
+    return derive.with_suggestions(draft, raw)  # identities that hold in every row, to confirm
 
 
 def marker_labels(texts: dict[str, pd.Series], markers: set[str]) -> set[str]:
@@ -189,10 +191,16 @@ def rare_categories(raw: pd.DataFrame, schema: Schema, k: int = RARE_K) -> dict[
     return out
 
 
-def _draft_date(name: str, present: pd.Series, fmt: str, granularity: str, *, has_missing: bool) -> Column:
+def _draft_date(
+    name: str, present: pd.Series, fmt: str, granularity: str, *, has_missing: bool, max_cells: int
+) -> Column:
+    """A date column as the integer it is: one cell per unit (day) when the range fits what the table
+    resolves (the integers' rule: at most ``MAX_VALUE_CELLS`` and :func:`resolvable_cells`), else as many
+    equal cells as it resolves (``DRAFT_BINS`` to ``MAX_VALUE_CELLS``)."""
     units = dates.parse(present, fmt, granularity)
     lo, hi = dates.draft_bounds(units, granularity)
-    bins = hi - lo + 1 if hi - lo + 1 <= MAX_VALUE_CELLS else DRAFT_BINS
+    cap = min(MAX_VALUE_CELLS, max_cells)
+    bins = hi - lo + 1 if hi - lo + 1 <= cap else max(DRAFT_BINS, cap)
     return Column(
         name=name,
         kind="integer",

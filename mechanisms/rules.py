@@ -1,6 +1,6 @@
 """Public consistency rules: facts the steward declares about every possible record.
 
-Three kinds, written in the schema JSON under ``"rules"``:
+Four kinds, written in the schema JSON under ``"rules"``:
 
 * ``{"forbid": {"age": [0, 14], "income": ["50000+"]}}``: an impossible combination. A record is
   impossible when every listed condition holds: a numeric column within the closed interval, a
@@ -8,6 +8,8 @@ Three kinds, written in the schema JSON under ``"rules"``:
 * ``{"order": ["weeks worked", "age"]}``: the first numeric column is at most the second, in every record.
 * ``{"hierarchy": {"child": "detailed industry", "parent": "major industry", "map": {"33": "Retail"}}}``:
   a detailed code implies its major code (children not in the map are unconstrained).
+* ``{"derive": {"column": "discharged", "from": "admitted + stay_days", "unit": "day"}}``: a column is a
+  sum or difference of others (dates plus durations, totals): computed, not modelled (:mod:`mechanisms.derive`).
 
 Every rule may carry a ``"name"`` shown in messages. Rules are PUBLIC knowledge, like bounds: they are
 declared, never learned from the data, so using them costs no privacy. A mechanism's model is fitted as
@@ -27,12 +29,14 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from . import derive
+
 MAX_RULES = 200
 MAX_RULE_VALUES = 10_000  # categories listed in one rule (a hierarchy map counts each pair)
 MAX_TOTAL_RULE_VALUES = 200_000  # categories and map pairs listed over all rules (bounds the checking work)
 PROBE_ROWS = 20_000  # rows of the public domain drawn to check that the rules leave some record possible
 MAX_SAMPLE_ROUNDS = 30  # rejection rounds before generation gives up with a message
-KINDS = ("forbid", "order", "hierarchy")
+KINDS = ("forbid", "order", "hierarchy", "derive")
 
 
 class RuleError(ValueError):
@@ -54,6 +58,8 @@ class Rule:
             d: dict[str, Any] = {"forbid": {col: list(vals) for col, vals in self.spec}}
         elif self.kind == "order":
             d = {"order": list(self.spec)}
+        elif self.kind == "derive":
+            d = {"derive": self.spec.to_body()}
         else:
             child, parent, pairs = self.spec
             d = {"hierarchy": {"child": child, "parent": parent, "map": dict(pairs)}}
@@ -86,6 +92,8 @@ def _parse(kind: str, body: Any, label: str):
                 raise RuleError(f"rule {label!r}: {col!r} needs a non-empty list ([low, high] or categories)")
             out.append((str(col), tuple(vals)))
         return tuple(out)
+    if kind == "derive":
+        return derive.parse_body(body, label)
     if kind == "order":
         if not isinstance(body, list) or len(body) != 2 or not all(isinstance(c, str) for c in body):
             raise RuleError(f"rule {label!r}: order needs two column names [lesser, greater], got {body!r}"[:300])
@@ -103,6 +111,8 @@ def describe(rule: Rule) -> str:
         return "never " + " and ".join(f"{c} in {list(v)[:4]}" for c, v in rule.spec)
     if rule.kind == "order":
         return f"{rule.spec[0]} <= {rule.spec[1]}"
+    if rule.kind == "derive":
+        return rule.spec.describe()
     return f"{rule.spec[0]} implies {rule.spec[1]}"
 
 
@@ -126,7 +136,9 @@ def check_rules(schema) -> None:
             f"the rules list {total:,} values and map entries in all; at most {MAX_TOTAL_RULE_VALUES:,} are allowed"
         )
     for rule in schema.rules:
-        {"forbid": _check_forbid, "order": _check_order, "hierarchy": _check_hierarchy}[rule.kind](schema, rule)
+        {"forbid": _check_forbid, "order": _check_order, "hierarchy": _check_hierarchy, "derive": derive.check_rule}[
+            rule.kind
+        ](schema, rule)
     if schema.rules and not violations(schema, probe_rows(schema)).__invert__().any():
         raise RuleError(
             f"the rules {', '.join(r.label for r in schema.rules)[:300]} together leave no record of "
@@ -215,7 +227,7 @@ def probe_rows(schema, rows: int = PROBE_ROWS) -> pd.DataFrame:
             child, parent, pairs = rule.spec
             mapped = frame[child].map(dict(pairs))
             frame[parent] = mapped.where(mapped.notna(), frame[parent])
-    return frame
+    return derive.complete(schema, frame)  # computed columns from the probed others
 
 
 # -- applying rules ---------------------------------------------------------------------------------------
@@ -242,6 +254,8 @@ def rule_violations(rule: Rule, frame: pd.DataFrame) -> np.ndarray:
         return hit
     if rule.kind == "order":
         return frame[rule.spec[0]].to_numpy(dtype=float) > frame[rule.spec[1]].to_numpy(dtype=float)
+    if rule.kind == "derive":
+        return derive.violations(rule.spec, frame)
     child, parent, pairs = rule.spec
     expected = frame[child].map(dict(pairs))
     return (expected.notna() & (expected != frame[parent])).to_numpy()
