@@ -320,6 +320,20 @@ if _has_noise_type("density-lp"):
     )
 
 
+# -- The tables release (crosstabs, ResidualPlanner): Gaussian noise through Noise on each residual's exact
+#    coordinates. Record 0 is (x, x): replacing it by (z, z) changes both columns (D = {a, b}), by (y, x) or
+#    (x, y) one; the audit takes whichever moves the residuals most. The mutant spends 4x rho (std halved). --
+
+CASES["crosstabs"] = Case(
+    "crosstabs",
+    TWO_CATS,
+    _cats_frame(),
+    [(0, {"a": "z", "b": "z"}), (0, {"a": "y"}), (0, {"b": "y"})],
+    mutant=_quadruple_rho("mechanisms.tables"),
+    delta=1e-5,
+    params={"tables": "a,b;b"},
+)
+
 # -- Private bounds estimation (mechanisms/bounds.py): a DP release charged like one, though
 #    not a registered mechanism. Two columns; the replaced record moves bins in both. ------------------
 
