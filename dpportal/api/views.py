@@ -20,7 +20,7 @@ from dpportal.accounts.access import (
 from dpportal.datasets import services as dataset_services
 from dpportal.datasets.upload import UploadError, parse_markers, store_upload
 from dpportal.ledger import services as ledger
-from dpportal.releases import guidance
+from dpportal.releases import amounts, confirmations, guidance
 from dpportal.releases import services as release_services
 from dpportal.releases.manifest import manifest, public_report
 from dpportal.releases.models import Release
@@ -36,7 +36,7 @@ DOMAIN_ERRORS = (
     UploadError,
     dataset_services.SchemaRejected,
     ledger.LedgerError,
-    guidance.GuidanceError,
+    amounts.GuidanceError,
     release_services.ReleaseRequestError,
 )
 
@@ -233,7 +233,7 @@ def _check_would_fail(dataset, data: dict) -> str:
     the confirmed warning for the ledger ("" when there was none)."""
     if not isinstance(data["mechanism"], str):
         return ""
-    reason = guidance.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
+    reason = confirmations.would_fail_reason(dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"))
     if reason and data.get("confirm_would_fail") is True:
         return f"confirmed through the API: run {data['mechanism']} although predicted to fail ({reason})"
     if reason:
@@ -245,13 +245,13 @@ def _check_would_fail(dataset, data: dict) -> str:
 
 
 def _check_high_error(dataset, data: dict) -> str:
-    """A release predicted to keep little of the table (above guidance.HIGH_ERROR, where more epsilon would
+    """A release predicted to keep little of the table (above confirmations.HIGH_ERROR, where more epsilon would
     help) runs only with "confirm_high_error": true. The prediction is for exploring the whole table.
     Returns the confirmed warning for the ledger ("" when there was none)."""
     if not isinstance(data["mechanism"], str):
         return ""
     params = data.get("params") if isinstance(data.get("params"), dict) else {}
-    reason = guidance.high_error_reason(
+    reason = confirmations.high_error_reason(
         dataset, data["mechanism"], data["epsilon"], data.get("delta", "0"), params=params
     )
     if reason and data.get("confirm_high_error") is True:

@@ -257,3 +257,74 @@ def utility_vs_epsilon(points: list[dict], key: str, title: str) -> dict:
         )
     axis = {"title": {"text": "ε"}, "type": "log", **_eps_ticks([p["epsilon"] for p in points])}
     return {"data": data, "layout": _layout(title, xaxis=axis, yaxis={"rangemode": "tozero"})}
+
+
+def accuracy_curve(guide: dict, budget: dict) -> dict | None:
+    """Predicted error against epsilon (log axis) for the chosen mechanism, with the remaining budget,
+    the epsilon asked for and the accepted error marked (the guided release page; ``guide`` is
+    ``releases.guidance.recommendation_for``'s answer with a curve). A plotly figure as plain data."""
+
+    curve = guide["curve"]
+    pts = curve["points"]
+    if not pts:
+        return None
+    xs, ys = [p["epsilon"] for p in pts], [p["score"] for p in pts]
+    top = max(ys) * 1.05
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"{curve['mechanism']}: predicted error",
+            "x": xs,
+            "y": ys,
+            "line": {"color": "#2857a4"},
+            "hovertemplate": "ε %{x}<br>predicted %{y:.1%}<extra></extra>",
+        }
+    ]
+    if budget.get("set") and budget["epsilon"]["remaining_float"] > 0:
+        e = budget["epsilon"]["remaining_float"]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"remaining budget ε {budget['epsilon']['remaining']}",
+                "x": [e, e],
+                "y": [0, top],
+                "line": {"color": "#c2572b", "dash": "dash"},
+                "hoverinfo": "name",
+            }
+        )
+    e = guide["epsilon"]
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"ε asked: {e:g}",
+            "x": [e],
+            "y": [next((m["score"] for m in guide["mechanisms"] if m["mechanism"] == curve["mechanism"]), None)],
+            "marker": {"color": "#2857a4", "size": 10},
+        }
+    )
+    if curve.get("target_error"):
+        t = curve["target_error"]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"accepted error {t:.1%}",
+                "x": [xs[0], xs[-1]],
+                "y": [t, t],
+                "line": {"color": "#5f6b7a", "dash": "dot"},
+                "hoverinfo": "name",
+            }
+        )
+    title = f"Predicted error of {curve['mechanism']} against ε"
+    ticks = [t for t in (0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100) if xs[0] <= t <= xs[-1]]
+    return {
+        "data": data,
+        "layout": _layout(
+            title,
+            xaxis={"title": {"text": "ε"}, "type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
+            yaxis={"title": {"text": "predicted error"}, "tickformat": ".0%", "rangemode": "tozero"},
+        ),
+    }

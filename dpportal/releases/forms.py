@@ -133,7 +133,7 @@ class ReleaseForm(forms.Form):
         return prediction or None
 
     def ask_high_error_confirmation(self, reason: str | None) -> None:
-        """A release predicted to keep little of the table (guidance.high_error_reason) needs a ticked box."""
+        """A release predicted to keep little of the table (confirmations.high_error_reason) needs a ticked box."""
         if reason:
             self.fields["confirm_high_error"] = forms.BooleanField(  # checked by the view after the values
                 required=False,

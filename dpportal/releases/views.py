@@ -9,12 +9,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from dpportal.dashboards import charts
 from dpportal.accounts.access import dataset_for_owner, release_for_owner, release_for_viewer
 from dpportal.ledger import services as ledger
 from mechanisms import registry
 from mechanisms.io import write_spreadsheet_csv
 
-from . import guidance, services
+from . import amounts, confirmations, guidance, services
 from .forms import PARAM_PREFIX, ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
@@ -40,7 +41,7 @@ def _guide(dataset, schema, values, mechanism):
     query = guidance.query_with_defaults(dataset, values)
     try:
         guide = guidance.recommendation_for(dataset, query, mechanism=mechanism)
-    except guidance.GuidanceError as exc:
+    except amounts.GuidanceError as exc:
         return None, str(exc)
     guide["delta_given"] = bool(values.get("delta"))  # typed in the purpose step (else a default)
     return guide, None
@@ -79,7 +80,7 @@ def _confirmed(form) -> str:
 def _high_error(dataset, cls, values: dict, purpose) -> str | None:
     params = {k[len(PARAM_PREFIX) :]: v for k, v in values.items() if k.startswith(PARAM_PREFIX)}
     query = guidance.purpose_query(purpose)
-    return guidance.high_error_reason(
+    return confirmations.high_error_reason(
         dataset, cls.name, values.get("epsilon"), values.get("delta"), params=params, query=query
     )
 
@@ -149,7 +150,7 @@ def release_new(request, pk):
         "mechanism": mech_info,
         "error": error,
         "budget": budget,
-        "delta_note": guidance.delta_note(budget, values.get("delta")) if takes_delta else None,
+        "delta_note": amounts.delta_note(budget, values.get("delta")) if takes_delta else None,
         "memory_estimate": estimate,
         "runtime_estimate": runtime_estimate,
         "advice": cls.advice(schema) if cls is not None and schema is not None else [],
@@ -162,6 +163,7 @@ def release_new(request, pk):
             **ctx,
             "advanced_open": advanced_open,
             **guidance.page_context(dataset, schema, guide_values, guide, guide_error, prediction),
+            "curve_figure": charts.accuracy_curve(guide, budget) if guide and guide.get("curve") else None,
         },
     )
 
