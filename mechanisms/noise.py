@@ -121,63 +121,56 @@ class Noise:
     def backend(self) -> str:
         return "opendp-exact" if self.secure else "numpy-seeded (tests only)"
 
-    # -- integer noise -------------------------------------------------------------------------
+    # -- additive noise -------------------------------------------------------------------------
     def laplace_int(self, counts: Sequence[int] | np.ndarray, *, scale: float) -> np.ndarray:
         """Add discrete Laplace noise (P[k] ∝ exp(-|k|/scale)) to integer ``counts``."""
-        counts = np.asarray(counts, dtype=np.int64)
-        self._check_scale(scale)
-        self.draws += counts.size
-        if counts.size == 0:
-            return counts.copy()
-        if self.secure:
-            dp = _opendp()
-            m = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=float(scale))
-            return np.asarray(m(counts.ravel().tolist()), dtype=np.int64).reshape(counts.shape)
-        return counts + self._discrete_laplace_numpy(scale, counts.shape)
+        return self._add_noise(counts, scale, "laplace", integer=True)
 
     def gaussian_int(self, counts: Sequence[int] | np.ndarray, *, scale: float) -> np.ndarray:
         """Add discrete Gaussian noise (P[k] ∝ exp(-k²/(2 scale²))) to integer ``counts``."""
-        counts = np.asarray(counts, dtype=np.int64)
-        self._check_scale(scale)
-        self.draws += counts.size
-        if counts.size == 0:
-            return counts.copy()
-        if self.secure:
-            dp = _opendp()
-            m = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=float(scale))
-            return np.asarray(m(counts.ravel().tolist()), dtype=np.int64).reshape(counts.shape)
-        return counts + np.rint(self.rng.normal(0.0, scale, counts.shape)).astype(np.int64)
+        return self._add_noise(counts, scale, "gaussian", integer=True)
 
-    # -- float noise ---------------------------------------------------------------------------
     def laplace_float(self, values: Sequence[float] | np.ndarray, *, scale: float) -> np.ndarray:
         """Add Laplace(scale) noise to float ``values`` (exact, granularity-based in secure mode)."""
-        values = np.asarray(values, dtype=np.float64)
-        self._check_scale(scale)
-        self._check_finite(values)
-        self.draws += values.size
-        if values.size == 0:
-            return values.copy()
-        if self.secure:
-            dp = _opendp()
-            dom = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-            m = dp.m.make_laplace(dom, dp.l1_distance(T=float), scale=float(scale))
-            return np.asarray(m(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
-        return values + self.rng.laplace(0.0, scale, values.shape)
+        return self._add_noise(values, scale, "laplace", integer=False)
 
     def gaussian_float(self, values: Sequence[float] | np.ndarray, *, scale: float) -> np.ndarray:
         """Add N(0, scale²) noise to float ``values`` (exact, granularity-based in secure mode)."""
-        values = np.asarray(values, dtype=np.float64)
+        return self._add_noise(values, scale, "gaussian", integer=False)
+
+    def _add_noise(self, values, scale: float, kind: str, *, integer: bool) -> np.ndarray:
+        """The one skeleton of the additive primitives: check the scale (and that float values are
+        finite), count the draws, then sample with OpenDP's exact sampler (secure) or numpy (seeded).
+        ``kind`` is "laplace" (L1 sensitivity) or "gaussian" (L2); integer noise is discrete."""
+        values = np.asarray(values, dtype=np.int64 if integer else np.float64)
         self._check_scale(scale)
-        self._check_finite(values)
+        if not integer:
+            self._check_finite(values)
         self.draws += values.size
         if values.size == 0:
             return values.copy()
         if self.secure:
             dp = _opendp()
-            dom = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-            m = dp.m.make_gaussian(dom, dp.l2_distance(T=float), scale=float(scale))
-            return np.asarray(m(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
-        return values + self.rng.normal(0.0, scale, values.shape)
+            T = int if integer else float
+            domain = dp.vector_domain(dp.atom_domain(T=int) if integer else dp.atom_domain(T=float, nan=False))
+            if kind == "laplace":
+                m = dp.m.make_laplace(domain, dp.l1_distance(T=T), scale=float(scale))
+            else:
+                m = dp.m.make_gaussian(domain, dp.l2_distance(T=T), scale=float(scale))
+            return np.asarray(m(values.ravel().tolist()), dtype=values.dtype).reshape(values.shape)
+        return values + self._seeded_noise(scale, values.shape, kind, integer=integer)
+
+    def _seeded_noise(self, scale: float, shape, kind: str, *, integer: bool) -> np.ndarray:
+        """Seeded (test) noise from ``rng``: discrete Laplace as the difference of two geometric
+        variables on {0, 1, ...} with p = 1 - exp(-1/scale); discrete Gaussian as a rounded normal."""
+        if kind == "laplace" and integer:
+            p = -math.expm1(-1.0 / scale)
+            return (self.rng.geometric(p, shape) - self.rng.geometric(p, shape)).astype(np.int64)
+        if kind == "laplace":
+            return self.rng.laplace(0.0, scale, shape)
+        if integer:
+            return np.rint(self.rng.normal(0.0, scale, shape)).astype(np.int64)
+        return self.rng.normal(0.0, scale, shape)
 
     # -- private selection ----------------------------------------------------------------------
     def select_max_zcdp(self, scores: Sequence[float] | np.ndarray, *, sensitivity: float, rho: float) -> int:
@@ -218,11 +211,6 @@ class Noise:
         return self.private_rng.random(size)
 
     # -- internals -----------------------------------------------------------------------------
-    def _discrete_laplace_numpy(self, scale: float, shape) -> np.ndarray:
-        # difference of two i.i.d. geometric variables on {0,1,...} with p = 1 - exp(-1/scale)
-        p = -math.expm1(-1.0 / scale)
-        return (self.rng.geometric(p, shape) - self.rng.geometric(p, shape)).astype(np.int64)
-
     @staticmethod
     def _check_scale(scale: float) -> None:
         if not (scale > 0 and math.isfinite(scale)):
@@ -238,7 +226,7 @@ class ZeroNoise(Noise):
     """Noise switched off: exact counts and values, the true maximum selected. NOT private.
 
     Only for analysis that must show what a release WITHOUT its privacy noise would leak: the risk
-    report's positive control (mechanisms/risk.py) and tests. Data-independent randomness (drawing
+    report's positive control (mechanisms/risk/) and tests. Data-independent randomness (drawing
     synthetic rows) still comes from a generator of this module: ``base``'s, when given."""
 
     def __init__(self, *, seed: int = 0, base: Noise | None = None):
@@ -283,17 +271,8 @@ class ScaledNoise(Noise):
     def backend(self) -> str:
         return f"noise scale x{self.factor:g} (analysis only)"
 
-    def laplace_int(self, counts, *, scale):
-        return super().laplace_int(counts, scale=scale * self.factor)
-
-    def gaussian_int(self, counts, *, scale):
-        return super().gaussian_int(counts, scale=scale * self.factor)
-
-    def laplace_float(self, values, *, scale):
-        return super().laplace_float(values, scale=scale * self.factor)
-
-    def gaussian_float(self, values, *, scale):
-        return super().gaussian_float(values, scale=scale * self.factor)
+    def _add_noise(self, values, scale: float, kind: str, *, integer: bool) -> np.ndarray:
+        return super()._add_noise(values, scale * self.factor, kind, integer=integer)
 
     def select_max_zcdp(self, scores, *, sensitivity, rho):
         return super().select_max_zcdp(scores, sensitivity=sensitivity, rho=rho / self.factor**2)
