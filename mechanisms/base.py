@@ -239,6 +239,9 @@ class Mechanism:
     needs_delta: ClassVar[bool] = False  # always (epsilon, delta)-DP
     gaussian_mode: ClassVar[bool] = False  # offers noise="gaussian" (zCDP, needs a delta); pure by default
     streaming: ClassVar[bool] = False  # reads the source only through chunks()
+    # The model puts no probability on records that break a rule (structural zeros), so generation
+    # redraws almost nothing: the draw plan (mechanisms.rules.draw_plan) then expects no rejection.
+    rules_in_model: ClassVar[bool] = False
     params: ClassVar[tuple[ParamSpec, ...]] = ()
 
     # -- public-input guidance: declared by each mechanism's home (its package's guide.py), read by

@@ -36,6 +36,16 @@ MAX_RULE_VALUES = 10_000  # categories listed in one rule (a hierarchy map count
 MAX_TOTAL_RULE_VALUES = 200_000  # categories and map pairs listed over all rules (bounds the checking work)
 PROBE_ROWS = 20_000  # rows of the public domain drawn to check that the rules leave some record possible
 MAX_SAMPLE_ROUNDS = 30  # rejection rounds before generation gives up with a message
+# Rejection (sample_conforming) is bounded: at most DRAW_FACTOR candidates per requested row plus
+# DRAW_FLOOR in all, at most rows + BATCH_FLOOR candidates in one round (its memory), and a large request
+# starts with a pilot round of PILOT_ROWS that measures the model's acceptance rate.
+DRAW_FACTOR = 20
+DRAW_FLOOR = 200_000
+BATCH_FLOOR = 100_000
+PILOT_ROWS = 20_000
+CANDIDATE_CELL_BYTES = 60  # one candidate cell while a round is drawn and checked (object column, masks)
+DRAW_SECONDS_PER_CELL = 1.0e-6  # one candidate cell drawn and checked (as guidance.runtime.DRAW)
+CHECKED_KINDS = ("forbid", "order", "hierarchy")  # rules a sampled row can break by chance
 KINDS = ("forbid", "order", "hierarchy", "derive")
 
 
@@ -210,9 +220,10 @@ def _check_hierarchy(schema, rule: Rule) -> None:
         raise RuleError(f"rule {rule.label}: map entries {bad[:3]} name categories the schema does not declare")
 
 
-def probe_rows(schema, rows: int = PROBE_ROWS) -> pd.DataFrame:
-    """Records drawn from the PUBLIC domain (uniform per column, hierarchy parents set from their map),
-    for the satisfiability check. Public inputs only: no private data, so a fixed seed is fine."""
+def probe_rows(schema, rows: int = PROBE_ROWS, *, fix_hierarchies: bool = True) -> pd.DataFrame:
+    """Records drawn from the PUBLIC domain (uniform per column, hierarchy parents set from their map
+    unless ``fix_hierarchies`` is False), for the satisfiability check and the draw plan. Public inputs
+    only: no private data, so a fixed seed is fine."""
     rng = np.random.default_rng(0)
     out = {}
     for c in schema.kept:
@@ -222,7 +233,7 @@ def probe_rows(schema, rows: int = PROBE_ROWS) -> pd.DataFrame:
         else:
             out[c.name] = np.asarray(c.categories, dtype=object)[rng.integers(0, len(c.categories), rows)]
     frame = pd.DataFrame(out)
-    for rule in schema.rules:
+    for rule in schema.rules if fix_hierarchies else ():
         if rule.kind == "hierarchy":
             child, parent, pairs = rule.spec
             mapped = frame[child].map(dict(pairs))
@@ -261,21 +272,114 @@ def rule_violations(rule: Rule, frame: pd.DataFrame) -> np.ndarray:
     return (expected.notna() & (expected != frame[parent])).to_numpy()
 
 
-def sample_conforming(draw: Callable[[int], pd.DataFrame], schema, n: int) -> pd.DataFrame:
+class RejectionError(RuntimeError):
+    """Generation stopped: the model cannot give the requested rows that satisfy the rules within the
+    draw limit (the message names the acceptance rate measured and what to change)."""
+
+
+def draw_limit(rows: int) -> int:
+    """Candidate rows :func:`sample_conforming` may draw in all for ``rows`` conforming rows."""
+    return DRAW_FACTOR * int(rows) + DRAW_FLOOR
+
+
+def batch_limit(rows: int) -> int:
+    """Candidate rows one round may draw (what bounds the memory of generation)."""
+    return int(rows) + BATCH_FLOOR
+
+
+@dataclass(frozen=True)
+class DrawPlan:
+    """What generating ``rows`` conforming rows may cost, from the schema and the rules alone (no data).
+
+    ``public_acceptance``: the share of records drawn uniformly from the public domain, each column
+    independently, that satisfy every rule: what a model that learned nothing about the rules'
+    columns accepts. ``expected_draws``: the candidates drawn at that rate (the requested rows when the
+    mechanism builds the rules into its model), at most ``max_draws``; ``max_batch``: the largest round."""
+
+    rows: int
+    columns: int
+    public_acceptance: float
+    expected_draws: int
+    max_draws: int
+    max_batch: int
+
+    @property
+    def extra_draws(self) -> int:
+        """Candidates drawn besides the requested rows (the rejection's own work)."""
+        return max(self.expected_draws - self.rows, 0)
+
+    @property
+    def extra_seconds(self) -> float:
+        return self.extra_draws * self.columns * DRAW_SECONDS_PER_CELL
+
+    @property
+    def batch_bytes(self) -> int:
+        """Peak memory of one round (0 without rules to check: then the sampler draws the rows once)."""
+        return self.max_batch * self.columns * CANDIDATE_CELL_BYTES if self.expected_draws > self.rows else 0
+
+
+def draw_plan(schema, rows: int, *, rules_in_model: bool = False) -> DrawPlan:
+    """The :class:`DrawPlan` of ``rows`` conforming rows (public inputs only)."""
+    rows = int(rows)
+    checked = [r for r in schema.rules if r.kind in CHECKED_KINDS]
+    columns = max(len(schema.kept), 1)
+    if not checked:
+        return DrawPlan(rows, columns, 1.0, rows, rows, rows)
+    probe = probe_rows(schema, fix_hierarchies=False)
+    bad = np.zeros(len(probe), bool)
+    for rule in checked:
+        bad |= rule_violations(rule, probe)
+    acceptance = max(float((~bad).mean()), 0.5 / len(probe))
+    limit = draw_limit(rows)
+    expected = rows if rules_in_model else min(limit, math.ceil(rows / acceptance))
+    return DrawPlan(rows, columns, acceptance, expected, limit, min(batch_limit(rows), limit))
+
+
+def sample_conforming(
+    draw: Callable[[int], pd.DataFrame],
+    schema,
+    n: int,
+    *,
+    progress: Callable[[float, str], None] | None = None,
+) -> pd.DataFrame:
     """``n`` rows from ``draw`` (a model's sampler) that satisfy every rule: rows breaking one are
-    redrawn, i.e. the model is conditioned on the public rules (post-processing)."""
+    redrawn, i.e. the model is conditioned on the public rules (post-processing).
+
+    Bounded work: at most :func:`draw_limit` candidates in all and :func:`batch_limit` in one round.
+    A request larger than :data:`PILOT_ROWS` starts with a pilot round of that size; after every round
+    the acceptance rate measured so far (an optimistic bound on it: accepted + 3 over drawn, about a
+    one-sided 95% bound) says whether the remaining rows can be drawn within the limits, and if not,
+    generation stops at once with :class:`RejectionError` instead of running its rounds out.
+    ``progress(fraction, stage)`` is called before every round after the first: a caller's callback
+    that raises (a cancelled job) stops generation between rounds."""
     if not schema.rules:
         return draw(n)
-    parts, got, rate = [], 0, 1.0
-    for _ in range(MAX_SAMPLE_ROUNDS):
-        batch = draw(min(int((n - got) / rate * 1.2) + 16, 20 * n + 1000))
+    limit, cap = draw_limit(n), batch_limit(n)
+    parts, got, drawn, accepted = [], 0, 0, 0
+    for done_rounds in range(MAX_SAMPLE_ROUNDS):
+        if progress is not None and done_rounds:
+            progress(got / n, f"drawing rows that satisfy the rules: {got:,} of {n:,}")
+        need = n - got
+        size = min(int(need * 1.2) + 16, PILOT_ROWS) if not drawn else int(need * drawn / max(accepted, 1) * 1.2) + 16
+        batch = draw(max(1, min(size, cap, limit - drawn)))
         ok = ~violations(schema, batch)
-        rate = max(float(ok.mean()), 0.01)
-        parts.append(batch[ok])
-        got += int(ok.sum())
+        k = int(ok.sum())
+        drawn, accepted = drawn + len(batch), accepted + k
+        if k:
+            parts.append(batch[ok])
+            got += k
         if got >= n:
             return pd.concat(parts, ignore_index=True).iloc[:n].reset_index(drop=True)
-    raise RuntimeError(
-        f"the model puts almost no probability on records that satisfy the rules: {got} of {n} rows "
-        f"after {MAX_SAMPLE_ROUNDS} rounds; check the rules ({', '.join(r.label for r in schema.rules)[:200]})"
+        still = (n - got) * drawn / (accepted + 3)  # candidates still needed at the optimistic rate
+        rounds_left = MAX_SAMPLE_ROUNDS - done_rounds - 1
+        if drawn + still > limit or still > rounds_left * cap:
+            break
+    rate = accepted / max(drawn, 1)
+    raise RejectionError(
+        f"the model puts almost no probability on records that satisfy the rules: {accepted:,} of "
+        f"{drawn:,} drawn rows satisfied them ({rate:.2%}), so {n:,} rows would need about "
+        f"{n / max(rate, 1e-12):,.0f} draws, more than the limit of {limit:,} ({DRAW_FACTOR} per requested row "
+        f"+ {DRAW_FLOOR:,}); generation stopped early. Ask for fewer rows, choose a mechanism that models "
+        f"the columns the rules join together (MST, AIM), or check the rules "
+        f"({', '.join(r.label for r in schema.rules)[:200]})"
     )

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from . import registry
-from .base import Mechanism, ProgressFn
+from .base import Mechanism, ProgressFn, format_bytes
 from .noise import Noise
-from .rules import sample_conforming
+from .rules import draw_plan, sample_conforming
 from .schema import Schema
 from .source import TableSource
 
@@ -61,18 +61,36 @@ def build(
     progress: ProgressFn | None = None,
     n: int | None = None,
     memory_limit: int | None = None,
+    rows: int | None = None,
 ) -> Mechanism:
     """Validate everything that can be validated WITHOUT reading data (for early 4xx answers).
 
     With the public row count ``n``, also the plan that depends on it (``Mechanism.check_plan``) and
     its memory estimate against ``memory_limit`` bytes (``Mechanism.check_memory``), so that neither a
-    parameter error nor an allocation failure surfaces inside fit, after the budget is spent."""
+    parameter error nor an allocation failure surfaces inside fit, after the budget is spent. With the
+    requested synthetic ``rows`` too, the memory of one rejection round (:func:`mechanisms.rules.draw_plan`)
+    is added to the fit's."""
     cls = registry.get(name)
     mech = cls(schema, epsilon=epsilon, delta=delta or 0.0, noise=noise, progress=progress, **(params or {}))
     if n is not None:
         mech.check_plan(int(n))
         mech.check_memory(int(n), memory_limit)
+        if rows is not None and memory_limit is not None:
+            check_draw_memory(mech, int(n), int(rows), memory_limit)
     return mech
+
+
+def check_draw_memory(mech: Mechanism, n: int, rows: int, limit_bytes: int) -> None:
+    """Refuse, before any budget is reserved, a request whose rejection rounds would not fit in memory
+    beside the fitted model (the plan's largest round of candidate rows)."""
+    plan = draw_plan(mech.release_schema, rows, rules_in_model=mech.rules_in_model)
+    need = int(mech.planned_memory_bytes(n)) + plan.batch_bytes
+    if plan.batch_bytes and need > limit_bytes:
+        raise ValueError(
+            f"drawing {rows:,} rows that satisfy the rules takes rounds of up to {plan.max_batch:,} candidate "
+            f"rows ({format_bytes(plan.batch_bytes)}); with the fit that is about {format_bytes(need)}, more than "
+            f"the memory limit per job of {format_bytes(limit_bytes)}: ask for fewer rows"
+        )
 
 
 def run(mech: Mechanism, source: TableSource, rows: int, *, on_data_access=None) -> Release:
@@ -87,6 +105,8 @@ def run(mech: Mechanism, source: TableSource, rows: int, *, on_data_access=None)
     t0 = time.perf_counter()
     mech.fit(source)
     t1 = time.perf_counter()
-    synthetic = sample_conforming(mech.sample, mech.release_schema, rows)  # derived columns computed, rules hold
+    synthetic = sample_conforming(  # derived columns computed, rules hold; a cancel is heard between rounds
+        mech.sample, mech.release_schema, rows, progress=lambda fraction, stage: mech.progress(1.0, stage)
+    )
     t2 = time.perf_counter()
     return Release(mech, synthetic, t1 - t0, t2 - t1)

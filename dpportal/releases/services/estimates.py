@@ -3,6 +3,7 @@ never from private data."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -12,6 +13,7 @@ from django.utils import timezone
 from mechanisms import registry
 from mechanisms.guidance import runtime
 from mechanisms.accounting import check_epsilon
+from mechanisms.rules import draw_plan
 
 from ..models import Release
 from .parsing import ReleaseRequest, ReleaseRequestError, field_text, form_params, parse_rows, validate
@@ -19,14 +21,38 @@ from .parsing import ReleaseRequest, ReleaseRequestError, field_text, form_param
 log = logging.getLogger(__name__)
 
 
-def run_seconds(mechanism: str, n: int, schema, params: dict, *, epsilon=None, delta=None) -> float | None:
+def run_seconds(
+    mechanism: str, n: int, schema, params: dict, *, epsilon=None, delta=None, rows: int | None = None
+) -> float | None:
     """The run-time estimate, or None (then the synthesis queue) if it cannot be computed: an estimate
-    is a guide and never refuses a request that validation accepted."""
+    is a guide and never refuses a request that validation accepted. With the requested ``rows``, the
+    rejection rounds the schema's rules may need are counted (:func:`rejection_seconds`)."""
     try:
-        return runtime.estimate(mechanism, n=n, schema=schema, params=params, epsilon=epsilon, delta=delta).seconds
+        seconds = runtime.estimate(mechanism, n=n, schema=schema, params=params, epsilon=epsilon, delta=delta).seconds
+        return seconds + rejection_seconds(mechanism, schema, rows)
     except (ValueError, TypeError, ArithmeticError):
         log.warning("no run-time estimate for %s", mechanism, exc_info=True)
         return None
+
+
+def rejection_seconds(mechanism: str, schema, rows) -> float:
+    """Seconds of the candidate rows that generating ``rows`` rows under the schema's rules draws beyond
+    the rows themselves (:func:`mechanisms.rules.draw_plan`, from the schema and the rules alone)."""
+    if not rows or not schema.rules or mechanism not in registry.names():
+        return 0.0
+    return draw_plan(schema, int(rows), rules_in_model=registry.get(mechanism).rules_in_model).extra_seconds
+
+
+def _with_rejection(est: runtime.Estimate, schema, rows) -> runtime.Estimate:
+    extra = rejection_seconds(est.mechanism, schema, rows)
+    if not extra:
+        return est
+    return dataclasses.replace(
+        est,
+        seconds=est.seconds + extra,
+        low=None if est.low is None else est.low + extra,
+        high=None if est.high is None else est.high + extra,
+    )
 
 
 def over_time_limit(estimate_seconds: float | None) -> bool:
@@ -75,7 +101,7 @@ def estimate_request(dataset, req: ReleaseRequest) -> dict:
         epsilon=mech.epsilon,
         delta=mech.delta,
     )
-    return _with_wait(est)
+    return _with_wait(_with_rejection(est, mech.release_schema, parse_rows(req.rows)))
 
 
 def _with_wait(est: runtime.Estimate) -> dict:
@@ -110,6 +136,8 @@ def form_estimate(name: str, schema, n_rows: int, values) -> dict:
             budget[key] = None
     try:
         est = runtime.estimate(name, n=int(n_rows), schema=schema, params=params, **budget)
+        rows = str(values.get("rows") or "").strip()
+        est = _with_rejection(est, schema, int(rows) if rows.isdigit() and len(rows) < 10 else None)
     except (ValueError, TypeError) as exc:
         return {"error": str(exc)}
     return _with_wait(est)

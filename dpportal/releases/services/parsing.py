@@ -94,6 +94,7 @@ def validate(dataset, req: ReleaseRequest):
             params=req.params,
             n=dataset.n_rows,
             memory_limit=settings.DPPORTAL_MAX_JOB_MEMORY_MB * 2**20,
+            rows=req.rows if isinstance(req.rows, int) else None,
         )
     except ValueError as exc:
         raise ReleaseRequestError(str(exc).splitlines()[0]) from None

@@ -26,7 +26,9 @@ def plan_release(dataset, user, req: ReleaseRequest, *, confirmed: str = "", che
     req, mech = checked if checked is not None else check_request(dataset, req)
     epsilon, delta = req.epsilon, req.delta
     schema = mech.release_schema  # the confirmed schema validate() built the mechanism on (parsed once)
-    seconds = run_seconds(req.mechanism, dataset.n_rows, schema, mech.params, epsilon=mech.epsilon, delta=mech.delta)
+    seconds = run_seconds(
+        req.mechanism, dataset.n_rows, schema, mech.params, epsilon=mech.epsilon, delta=mech.delta, rows=req.rows
+    )
     check_time_limit(seconds)
     try:
         with transaction.atomic():

@@ -202,7 +202,9 @@ def _draw(release: Release, progress: Progress) -> RunnerRelease:
     )
     progress(0.3, "drawing rows", force=True)
     t0 = time.perf_counter()
-    synthetic = sample_conforming(mech.sample, mech.release_schema, release.rows)  # the public rules hold
+    synthetic = sample_conforming(  # the public rules hold; a cancel is heard between rejection rounds
+        mech.sample, mech.release_schema, release.rows, progress=lambda f, stage: progress(0.3 + 0.5 * f, stage)
+    )
     return RunnerRelease(mech, synthetic, 0.0, time.perf_counter() - t0)
 
 
