@@ -11,7 +11,7 @@ What each number is (stated in every table's ``interval``):
   integer with P(|noise| <= t) >= 0.95 under the exact noise law (a count measured once), or noisy +- 1.96 se
   (pooled or merged counts: a sum of independent discrete noises, normal approximation).
 * ``estimate`` -- the consistent estimate: the fitted model's answer for the cell (the Private-PGM model's
-  marginal x the public row count; the baseline's clipped and normalised counts x n), which is what the
+  marginal x the public row count; the baseline's non-negative counts fitted to n), which is what the
   synthetic file is drawn from. It has NO interval: its error is not closed-form (it pools every measurement
   through a non-linear fit), and ``se`` is not its standard error.
 """
@@ -51,10 +51,10 @@ def measured_tables(synthesizer) -> dict:
     rows = getattr(synthesizer, "measured_rows", None)
     if not getattr(synthesizer, "fitted", False) or rows is None:
         raise ValueError(
-            f"{synthesizer.name}: measured tables come from a fitted release (its noisy counts are not kept "
-            "in the stored summary)"
+            f"{synthesizer.name}: measured tables come from a fitted release (or a stored summary that keeps "
+            "its noisy counts and row count)"
         )
-    if hasattr(synthesizer, "noisy_counts"):
+    if getattr(synthesizer, "noisy_counts", None) is not None:
         tables = _histograms(synthesizer, int(rows))
     elif getattr(synthesizer, "measurements", None) is not None:
         tables = _pgm_tables(synthesizer, int(rows))
@@ -73,7 +73,7 @@ def measured_tables(synthesizer) -> dict:
 def _histograms(mech, rows: int) -> list[dict]:
     """The baseline: one noisy histogram per kept column, discrete Laplace or discrete Gaussian."""
     gaussian = mech.params.get("noise_type") == "gaussian"
-    scale = float(mech.scale)
+    scale = float(mech.noise_scale())  # public: the schema, epsilon and delta (also after a summary reload)
     if gaussian:
         half, sd = discrete_gaussian_half_width(scale), discrete_gaussian_sd(scale)
         noise = {"distribution": "discrete_gaussian", "sigma": scale}
@@ -83,8 +83,7 @@ def _histograms(mech, rows: int) -> list[dict]:
     out = []
     for col, counts in zip(mech.schema.names, mech.noisy_counts):
         noisy = np.asarray(counts, dtype=np.float64)
-        w = np.clip(noisy, 0, None)
-        estimate = w / w.sum() * rows if w.sum() > 0 else np.full(w.size, rows / w.size)
+        estimate = _baseline_shares(noisy, rows) * rows
         out.append(
             table_json(
                 [col],
@@ -99,6 +98,17 @@ def _histograms(mech, rows: int) -> list[dict]:
             )
         )
     return out
+
+
+def _baseline_shares(noisy: np.ndarray, rows: int) -> np.ndarray:
+    """The cell shares the baseline samples from: its non-negative least-squares fit to n where the library
+    has it (``mechanisms.pgm.nonneg``), else the clipped, normalised noisy counts."""
+    try:
+        from ..pgm.nonneg import nonnegative_shares
+    except ImportError:  # a library without the fit: the baseline clips and normalises
+        w = np.clip(noisy, 0, None)
+        return w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+    return nonnegative_shares(noisy, rows)
 
 
 def _pgm_tables(mech, rows: int) -> list[dict]:
