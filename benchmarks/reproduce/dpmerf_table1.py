@@ -31,25 +31,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
-from sklearn.ensemble import (
-    AdaBoostClassifier,
-    BaggingClassifier,
-    GradientBoostingClassifier,  # noqa: E402
-    HistGradientBoostingClassifier,
-    RandomForestClassifier,
-)
-from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import average_precision_score, roc_auc_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.naive_bayes import BernoulliNB, GaussianNB  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.svm import LinearSVC  # noqa: E402
-from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
 from mechanisms.synthesizers.dpmerf import DPMERF  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
+from mechanisms.evaluation.tstr import classifiers as tstr_classifiers  # noqa: E402
 from mechanisms.schema import Schema  # noqa: E402
 from mechanisms.source import TableSource, read_raw_csv  # noqa: E402
 
@@ -72,23 +60,15 @@ SETS = {
 
 def classifiers(quick: bool) -> dict:
     """The reference code's 12 models (sklearn 0.21 defaults: RandomForest with 10 trees)."""
-    c = {
-        "LogisticRegression": LogisticRegression(solver="lbfgs", max_iter=2000),
-        "GaussianNB": GaussianNB(),
-        "BernoulliNB": BernoulliNB(alpha=0.02),
-        "LinearSVC": LinearSVC(),
-        "DecisionTree": DecisionTreeClassifier(random_state=0),
-        "LDA": LinearDiscriminantAnalysis(),
-        "AdaBoost": AdaBoostClassifier(random_state=0),
-        "Bagging": BaggingClassifier(random_state=0),
-        "RandomForest": RandomForestClassifier(n_estimators=10, random_state=0),
-        "GradientBoosting": GradientBoostingClassifier(random_state=0),
-        "MLP": MLPClassifier(random_state=0),
-        "HistGradientBoosting (for XGBoost)": HistGradientBoostingClassifier(random_state=0),
-    }
-    if quick:
-        c = {k: c[k] for k in ("LogisticRegression", "GaussianNB", "DecisionTree", "RandomForest")}
-    return c
+    return tstr_classifiers(
+        {
+            "logistic_regression": {"solver": "lbfgs", "max_iter": 2000},
+            "bernoulli_nb": {"alpha": 0.02},
+            "random_forest": {"n_estimators": 10},
+        },
+        seed=0,
+        only=("logistic_regression", "gaussian_nb", "decision_tree", "random_forest") if quick else None,
+    )
 
 
 def design(schema: Schema, prepared: pd.DataFrame, target: str) -> np.ndarray:

@@ -24,28 +24,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis  # noqa: E402
-from sklearn.ensemble import (
-    AdaBoostClassifier,
-    BaggingClassifier,
-    GradientBoostingClassifier,  # noqa: E402
-    HistGradientBoostingClassifier,
-    RandomForestClassifier,
-)
-from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.naive_bayes import BernoulliNB, GaussianNB  # noqa: E402
-from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-from sklearn.svm import LinearSVC  # noqa: E402
-from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 from benchmarks.reproduce.kdtree_common import OUT_DIR, timer  # noqa: E402
 from benchmarks.harness.datasets import datasets_dir  # noqa: E402
 from mechanisms.synthesizers.kdtree import KDTreeAdaptive  # noqa: E402
 from mechanisms.noise import Noise  # noqa: E402
+from mechanisms.evaluation.tstr import classifiers as tstr_classifiers  # noqa: E402
 from mechanisms.schema import Schema  # noqa: E402
 from mechanisms.source import TableSource, read_raw_csv  # noqa: E402
 
@@ -58,24 +44,18 @@ SYNTHETIC_ROWS = 5_000
 
 
 def classifiers(quick: bool) -> dict:
-    scaled = lambda m: make_pipeline(StandardScaler(), m)  # noqa: E731
-    c = {
-        "Logistic Regression": scaled(LogisticRegression(max_iter=500)),
-        "Gaussian Naive Bayes": GaussianNB(),
-        "Bernoulli Naive Bayes": scaled(BernoulliNB()),
-        "Linear SVM": scaled(LinearSVC()),
-        "Decision Tree": DecisionTreeClassifier(random_state=0),
-        "LDA": LinearDiscriminantAnalysis(),
-        "Ada Boost": AdaBoostClassifier(random_state=0),
-        "Bagging": BaggingClassifier(random_state=0, n_jobs=1),
-        "Random Forest": RandomForestClassifier(n_estimators=100, random_state=0, n_jobs=1),
-        "GBM": GradientBoostingClassifier(random_state=0),
-        "Multi-layer perceptron": scaled(MLPClassifier(max_iter=100, random_state=0)),
-        "HistGradientBoosting (for XGBoost)": HistGradientBoostingClassifier(random_state=0),
-    }
-    if quick:
-        c = {k: c[k] for k in ("Logistic Regression", "Decision Tree", "Random Forest", "GBM")}
-    return c
+    """The paper's twelve families (G.4): scikit-learn defaults, linear models and the MLP standardised."""
+    return tstr_classifiers(
+        {
+            "logistic_regression": {"max_iter": 500},
+            "bagging": {"n_jobs": 1},
+            "random_forest": {"n_estimators": 100, "n_jobs": 1},
+            "mlp": {"max_iter": 100},
+        },
+        seed=0,
+        scaled=("logistic_regression", "bernoulli_nb", "linear_svm", "mlp"),
+        only=("logistic_regression", "decision_tree", "random_forest", "gradient_boosting") if quick else None,
+    )
 
 
 def features(schema: Schema, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
