@@ -20,5 +20,6 @@ RUN DJANGO_SECRET_KEY=collectstatic-only DPPORTAL_DATA_DIR=/tmp/build-data pytho
 USER dpportal
 VOLUME ["/data"]
 EXPOSE 8000
-# gunicorn on a Unix socket behind dpportal's buffering front (slow clients never hold its threads)
-CMD ["sh", "-c", "mkdir -p /data/uploads/tmp && { gunicorn dpportal.wsgi:application --bind unix:/data/web.sock --workers 3 --threads 4 --timeout 120 --access-logfile - & } && exec python -m dpportal.front --listen 0.0.0.0:8000 --upstream /data/web.sock --spool-dir /data/uploads/tmp"]
+# Alone (`docker run`): waitress, which reads each request whole before Django (dpportal/serve.py). The
+# Compose file runs gunicorn behind nginx instead (deploy/nginx.conf), and the workers from this image.
+CMD ["python", "-m", "dpportal.serve", "--listen", "0.0.0.0:8000"]

@@ -21,7 +21,7 @@ PER_ADDRESS_FACTOR = 5  # one address may fail this many times the per-username 
 
 def client_address(request) -> str:
     """REMOTE_ADDR; the last X-Forwarded-For entry (appended by the proxy) behind a proxy
-    (DJANGO_BEHIND_PROXY) or on a Unix socket (no REMOTE_ADDR: only ``dpportal.front`` can connect)."""
+    (DJANGO_BEHIND_PROXY) or on a Unix socket (no REMOTE_ADDR: only the proxy in front can connect)."""
     remote = str(request.META.get("REMOTE_ADDR", ""))
     if settings.DPPORTAL_BEHIND_PROXY or not remote:
         forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")

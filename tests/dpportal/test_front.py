@@ -1,144 +1,114 @@
-"""The buffering front (dpportal/front.py) against a stub upstream on a Unix socket: what reaches the
-application is a complete request with the client's address; slow, oversized or malformed requests are
-answered by the front itself and never reach it."""
+"""`make run`'s web server (``python -m dpportal.serve``: waitress serving Django) on loopback against the
+attacker's probe (tests/dpportal/http_probe.py): answers sent before a large body is read come back,
+client-sent ``SCRIPT_NAME`` and ``X-Forwarded-Ssl`` change nothing, pipelined and chunked requests are
+answered, HTTP/1.0 gets no ``100 Continue``, clients over the connection limit wait and are answered, idle
+connections are closed, and a slow response completes."""
 
 from __future__ import annotations
 
-import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
 
 import pytest
 
-from dpportal import front as front_module
-from dpportal.front import Front
+from tests.dpportal import http_probe as probe
+from tests.live import free_port, wait_for_port
+
+pytestmark = [pytest.mark.services]
+CONNECTIONS = 12
+IDLE_SECONDS = 2
+SLOW_APP = "tests.dpportal.slow_wsgi:application"
 
 
-class Upstream:
-    """Records each request it receives and answers 200 with a fixed body."""
-
-    def __init__(self):
-        self.requests: list[bytes] = []
-
-    async def handle(self, reader, writer):
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
-        )
-        self.requests.append(head + await reader.readexactly(length))
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        await writer.drain()
-        writer.close()
-
-
-async def _with_front(tmp_path, scenario, *, upstream_up=True, max_body=1000):
-    upstream = Upstream()
-    sock = str(tmp_path / "up.sock")
-    up_server = await asyncio.start_unix_server(upstream.handle, sock) if upstream_up else None
-    server = await asyncio.start_server(
-        Front(sock, max_body, str(tmp_path)).handle, "127.0.0.1", 0, limit=front_module.HEAD_LIMIT
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("serve")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL")}
+    env.update(
+        DPPORTAL_DATA_DIR=str(data),
+        DJANGO_SECRET_KEY="front-test-" + uuid.uuid4().hex,
+        DJANGO_SETTINGS_MODULE="dpportal.settings",
+        PYTHONPATH=str(probe.ROOT),
+        DPPORTAL_WEB_CONNECTIONS=str(CONNECTIONS),
+        DPPORTAL_WEB_IDLE_SECONDS=str(IDLE_SECONDS),
+        DPPORTAL_LOGIN_MAX_FAILURES="100",
     )
-    port = server.sockets[0].getsockname()[1]
+    dataset = probe.prepare_database(env)
+    port = free_port()
+    log = open(data / "serve.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpportal.serve", "--listen", f"127.0.0.1:{port}", "--app", SLOW_APP],
+        cwd=probe.ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
-        return await scenario(port), upstream.requests
+        wait_for_port(port, proc, timeout=60)
+        yield port, dataset
     finally:
-        server.close()
-        if up_server:
-            up_server.close()
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
 
 
-async def _exchange(port, data: bytes, *, pause_after: float = 0.0) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(data)
-    await writer.drain()
-    if pause_after:
-        await asyncio.sleep(pause_after)
-    answer = await asyncio.wait_for(reader.read(), 20)
-    writer.close()
-    return answer
+def test_answers_before_a_large_body_come_back(server):
+    port, dataset = server
+    assert probe.big_unauthenticated_post(port) == 401
+    assert probe.big_json_release_request(port, probe.token(port), dataset) == 413
 
 
-def run(tmp_path, data, **kw):
-    pause = kw.pop("pause_after", 0.0)
-    return asyncio.run(_with_front(tmp_path, lambda port: _exchange(port, data, pause_after=pause), **kw))
+def test_an_oversize_declared_body_is_413_before_django(server):
+    port, _ = server
+    answer = probe.raw(port, b"POST /api/datasets/ HTTP/1.1\r\nHost: h\r\nContent-Length: 999999999999\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
-def test_a_complete_request_reaches_the_application_with_the_client_address(tmp_path):
-    answer, seen = run(
-        tmp_path,
-        b"POST /x HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6\r\nConnection: keep-alive\r\n"
-        b"Content-Length: 5\r\n\r\nhello",
-    )
-    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
-    assert len(seen) == 1 and seen[0].endswith(b"\r\n\r\nhello")
-    head = seen[0].lower()
-    assert b"x-forwarded-for: 127.0.0.1\r\n" in head and b"6.6.6.6" not in head
-    assert b"connection: close" in head and b"keep-alive" not in head
+def test_a_client_sent_script_name_does_not_bypass_the_password_change(server):
+    port, _ = server
+    plain, crafted, body = probe.script_name_bypass(port)
+    assert plain == 302  # to the password change
+    assert crafted == 404 and b"probe" not in body  # /static/datasets/ is no page; the dataset list is not shown
 
 
-@pytest.mark.parametrize(
-    "request_bytes, status",
-    [
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"411"),
-        (b"POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", b"413"),
-        (b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", b"400"),
-        (b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", b"400"),
-        (b"GARBAGE\r\n\r\n", b"400"),
-        (b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
-    ],
-)
-def test_bad_requests_are_answered_by_the_front(tmp_path, request_bytes, status):
-    answer, seen = run(tmp_path, request_bytes)
-    assert answer.startswith(b"HTTP/1.1 " + status), answer[:100]
-    assert seen == []
+def test_x_forwarded_ssl_does_not_switch_the_scheme(server):
+    port, _ = server
+    assert probe.forwarded_ssl_scheme(port) == 200  # over https the Referer-less POST would be 403
 
 
-def test_slow_headers_and_bodies_get_408_and_never_reach_the_application(tmp_path, monkeypatch):
-    monkeypatch.setattr(front_module, "HEAD_SECONDS", 0.3)
-    monkeypatch.setattr(front_module, "IDLE_SECONDS", 0.3)
-    answer, seen = run(tmp_path, b"GET / HTTP/1.1\r\nHost: h\r\n")  # the headers never end
-    assert answer.startswith(b"HTTP/1.1 408") and seen == []
-    answer, seen = run(tmp_path, b"POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nabc")  # the body stalls
-    assert answer.startswith(b"HTTP/1.1 408") and b"stalled" in answer and seen == []
+def test_pipelined_chunked_and_http10(server):
+    port, _ = server
+    assert probe.pipelined(port) == [b"200", b"401"]
+    assert probe.chunked_post(port) == b"HTTP/1.1 401"
+    answer = probe.http10_expect(port)
+    assert answer.split(b" ")[1] == b"401" and b"100 Continue" not in answer, answer[:200]
 
 
-def test_a_body_slower_than_the_minimum_rate_gets_408(tmp_path, monkeypatch):
-    monkeypatch.setattr(front_module, "BODY_GRACE_SECONDS", 0.0)
-    monkeypatch.setattr(front_module, "MIN_BODY_RATE", 10_000_000)
-
-    async def trickle(port):
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"POST / HTTP/1.1\r\nContent-Length: 500\r\n\r\nx")
-        await asyncio.sleep(0.05)
-        writer.write(b"x")  # the second byte: now the rate is checked, far below the minimum
-        await writer.drain()
-        return await asyncio.wait_for(reader.read(), 10)
-
-    answer, seen = asyncio.run(_with_front(tmp_path, trickle))
-    assert answer.startswith(b"HTTP/1.1 408") and b"slower than" in answer and seen == []
+def test_a_slow_response_completes(server):
+    port, _ = server
+    status, body, _ = probe.request(port, "GET", "/__slow__?seconds=3")
+    assert (status, body) == (200, b"done")
 
 
-def test_no_application_server_is_a_502_not_a_hang(tmp_path):
-    answer, _ = run(tmp_path, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", upstream_up=False)
-    assert answer.startswith(b"HTTP/1.1 502")
-
-
-def test_behind_a_tls_proxy_its_forwarded_headers_pass(tmp_path):
-    async def scenario(port):
-        return await _exchange(
-            port, b"GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6, 10.1.1.1\r\nX-Forwarded-Proto: https\r\n\r\n"
-        )
-
-    async def go():
-        upstream = Upstream()
-        sock = str(tmp_path / "p.sock")
-        up = await asyncio.start_unix_server(upstream.handle, sock)
-        server = await asyncio.start_server(Front(sock, 1000, str(tmp_path), behind_proxy=True).handle, "127.0.0.1", 0)
-        try:
-            await scenario(server.sockets[0].getsockname()[1])
-        finally:
-            server.close()
-            up.close()
-        return upstream.requests
-
-    head = asyncio.run(go())[0].lower()
-    assert b"x-forwarded-for: 6.6.6.6, 10.1.1.1\r\n" in head and b"x-forwarded-proto: https\r\n" in head
-    assert head.count(b"x-forwarded-for") == 1
+def test_clients_over_the_connection_limit_wait_and_idle_connections_are_closed(server):
+    """CONNECTIONS idle connections fill the limit; the next client waits in the backlog (not refused,
+    not dropped) and is answered once the server closes the idle ones after IDLE_SECONDS."""
+    port, _ = server
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=15) for _ in range(CONNECTIONS)]
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        status, _, _ = probe.request(port, "GET", "/accounts/login/", timeout=30)
+        waited = time.monotonic() - t0
+        print(f"over the limit: answered after {waited:.1f} s")
+        assert status == 200 and waited >= 0.5
+        for s in idle:
+            assert s.recv(1) == b""  # closed by the server, not left open
+    finally:
+        for s in idle:
+            s.close()

@@ -1,7 +1,7 @@
-"""`make run` (scripts/run.sh) serves through gunicorn: 32 concurrent API requests are all
-answered. (The development server was measured dropping 4-9 of 32 connections; on this
+"""`make run` (scripts/run.sh) serves through waitress (dpportal/serve.py): 32 concurrent API requests are
+all answered. (The development server was measured dropping 4-9 of 32 connections; on this
 light request, GET /api/datasets/, runserver with DEV=1 also answered 32 of 32 in 3 bursts here, so
-this test shows that gunicorn answers all, not that runserver fails.)"""
+this test shows that waitress answers all, not that runserver fails.)"""
 
 from __future__ import annotations
 
@@ -76,8 +76,8 @@ def test_make_run_answers_32_concurrent_api_requests(tmp_path):
     )
     try:
         wait_for_port(port, proc, timeout=90)
-        booted = lambda t: "gunicorn" in t.lower() or "Booting worker" in t or "Listening at" in t  # noqa: E731
-        deadline = time.monotonic() + 30  # the front listens first; gunicorn logs its boot a moment later
+        booted = lambda t: "Serving on http://" in t  # noqa: E731 - waitress's line once it listens
+        deadline = time.monotonic() + 30
         text = (tmp_path / "run.log").read_text()
         while not booted(text) and time.monotonic() < deadline:
             time.sleep(0.2)
