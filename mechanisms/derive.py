@@ -52,14 +52,12 @@ the steward confirms, like bounds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations, permutations
 from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from . import rules as rules_mod
 
 MAX_TERMS = 50
 MAX_CONSTANT = 10**15
@@ -71,6 +69,11 @@ SUGGEST_COLUMNS = 16
 SUGGEST_SCREEN_ROWS = 500
 MAX_SUGGESTIONS = 5
 _NUMBER = re.compile(r"\d+")
+
+
+class DeriveError(ValueError):
+    """A derive rule is malformed or cannot hold; the message names it (:mod:`mechanisms.rules` reports
+    it as a RuleError)."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def _quote(name: str) -> str:
 
 def parse_expression(text: str, label: str) -> tuple[tuple[tuple[int, str], ...], int]:
     """Terms and integer constant of ``text`` (see the module docstring); RuleError names the problem."""
-    err = rules_mod.RuleError
+    err = DeriveError
     if not isinstance(text, str) or not text.strip() or len(text) > 10_000:
         raise err(f"rule {label!r}: 'from' needs an expression such as 'a + b - c', got {text!r}"[:300])
     terms: list[tuple[int, str]] = []
@@ -159,7 +162,7 @@ def parse_expression(text: str, label: str) -> tuple[tuple[tuple[int, str], ...]
 
 def parse_body(body: Any, label: str) -> Derive:
     """A ``derive`` rule's object (``column``, ``from``, optional ``unit``) as a :class:`Derive`."""
-    err = rules_mod.RuleError
+    err = DeriveError
     if not isinstance(body, dict) or not {"column", "from"} <= set(body) or set(body) - {"column", "from", "unit"}:
         raise err(
             f"rule {label!r}: derive needs an object with column, from and an optional unit, e.g. "
@@ -184,7 +187,7 @@ def check_rule(schema, rule) -> None:
     docstring), or whose expression cannot reach the column's bounds; then the rules together
     (:func:`plan`). Reads only the schema."""
     spec: Derive = rule.spec
-    err = rules_mod.RuleError
+    err = DeriveError
     cols = {}
     for name in spec.names:
         try:
@@ -279,14 +282,14 @@ def plan(schema) -> list[Step]:
     seen: dict[str, Step] = {}
     for s in steps:
         if s.column in seen:
-            raise rules_mod.RuleError(f"the column {s.column!r} is computed by two derive rules")
+            raise DeriveError(f"the column {s.column!r} is computed by two derive rules")
         seen[s.column] = s
     order, done = [], set()
     while len(order) < len(steps):
         ready = [s for s in steps if s.column not in done and all(n not in seen or n in done for _, n in s.terms)]
         if not ready:
             stuck = sorted(s.column for s in steps if s.column not in done)
-            raise rules_mod.RuleError(f"derive rules compute the columns {stuck[:5]} from each other (a cycle)")
+            raise DeriveError(f"derive rules compute the columns {stuck[:5]} from each other (a cycle)")
         order += ready
         done |= {s.column for s in ready}
     return order
@@ -302,13 +305,9 @@ def model_schema(schema):
     computed = set(computed_columns(schema)) if any(r.kind == "derive" for r in schema.rules) else set()
     if not computed:
         return schema
-    from .schema import Column, Schema
-
-    return Schema(
-        columns=tuple(Column(name=c.name, kind="excluded") if c.name in computed else c for c in schema.columns),
-        missing_markers=schema.missing_markers,
-        draft=schema.draft,
-        missing_output=schema.missing_output,
+    return replace(
+        schema,
+        columns=tuple(type(c)(name=c.name, kind="excluded") if c.name in computed else c for c in schema.columns),
         rules=tuple(r for r in schema.rules if r.kind != "derive" and not computed & _named(r)),
     )
 
@@ -404,32 +403,18 @@ def suggest(schema, prepared: pd.DataFrame) -> list[dict]:
 
 def with_suggestions(schema, raw: pd.DataFrame):
     """A draft ``schema`` with the derive rules :func:`suggest` finds in ``raw`` (the upload's strings)
-    added to its rules; the draft unchanged when none hold, or when the upload does not read with it."""
-    from .schema import Schema, SchemaError, SchemaMismatch
-
+    added to its rules, each kept only if the schema accepts it (bounds, decimals); the draft unchanged
+    when none hold, or when the upload does not read with it."""
     try:
         found = suggest(schema, schema.prepare(raw))
-    except (SchemaMismatch, ValueError, KeyError):
+    except (ValueError, KeyError):  # SchemaMismatch: the draft does not read the file
         return schema
-    if not found:
-        return schema
-    kept = []
-    for d in found:  # each suggestion must also pass the schema's checks (bounds, decimals)
+    d = schema.to_dict()
+    rules = list(d.get("rules", []))
+    for rule in found:
         try:
-            trial = Schema(
-                columns=schema.columns,
-                missing_markers=schema.missing_markers,
-                draft=schema.draft,
-                missing_output=schema.missing_output,
-                rules=schema.rules + tuple(kept) + (rules_mod.Rule.from_dict(d),),
-            )
-        except SchemaError:
+            type(schema).from_dict({**d, "rules": rules + [rule]})
+        except ValueError:  # SchemaError: e.g. a total whose decimals are fewer than a term's
             continue
-        kept.append(trial.rules[-1])
-    return Schema(
-        columns=schema.columns,
-        missing_markers=schema.missing_markers,
-        draft=schema.draft,
-        missing_output=schema.missing_output,
-        rules=schema.rules + tuple(kept),
-    )
+        rules.append(rule)
+    return type(schema).from_dict({**d, "rules": rules}) if len(rules) > len(d.get("rules", [])) else schema

@@ -103,7 +103,10 @@ def _parse(kind: str, body: Any, label: str):
             out.append((str(col), tuple(vals)))
         return tuple(out)
     if kind == "derive":
-        return derive.parse_body(body, label)
+        try:
+            return derive.parse_body(body, label)
+        except derive.DeriveError as exc:
+            raise RuleError(str(exc)) from None
     if kind == "order":
         if not isinstance(body, list) or len(body) != 2 or not all(isinstance(c, str) for c in body):
             raise RuleError(f"rule {label!r}: order needs two column names [lesser, greater], got {body!r}"[:300])
@@ -146,7 +149,7 @@ def check_rules(schema) -> None:
             f"the rules list {total:,} values and map entries in all; at most {MAX_TOTAL_RULE_VALUES:,} are allowed"
         )
     for rule in schema.rules:
-        {"forbid": _check_forbid, "order": _check_order, "hierarchy": _check_hierarchy, "derive": derive.check_rule}[
+        {"forbid": _check_forbid, "order": _check_order, "hierarchy": _check_hierarchy, "derive": _check_derive}[
             rule.kind
         ](schema, rule)
     if schema.rules and not violations(schema, probe_rows(schema)).__invert__().any():
@@ -218,6 +221,13 @@ def _check_hierarchy(schema, rule: Rule) -> None:
     bad = [k for k, v in pairs if k not in kids or v not in parents]
     if bad:
         raise RuleError(f"rule {rule.label}: map entries {bad[:3]} name categories the schema does not declare")
+
+
+def _check_derive(schema, rule: Rule) -> None:
+    try:
+        derive.check_rule(schema, rule)
+    except derive.DeriveError as exc:
+        raise RuleError(str(exc)) from None
 
 
 def probe_rows(schema, rows: int = PROBE_ROWS, *, fix_hierarchies: bool = True) -> pd.DataFrame:
