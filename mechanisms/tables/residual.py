@@ -22,8 +22,9 @@ P_A their Kronecker product over A.
   because 1^T P_i = 0). Every cell of T has variance
   V_T = sum over nonempty A of T of sigma_A^2 prod_{i in A} (1 - 1/n_i) / prod_{i in T \\ A} n_i^2,
   and the estimate is Gaussian, so est +- 1.96 sqrt(V_T) is an exact 95% interval.
-* **Allocation.** ResidualPlanner's closed form for the sum of squared errors over all published cells:
-  minimise sum_A c_A sigma_A^2 (c_A: the coefficient of sigma_A^2 in the cells' total variance) subject to
+* **Allocation.** ResidualPlanner's closed form for a weighted sum of squared errors over the published cells
+  (:func:`allocate` chooses the weights so that no table is noisier than measured on its own):
+  minimise sum_A c_A sigma_A^2 (c_A: the coefficient of sigma_A^2 in the cells' weighted variance) subject to
   sum_A p_A / (2 sigma_A^2) = rho with p_A = prod_{i in A} (1 - 1/n_i) gives
   sigma_A^2 = (sum_B sqrt(p_B c_B / 2) / rho) sqrt(p_A / (2 c_A)). That is optimal for add/remove
   neighbours; the scales are then multiplied by one common factor so the exact replace-one cost below is
@@ -54,6 +55,7 @@ import numpy as np
 from ..noise import Noise
 
 Clique = tuple[str, ...]
+WEIGHT_EXPONENTS = (0.0, 0.5, 1.0)  # allocate: the tables' cells weighted by cells(T)^-gamma, first that fits
 MAX_EXACT_COLUMNS = 16  # 2^16 column sets D enumerated for the exact replace-one cost; beyond: a conservative bound
 
 
@@ -115,22 +117,36 @@ def replace_one_rho(sigmas: dict[Clique, float], sizes: dict[str, int]) -> float
 
 
 def allocate(tables: Sequence[Clique], sizes: dict[str, int], rho: float, order: Sequence[str]) -> dict[Clique, float]:
-    """Noise std of every residual: ResidualPlanner's closed form for the total squared error over all
-    published cells, scaled by one factor so that :func:`replace_one_rho` is exactly ``rho``."""
+    """Noise std of every residual: ResidualPlanner's closed form for a weighted total squared error, each
+    table's cells weighted by cells(T)^-gamma, scaled by one factor so that :func:`replace_one_rho` is exactly
+    ``rho``. gamma = 0 minimises the error summed over all published cells, which can leave a small table
+    noisier than measuring each table on its own (k tables, rho / k each: variance k / rho); gamma is the first
+    of ``WEIGHT_EXPONENTS`` for which no table is, else the last (every table's mean error counts alike).
+    Public inputs only (the tables, their cell counts, rho)."""
     measured = [a for a in closure(tables, order) if all(sizes[c] > 1 for c in a)]  # a 1-cell column: no residual
     if not measured:
         return {}
+    alone = len(tables) / rho
+    for gamma in WEIGHT_EXPONENTS:
+        sigmas = _weighted(tables, sizes, rho, measured, gamma)
+        if all(cell_variance(t, sigmas, sizes) <= alone for t in tables):
+            break
+    return sigmas
+
+
+def _weighted(tables, sizes, rho, measured, gamma: float) -> dict[Clique, float]:
     cost, weight = {}, {}
     for a in measured:
         weight[a] = residual_weight(a, sizes)
         cost[a] = sum(
-            math.prod(sizes[c] for c in t) * weight[a] / math.prod(sizes[c] for c in t if c not in a) ** 2
+            math.prod(sizes[c] for c in t) ** (1 - gamma)
+            * weight[a]
+            / math.prod(sizes[c] for c in t if c not in a) ** 2
             for t in tables
             if set(a) <= set(t)
         )
     total = sum(math.sqrt(weight[a] * cost[a] / 2) for a in measured)
-    var = {a: total / rho * math.sqrt(weight[a] / (2 * cost[a])) for a in measured}
-    sigmas = {a: math.sqrt(v) for a, v in var.items()}
+    sigmas = {a: math.sqrt(total / rho * math.sqrt(weight[a] / (2 * cost[a]))) for a in measured}
     factor = math.sqrt(replace_one_rho(sigmas, sizes) / rho)
     return {a: s * factor * (1 + 1e-12) for a, s in sigmas.items()}  # rounded up: never above rho
 
