@@ -15,7 +15,7 @@ COPY . .
 RUN DJANGO_SECRET_KEY=collectstatic-only DPPORTAL_DATA_DIR=/tmp/build-data python manage.py collectstatic --noinput \
     && rm -rf /tmp/build-data \
     && useradd --system --uid 10001 --home-dir /app dpportal \
-    && mkdir -p /data && chown dpportal /data
+    && mkdir -p /data /srv/static && chown dpportal /data /srv/static
 
 USER dpportal
 VOLUME ["/data"]

@@ -1,5 +1,5 @@
-"""Deploy files: docker-compose.yml parses and wires web/worker/redis/postgres; the settings read the
-environment it sets (PyYAML is not a dependency: a strict parser for the block-YAML subset used)."""
+"""Deploy files: docker-compose.yml parses and wires nginx, gunicorn, the workers, MinIO, Redis and
+PostgreSQL; the settings read the environment it sets (PyYAML is not a dependency: a strict parser for the block-YAML subset used)."""
 
 from __future__ import annotations
 
@@ -70,19 +70,67 @@ def compose():
     return parse_block_yaml((ROOT / "docker-compose.yml").read_text())
 
 
-def test_compose_has_web_worker_redis_postgres_and_an_uploads_volume(compose):
+APP_SERVICES = ("migrate", "web", "worker-synthesis", "worker-fast", "worker-evaluation")
+SHARED_ENV = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "DJANGO_SECRET_KEY",
+    "DPPORTAL_S3_BUCKET",
+    "DPPORTAL_S3_ENDPOINT_URL",
+    "DPPORTAL_S3_SSE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+)
+
+
+def test_compose_runs_nginx_gunicorn_workers_and_minio_sharing_no_disk(compose):
     services = compose["services"]
-    assert set(services) == {"web", "worker", "redis", "postgres"}
-    assert services["web"]["image"] == services["worker"]["image"]  # the worker is the web image
-    assert "gunicorn" in " ".join(services["web"]["command"])
-    assert services["worker"]["command"][:3] == ["celery", "-A", "dpportal"]
-    for name in ("web", "worker"):
+    assert set(services) == {"postgres", "redis", "minio", "minio-init", "nginx", *APP_SERVICES}
+    assert {services[n]["image"] for n in APP_SERVICES} == {"dpportal:latest"}  # one image, built once
+    assert services["migrate"]["build"] == "."
+    web = services["web"]
+    assert web["command"][:2] == ["gunicorn", "dpportal.wsgi:application"]
+    assert web["restart"] == "unless-stopped" and web["healthcheck"]["test"][0] == "CMD"
+    assert "ports" not in web and web["environment"]["DJANGO_BEHIND_PROXY"] == "1"
+    # nginx is the only published port; gunicorn waits for the migrations, nginx for a healthy gunicorn
+    assert [n for n, svc in services.items() if "ports" in svc] == ["nginx"]
+    assert web["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert services["nginx"]["depends_on"]["web"]["condition"] == "service_healthy"
+    # one worker service per queue the settings declare, each restarted by Compose
+    from dpportal import settings
+
+    queues = {q.name for q in settings.CELERY_TASK_QUEUES}
+    workers = {n: services[n] for n in services if n.startswith("worker-")}
+    assert {svc["command"][svc["command"].index("-Q") + 1] for svc in workers.values()} == queues
+    for name, svc in workers.items():
+        assert svc["command"][:4] == ["celery", "-A", "dpportal", "worker"] and svc["restart"] == "unless-stopped"
+    # no shared disk: web and workers mount nothing; they share PostgreSQL, Redis and the bucket
+    for name in APP_SERVICES:
         env = services[name]["environment"]
-        assert env["DPPORTAL_DATA_DIR"] == "/data" and "uploads:/data" in services[name]["volumes"]
-        assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
-        assert env["DATABASE_URL"].startswith("postgres://dpportal:")
-    assert "uploads" in compose["volumes"]
+        assert name == "migrate" or "volumes" not in services[name], name
+        assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0" and env["DATABASE_URL"].startswith("postgres://")
+        assert {k: env[k] for k in SHARED_ENV} == {k: web["environment"][k] for k in SHARED_ENV}, name
+    assert web["environment"]["DPPORTAL_S3_ENDPOINT_URL"] == "http://minio:9000"
+    assert services["minio-init"]["entrypoint"][-1].endswith("store/" + web["environment"]["DPPORTAL_S3_BUCKET"])
     assert (ROOT / "Dockerfile").read_text().count("FROM ") == 1
+
+
+def test_the_nginx_service_fills_every_variable_of_the_shipped_config(compose):
+    from dpportal import settings
+
+    nginx = compose["services"]["nginx"]
+    template = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert set(re.findall(r"\$\{([A-Z_]+)\}", template)) == set(nginx["environment"])
+    assert "./deploy/nginx.conf:/etc/nginx/templates/default.conf.template:ro" in nginx["volumes"]
+    assert nginx["environment"]["DPPORTAL_UPSTREAM"] == "web:8000" and "0.0.0.0:8000" in compose["services"]["web"][
+        "command"
+    ]
+    # the body limit is the upload limit + the 1 MB of multipart slack the application allows
+    upload = int(compose["services"]["web"]["environment"]["DPPORTAL_MAX_UPLOAD_BYTES"])
+    assert upload == settings.DPPORTAL_MAX_UPLOAD_BYTES  # the default, stated where nginx's limit is derived
+    assert int(nginx["environment"]["NGINX_MAX_BODY"].rstrip("m")) * 1024 * 1024 == upload + 1024 * 1024
+    assert "static:/srv/static:ro" in nginx["volumes"] and nginx["environment"]["DPPORTAL_STATIC_ROOT"] == "/srv/static"
+    assert compose["services"]["migrate"]["environment"]["DJANGO_STATIC_ROOT"] == "/srv/static"
 
 
 def _expand(value: str) -> str:
