@@ -1,5 +1,6 @@
 """Deploy files: docker-compose.yml parses and wires nginx, gunicorn, the workers, MinIO, Redis and
-PostgreSQL; the settings read the environment it sets (PyYAML is not a dependency: a strict parser for the block-YAML subset used)."""
+PostgreSQL; the settings read the environment it sets
+(PyYAML is not a dependency: a strict parser for the block-YAML subset used)."""
 
 from __future__ import annotations
 
@@ -122,9 +123,10 @@ def test_the_nginx_service_fills_every_variable_of_the_shipped_config(compose):
     template = (ROOT / "deploy" / "nginx.conf").read_text()
     assert set(re.findall(r"\$\{([A-Z_]+)\}", template)) == set(nginx["environment"])
     assert "./deploy/nginx.conf:/etc/nginx/templates/default.conf.template:ro" in nginx["volumes"]
-    assert nginx["environment"]["DPPORTAL_UPSTREAM"] == "web:8000" and "0.0.0.0:8000" in compose["services"]["web"][
-        "command"
-    ]
+    assert (
+        nginx["environment"]["DPPORTAL_UPSTREAM"] == "web:8000"
+        and "0.0.0.0:8000" in compose["services"]["web"]["command"]
+    )
     # the body limit is the upload limit + the 1 MB of multipart slack the application allows
     upload = int(compose["services"]["web"]["environment"]["DPPORTAL_MAX_UPLOAD_BYTES"])
     assert upload == settings.DPPORTAL_MAX_UPLOAD_BYTES  # the default, stated where nginx's limit is derived
