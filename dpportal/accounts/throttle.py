@@ -1,7 +1,14 @@
 """Login throttle: failed logins (web form and ``POST /api/auth/token/``) are counted per client address
 and username, and per client address, over a sliding window; past the limit, a login is refused before
 the password is checked (no hashing: a guessing client cannot load the server). Counts live in the
-database, so every web process shares them; no external service."""
+database, so every web process shares them; no external service.
+
+The count is taken atomically: :func:`admit` first records the attempt (one committed row per scope,
+as if it had failed) and only then counts the rows in the window, its own included. Of attempts racing
+each other, the k-th to record its row counts at least k rows, so at most the limit are admitted to a
+password check however many arrive at once (counting first and recording after the check let 17 of 28
+concurrent guesses through a limit of 10). A refused attempt removes its rows; an admitted one keeps
+them as its failure, and a success removes them."""
 
 from __future__ import annotations
 
@@ -53,6 +60,26 @@ def retry_after(request, username) -> int:
     return math.ceil(wait) if wait > 0 else 0
 
 
+ATTEMPT = "_dpportal_login_attempt"  # request attribute: the rows an admitted attempt recorded
+
+
+def admit(request, username) -> int:
+    """Record this login attempt and count it: 0 if it may check a password (its rows stay, counted as a
+    failure until a success removes them), else the seconds to wait (nothing recorded, nothing checked)."""
+    now = timezone.now()
+    window = timedelta(seconds=settings.DPPORTAL_LOGIN_WINDOW_SECONDS)
+    limit = settings.DPPORTAL_LOGIN_MAX_FAILURES
+    scopes = _scopes(request, username)
+    LoginFailure.objects.filter(scope__in=scopes, at__lt=now - window).delete()
+    mine = [LoginFailure.objects.create(scope=s, at=now).pk for s in scopes]  # each committed on its own
+    for scope, most in zip(scopes, (limit * PER_ADDRESS_FACTOR, limit)):
+        if LoginFailure.objects.filter(scope=scope, at__gte=now - window).count() > most:
+            LoginFailure.objects.filter(pk__in=mine).delete()
+            return max(retry_after(request, username), 1)
+    setattr(request, ATTEMPT, mine)
+    return 0
+
+
 def refusal(seconds: int) -> str:
     minutes = max(1, math.ceil(seconds / 60))
     return (
@@ -62,8 +89,8 @@ def refusal(seconds: int) -> str:
 
 
 def _record_failure(sender, credentials, request=None, **kwargs):
-    if request is None:
-        return
+    if request is None or getattr(request, ATTEMPT, None):
+        return  # admitted by admit(): its rows already count as this failure
     now = timezone.now()
     scopes = _scopes(request, credentials.get("username"))
     LoginFailure.objects.filter(
@@ -78,9 +105,16 @@ def forget_old(now=None) -> int:
     return LoginFailure.objects.filter(at__lt=cutoff).delete()[0]
 
 
+def succeeded(request, user) -> None:
+    """The password was right: the attempt's rows and the failures for this address and username go."""
+    LoginFailure.objects.filter(pk__in=getattr(request, ATTEMPT, None) or []).delete()
+    LoginFailure.objects.filter(scope=_scopes(request, user.get_username())[1]).delete()
+    setattr(request, ATTEMPT, None)
+
+
 def _clear_on_success(sender, request, user, **kwargs):
     if request is not None:
-        LoginFailure.objects.filter(scope=_scopes(request, user.get_username())[1]).delete()
+        succeeded(request, user)
 
 
 def connect():

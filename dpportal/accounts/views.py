@@ -22,7 +22,7 @@ class LoginView(auth_views.LoginView):
     often for this username (or at all)."""
 
     def post(self, request, *args, **kwargs):
-        wait = throttle.retry_after(request, request.POST.get("username"))
+        wait = throttle.admit(request, request.POST.get("username"))  # recorded and counted atomically
         if wait:
             form = self.get_form_class()(request, initial={"username": request.POST.get("username", "")[:150]})
             form.cleaned_data = {}  # unbound: nothing is authenticated

@@ -17,14 +17,22 @@ from mechanisms import safejson
 from .models import Token, TokenRefused
 
 
+DEFAULT_RETRY_AFTER = 60  # seconds a 429 asks the client to wait when the refusal names no time
+
+
 class ApiError(Exception):
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, *, retry_after: int | None = None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
-def error(message: str, status: int) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status)
+def error(message: str, status: int, *, retry_after: int | None = None) -> JsonResponse:
+    """The JSON error; every 429 carries ``Retry-After`` (seconds)."""
+    resp = JsonResponse({"error": message}, status=status)
+    if status == 429:
+        resp["Retry-After"] = str(max(int(retry_after or DEFAULT_RETRY_AFTER), 1))
+    return resp
 
 
 def json_body(request) -> dict:
@@ -74,7 +82,7 @@ def api_view(*methods: str, auth: bool = True):
             except Http404:
                 return error("not found", 404)
             except (ApiError, TokenRefused) as exc:
-                return error(str(exc), exc.status)
+                return error(str(exc), exc.status, retry_after=getattr(exc, "retry_after", None))
 
         return wrapper
 

@@ -117,12 +117,13 @@ def token(request):
     if not isinstance(username, str) or not isinstance(password, str) or not username or not password:
         raise ApiError("send username and password")
     name = check_name(data.get("name", DEFAULT_NAME))
-    wait = throttle.retry_after(request, username)
+    wait = throttle.admit(request, username)  # recorded and counted atomically
     if wait:
-        raise ApiError(throttle.refusal(wait), 429)
+        raise ApiError(throttle.refusal(wait), 429, retry_after=wait)
     user = authenticate(request, username=username, password=password)
     if user is None:
         raise ApiError("wrong username or password", 400)
+    throttle.succeeded(request, user)
     if must_change_password(user):
         raise ApiError("this is a one-time password: sign in at /accounts/login/ and choose your own first", 403)
     return JsonResponse({"token": Token.issue(user, name=name), "name": name}, status=201)

@@ -109,3 +109,40 @@ def test_any_username_text_is_counted_without_storing_it(user):
     for name in ("nul\x00name", "x" * 5000, "\u202eadmin"):
         assert _web("wrong", username=name).status_code == 200
     assert not any("nul" in scope or "admin" in scope for scope in LoginFailure.objects.values_list("scope", flat=True))
+
+
+def test_concurrent_guesses_check_at_most_the_limit_and_every_429_says_when_to_retry():
+    """28 wrong guesses at once (web form and token endpoint) with a limit of 10, on a SQLite file
+    database: the attempt is recorded before it is counted, so at most 10 passwords are checked; every
+    refusal is a 429 with Retry-After, none an error."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    driver = Path(__file__).with_name("login_race.py")
+    with tempfile.TemporaryDirectory(prefix="dpportal-loginrace-") as tmp:
+        env = {**os.environ, "DPPORTAL_DATA_DIR": tmp, "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3"}
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        proc = subprocess.run(
+            [sys.executable, str(driver), "--threads", "28", "--limit", "10"],
+            cwd=driver.parents[2],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    answers = result["answers"]
+    assert set(answers) <= {"200", "400", "429"}, answers  # form shown again, wrong password, or throttled
+    assert 1 <= result["password_checks"] <= 10, result
+    assert answers.get("429", 0) >= 18 and all(r and int(r) > 0 for r in result["retry_after"]), result
+
+
+def test_the_api_429_carries_retry_after(user):
+    for _ in range(3):
+        assert _api("wrong").status_code == 400
+    resp = _api(PASSWORD)
+    assert resp.status_code == 429 and int(resp["Retry-After"]) > 0
