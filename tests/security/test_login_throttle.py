@@ -111,6 +111,7 @@ def test_any_username_text_is_counted_without_storing_it(user):
     assert not any("nul" in scope or "admin" in scope for scope in LoginFailure.objects.values_list("scope", flat=True))
 
 
+@pytest.mark.slow
 def test_concurrent_guesses_check_at_most_the_limit_and_every_429_says_when_to_retry():
     """28 wrong guesses at once (web form and token endpoint) with a limit of 10, on a SQLite file
     database: the attempt is recorded before it is counted, so at most 10 passwords are checked; every
