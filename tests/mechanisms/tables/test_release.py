@@ -88,8 +88,8 @@ def test_the_tables_release_publishes_the_contract_with_exact_consistent_tables(
 
 def test_non_negative_tables_come_from_one_model_and_the_synthetic_file_reproduces_them():
     """A rare category (2%) at epsilon 0.3: some unbiased cells are negative; the non-negative tables are the
-    Private-PGM model's (consistent, total n) and the file drawn from it matches them within 1% of n per cell
-    (the rows are drawn with stratified rounding, not copied: the stated tolerance)."""
+    Private-PGM model's (consistent, total n) and a file of n rows drawn from it matches them within 2 counts per
+    cell (the model's counts are not whole: rows are drawn with stratified rounding; 1.0-1.3 measured)."""
     raw = _raw()
     mech = TablesRelease(SCHEMA, epsilon=0.3, delta=1e-6, tables="a,b;a,c", nonnegative=True, noise=Noise.seeded(1))
     out = mech.fit(TableSource.from_frame(SCHEMA, raw)).tables()
@@ -103,7 +103,7 @@ def test_non_negative_tables_come_from_one_model_and_the_synthetic_file_reproduc
     )
     syn = mech.sample(2000)
     got = _true(syn, ["a", "c"], mech.spec)
-    assert np.abs(got - _column(ac, "estimate")).max() <= 20
+    assert np.abs(got - _column(ac, "estimate")).max() <= 2
 
 
 def test_the_summary_round_trip_gives_the_same_tables():
