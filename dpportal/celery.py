@@ -7,7 +7,10 @@ import os
 from celery import Celery
 from celery.signals import worker_process_init
 
+from dpportal.private import restrict_umask
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
+restrict_umask()  # release files, summaries, reports: private to the service user (dpportal/private.py)
 
 app = Celery("dpportal")
 app.config_from_object("django.conf:settings", namespace="CELERY")

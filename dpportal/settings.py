@@ -13,6 +13,7 @@ from pathlib import Path
 from kombu import Queue
 
 from .env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
+from .private import private_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -242,4 +243,6 @@ for _d in (
     UPLOAD_DIR / "tmp",
 ):
     _d.mkdir(parents=True, exist_ok=True)
+for _d in (DATA_DIR, UPLOAD_DIR, UPLOAD_DIR / "tmp", RELEASE_DIR, BROKER_DIR):
+    private_dir(_d)  # 0700 (dpportal/private.py): nothing below it can be reached by another user
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "tmp")

@@ -22,6 +22,7 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
+from dpportal.private import private_file
 from mechanisms.draft import RARE_K, draft_schema, rare_categories
 from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_header, check_text
 from mechanisms.source import read_raw_csv
@@ -276,6 +277,7 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
         info = inspect_csv(tmp, limits)
         draft = draft_for(tmp, info, markers)
         os.replace(tmp, final)
+        private_file(final)  # 0600 whatever the process's umask (dpportal/private.py)
         with transaction.atomic():
             return Dataset.objects.create(
                 owner=owner,
