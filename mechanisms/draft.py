@@ -36,47 +36,6 @@ DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-re
 # epsilon 1, delta 1e-6 on a table of this width (below it, MST merges cells anyway and the finer ones only
 # spread noise: docs/benchmarks/fidelity.md). 32,561 rows x 15 columns: 214 cells; 4,521 x 17: 28.
 REFERENCE_EPSILON, REFERENCE_DELTA = 1.0, 1e-6
-NICE_MANTISSAS = (1, 2, 5)  # round steps: 1, 2, 5, 10, 20, 50, ... times a power of ten
-
-
-def round_step(span: float) -> float:
-    """The largest 1-2-5 number (1, 2, 5, 10, 20, ...) at most half of ``span`` (> 0)."""
-    target = span / 2
-    exp = math.floor(math.log10(target))
-    best = 10.0 ** (exp - 1)
-    for e in (exp - 1, exp):
-        for m in NICE_MANTISSAS:
-            if m * 10.0**e <= target * (1 + 1e-12):
-                best = max(best, m * 10.0**e)
-    return best
-
-
-def round_bounds(lo: float, hi: float, *, integer: bool, bins: int = DEFAULT_BINS) -> tuple[float, float]:
-    """Suggested public bounds for data in [lo, hi], rounded OUTWARD to round numbers so that a hurried
-    confirmation does not publish the exact extremes (e.g. ages 17-90 -> 0-100).
-
-    Rule: the step is the largest 1-2-5 number at most half the data's range (range 73 -> step 20;
-    range 1.2M -> 500k); the lower bound is rounded down and the upper bound up to a multiple of it.
-    Each end moves by less than one step, so the bounds span less than twice the data's range. Integer
-    columns holding at most ``bins`` distinct values (codes of a scale such as 1-5, one bin per value) keep
-    their exact bounds: widening them would only add empty cells; review them like every suggestion. Still a SUGGESTION
-    computed from the data: the steward confirms it as public knowledge or replaces it.
-    """
-    if hi <= lo:
-        return (float(math.floor(lo)) - 1.0, float(math.ceil(hi)) + 1.0) if integer else (lo - 1.0, hi + 1.0)
-    if integer and math.floor(hi) - math.ceil(lo) + 1 <= bins:
-        return float(math.floor(lo)), float(math.ceil(hi))
-    step = round_step(hi - lo)
-    digits = max(0, -math.floor(math.log10(step))) + 1  # clean decimals: 0.30000000000000004 -> 0.3
-    lower = round(math.floor(lo / step) * step, digits)
-    upper = round(math.ceil(hi / step) * step, digits)
-    lower = lower if lower <= lo else round(lower - step, digits)  # float rounding never cuts the data off
-    upper = upper if upper >= hi else round(upper + step, digits)
-    if integer:
-        lower, upper = float(math.floor(lower)), float(math.ceil(upper))
-    return float(lower), float(upper)
-
-
 # Draft heuristics (suggestions only). Their reasons:
 CODE_NAME = re.compile(r"(^|[^a-z])(code|codes|recode|cd|id|zip|fips|naics|sic|icd|soc)([^a-z]|$)", re.IGNORECASE)
 SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% (and RARE_K rows) of a wide numeric column is a point mass
@@ -223,9 +182,7 @@ def resolvable_cells(rows: int, columns: int) -> int:
 def _draft_numeric(
     name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool, max_cells: int
 ) -> Column:
-    lo, hi = round_bounds(
-        *np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10, MAX_ABS_BOUND / 10), integer=integer
-    )  # within the bound limit
+    lo, hi = suggested_bounds(name, finite, integer=integer)
     kind = "integer" if integer else "continuous"
     fill = lo if has_missing else None
     span = int(hi - lo) + 1 if integer else 0
@@ -234,6 +191,8 @@ def _draft_numeric(
     counts = finite.value_counts()
     least = max(SPECIAL_MIN_SHARE * len(finite), RARE_K, SPECIAL_OVER_MEDIAN * float(counts.median()))
     special = tuple(float(v) for v, k in counts.head(MAX_DRAFT_SPECIAL).items() if k >= least and lo <= v <= hi)
+    top = top_code(finite, counts)
+    special += (top,) if top is not None and top not in special else ()
     rest = finite[~finite.isin(special)]
     pivot = 0.0 if lo < 0 < hi else lo
     skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE
@@ -258,6 +217,72 @@ def _draft_numeric(
         decimals=decimals,
         step=step,
     )
+
+
+# Natural domains (public knowledge a statistician would name): a column whose name says what it counts and
+# whose values all lie in the domain is suggested the domain. Names are matched lower-case, with every run of
+# characters other than letters and digits read as a space.
+NATURAL_DOMAINS = (
+    (re.compile(r"\bhours?\b.*\b(week|wk)\b|\bhrs? per (week|wk)\b"), 0, 99, True, "hours per week"),
+    (re.compile(r"\bweeks?\b"), 0, 52, True, "weeks in a year"),
+    (re.compile(r"\bmonth\b"), 1, 12, True, "month of the year"),
+    (re.compile(r"\b(weekday|day of (the )?week)\b"), 1, 7, True, "day of the week"),
+    (re.compile(r"\bday\b"), 1, 31, True, "day of the month"),
+    (re.compile(r"\bhour\b"), 0, 23, True, "hour of the day"),
+    (re.compile(r"\b(percent|percentage|pct)\b|%"), 0, 100, False, "a percentage"),
+    (re.compile(r"\b(probability|proportion|fraction)\b"), 0, 1, False, "a proportion"),
+)
+NATURAL_MIN_SPAN = 0.5  # ... and whose values span at least half of it (a 1-4 rate named "pct" is no percentage)
+TOP_CODE_GAP = 0.25  # a point mass at the maximum this share of the range above the next value: a top code
+
+
+def natural_domain(name: str, lo: float, hi: float, *, integer: bool) -> tuple[float, float, str] | None:
+    """The natural domain (lower, upper, what it is) of a column named ``name`` whose values lie in
+    [lo, hi], or None: weeks worked 0-52, hours per week 0-99, month 1-12, a percentage 0-100, ... when
+    the values span at least ``NATURAL_MIN_SPAN`` of it (a domain for integers also needs integer values;
+    hours per week above 99 get 0-168, the hours in a week; a zero-based weekday 0-6). Public knowledge,
+    suggested for the steward to confirm."""
+    text = re.sub(r"[^a-z0-9%]+", " ", name.lower())
+    for pattern, low, high, whole, what in NATURAL_DOMAINS:
+        if not pattern.search(text) or (whole and not integer):
+            continue
+        if what == "hours per week" and hi > high:
+            high = 168
+        if what == "day of the week" and lo == 0:
+            low, high = 0, 6
+        if low <= lo and hi <= high and hi - lo >= NATURAL_MIN_SPAN * (high - low):
+            return float(low), float(high), what
+    return None
+
+
+def suggested_bounds(name: str, finite: pd.Series, *, integer: bool) -> tuple[float, float]:
+    """Suggested bounds of a numeric column: its natural domain when the name and values make it obvious
+    (:func:`natural_domain`), else the data's minimum and maximum (a top code at the maximum stays the upper
+    bound, so no value above what the data holds is suggested). A SUGGESTION computed from the data: the
+    steward confirms it as public knowledge or replaces it."""
+    lo, hi = np.clip([float(finite.min()), float(finite.max())], -MAX_ABS_BOUND / 10, MAX_ABS_BOUND / 10)
+    natural = natural_domain(name, lo, hi, integer=integer)
+    if natural is not None:
+        return natural[0], natural[1]
+    if integer:
+        return float(math.floor(lo)), float(math.ceil(hi))
+    return float(lo), float(hi)
+
+
+def top_code(finite: pd.Series, counts: pd.Series | None = None) -> float | None:
+    """The maximum as a top code to suggest as a special value, or None: a point mass (at least ``RARE_K``
+    rows and ``SPECIAL_OVER_MEDIAN`` times the median count of a value) that is written as nines (99, 999,
+    99999) or lies ``TOP_CODE_GAP`` of the range above the next value (capital gains: 99999 in 48 rows,
+    the next value 41,310)."""
+    counts = finite.value_counts() if counts is None else counts
+    top = float(finite.max())
+    held = int(counts.get(top, 0))
+    if held < max(RARE_K, SPECIAL_OVER_MEDIAN * float(counts.median())) or len(counts) < 3:
+        return None
+    below = finite[finite < top]
+    lo, nxt = float(finite.min()), float(below.max())
+    nines = top >= 9 and float(top).is_integer() and set(str(int(top))) == {"9"}
+    return top if nines or top - nxt >= TOP_CODE_GAP * (top - lo) else None
 
 
 def _draft_step(finite: pd.Series, lower: float) -> float | None:

@@ -16,6 +16,7 @@ from dpportal.ledger import services as ledger
 from dpportal.releases import services as release_services
 from dpportal.releases.models import Release
 from mechanisms.dates import UNITS
+from mechanisms.draft import natural_domain
 from mechanisms.schema import KINDS
 
 from . import services
@@ -129,6 +130,22 @@ def _missing_output(dataset, schema, post) -> str:
     return (dataset.schema_draft or {}).get("missing_output") or ""
 
 
+def _bound_note(name: str, sug: dict) -> str:
+    """Where a suggested numeric range comes from, in words (a natural domain, or the data's extremes)."""
+    if sug.get("kind") not in ("continuous", "integer") or sug.get("lower") is None or sug.get("granularity"):
+        return ""
+    lo, hi = sug["lower"], sug["upper"]
+    natural = natural_domain(name, lo, hi, integer=sug["kind"] == "integer")
+    note = (
+        f"the natural range of {natural[2]}"
+        if natural and (natural[0], natural[1]) == (lo, hi)
+        else "the data's minimum and maximum"
+    )
+    if hi in (sug.get("special") or ()):
+        note += f"; {hi:g} looks like a top code (many rows at the maximum, far above the rest)"
+    return note
+
+
 @login_required
 def dataset_schema(request, pk):
     dataset = dataset_for_owner(request.user, pk)
@@ -143,6 +160,7 @@ def dataset_schema(request, pk):
         r["dpcat"] = dp_categories.get(r["name"])
         cats = r["cur"].get("categories") or [] if r["cur"].get("kind") == "categorical" else []
         r["marker_labels"] = [c for c in cats if c and c in markers]  # a marker kept as a category: shown
+        r["bound_note"] = _bound_note(r["name"], r["suggested"] or {}) if dataset.draft_source == "data" else ""
     bulk_note = None
     if request.method == "POST" and request.POST.get("bulk"):
         try:  # a bulk action edits the working values on the page; nothing is saved until "Confirm"

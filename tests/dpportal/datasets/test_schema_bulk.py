@@ -75,12 +75,12 @@ def test_a_pattern_that_matches_nothing_is_named(world):
     assert "no column name matches the pattern &#x27;zz*&#x27;" in page
 
 
-def test_bulk_set_numeric_kind_takes_the_rounded_suggested_bounds(world):
+def test_bulk_set_numeric_kind_takes_the_suggested_bounds(world):
     d = make_dataset(world.owner, text=WIDE, schema=None, budget=None)
     age = next(c for c in d.schema_draft["columns"] if c["name"] == "age")
-    assert (age["lower"], age["upper"]) == (0, 100)  # data 17..90, rounded outward
+    assert (age["lower"], age["upper"]) == (17, 90)  # data 17..90: the data's minimum and maximum
     page = _page(world, d, _post_from_page(d, {"bulk": "kind", "bulk_pattern": "age", "bulk_set_kind": "continuous"}))
-    assert 'name="col-4-lower" value="0' in page and 'name="col-4-upper" value="100' in page
+    assert 'name="col-4-lower" value="17' in page and 'name="col-4-upper" value="90' in page
 
 
 def test_confirming_still_needs_only_the_acknowledgement(world):
