@@ -282,7 +282,9 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict, dp_categories: dict | None
             "(bound estimates that hold under 90% of the values are not used)"
         )
     return (
-        f"Used the private estimates for {len(hit)} column(s): {_names(hit)}. Nothing is saved until "
+        f"Used the private estimates for {len(hit)} column(s): {_names(hit)}: their values now come from "
+        "the estimates alone. Their kinds, the marker that writes missing values and any suggested rules "
+        "are still suggestions from the data: keep them only as public knowledge. Nothing is saved until "
         "you confirm the schema."
     )
 

@@ -1,4 +1,4 @@
-""" "Use the private estimates" on the schema page: the schema it produces is a function of the DP output
+"""The schema page's "use the private estimates": the schema it produces is a function of the DP output
 (bounds estimate, category discovery) alone. Two neighbouring tables that differ in one record, whose
 missingness and minimum differ, give drafts that differ (the draft is not private), yet the same DP
 output applied on top of either draft gives the same schema, and the same seed for the DP step on the

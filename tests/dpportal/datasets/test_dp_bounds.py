@@ -58,6 +58,8 @@ def test_an_estimate_is_reserved_run_and_spent_then_used_on_the_schema_page(worl
     assert "Used the private estimates for 2 column(s): age, income" in page
     assert f'name="col-0-lower" value="{bounds["age"]["lower"]}"' in page
     assert f'name="col-0-upper" value="{bounds["age"]["upper"]}"' in page
+    assert f'name="col-0-fill" value="{bounds["age"]["lower"]}"' in page  # from the estimate, not the draft
+    assert "still suggestions from the data" in page
 
 
 def test_analysts_never_see_an_estimate(world):
