@@ -27,6 +27,7 @@ class Evaluation(models.Model):
     results = models.JSONField(null=True, blank=True)  # mechanisms.evaluation.utility.evaluate output
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # written while it runs (dpportal/jobs.py)
 
     def __str__(self) -> str:
         return f"evaluation of release {self.release_id} ({self.status})"
@@ -78,6 +79,7 @@ class RiskReport(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # written while it runs (dpportal/jobs.py)
 
     def __str__(self) -> str:
         return f"risk report of release {self.release_id} ({self.status})"

@@ -10,12 +10,12 @@ is logged as an error and flagged on the release page: it would mean an implemen
 from __future__ import annotations
 
 import logging
-import time
 
 import pandas as pd
 from django.conf import settings
 from django.utils import timezone
 
+from dpportal import jobs
 from dpportal.releases.models import Release
 from mechanisms import registry
 from mechanisms.noise import Noise
@@ -26,11 +26,7 @@ log = logging.getLogger(__name__)
 
 READ_MAX_ROWS = 200_000  # raw rows read; larger tables are sampled while streaming (the report uses fewer)
 READ_CHUNK_ROWS = 100_000
-PROGRESS_WRITE_INTERVAL = 0.5  # seconds between progress writes
-
-
-class Cancelled(Exception):
-    pass
+STRANDED_ADVICE = "Compute the risk report again from the release's dashboard page."
 
 
 def wanted(release: Release) -> bool:
@@ -84,7 +80,7 @@ def compute(
         started_at=timezone.now(),
         finished_at=None,
     )
-    write = _Progress(rr.pk)
+    write = jobs.Progress(RiskReport, rr.pk, deadline_seconds=settings.CELERY_TASK_SOFT_TIME_LIMIT)
     noise = noise if noise is not None else Noise.secure_backend()
     try:
         schema = release.public_schema()
@@ -136,7 +132,7 @@ def compute(
                 release.epsilon,
             )
         _finish(rr, RiskReport.DONE, results=results, guarantee_failed=bool(results["guarantee_failed"]))
-    except Cancelled:
+    except jobs.Cancelled:
         _finish(rr, RiskReport.CANCELLED)
     except Exception as exc:  # noqa: BLE001 - recorded and shown as "risk report failed"
         log.exception("release %s: risk report failed", release.pk)
@@ -160,40 +156,24 @@ def _prepared_frame(release: Release, schema, noise: Noise) -> tuple[pd.DataFram
     return pd.concat(parts, ignore_index=True), ""
 
 
-class _Progress:
-    """Writes progress at most every PROGRESS_WRITE_INTERVAL seconds and stops a cancelled report."""
-
-    def __init__(self, report_id: int):
-        self.report_id = report_id
-        self.last = 0.0
-
-    def __call__(self, fraction: float, stage: str) -> None:
-        now = time.monotonic()
-        if now - self.last < PROGRESS_WRITE_INTERVAL and fraction < 1.0:
-            return
-        self.last = now
-        if RiskReport.objects.filter(pk=self.report_id, cancel_requested_at__isnull=False).exists():
-            raise Cancelled()
-        RiskReport.objects.filter(pk=self.report_id).update(
-            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]
-        )
-
-
 def _finish(rr: RiskReport, status: str, *, results=None, error: str = "", guarantee_failed: bool = False) -> None:
-    RiskReport.objects.filter(pk=rr.pk).update(
-        status=status,
+    jobs.finish(
+        RiskReport,
+        rr.pk,
+        status,
         progress=1.0,
-        stage=status,
         error=error or "",
         results=results,
         guarantee_failed=guarantee_failed,
-        finished_at=timezone.now(),
     )
 
 
-def _reload(rr: RiskReport) -> RiskReport:
-    rr.refresh_from_db()
-    return rr
+_reload = jobs.reload
+
+
+def fail_stranded(report_id: int, now=None) -> bool:
+    """A running report whose worker vanished (no heartbeat): failed (the sweep, ``dpportal.jobs``)."""
+    return jobs.fail_stranded(RiskReport, report_id, now, advice=STRANDED_ADVICE)
 
 
 def report_of(release: Release) -> RiskReport | None:

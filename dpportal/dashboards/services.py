@@ -8,13 +8,14 @@ never fails the release. Results are NOT private (computed from the raw data): s
 from __future__ import annotations
 
 import logging
-import time
 from typing import Callable
 
 import numpy as np
 import pandas as pd
+from django.conf import settings
 from django.utils import timezone
 
+from dpportal import jobs
 from dpportal.releases.models import Release
 from mechanisms.schema import Schema
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 
 EVAL_MAX_REAL_ROWS = 200_000  # real rows read for evaluation; larger tables are sampled while streaming
 EVAL_CHUNK_ROWS = 100_000
-PROGRESS_WRITE_INTERVAL = 0.5  # seconds between progress writes (keeps the database quiet)
+STRANDED_ADVICE = "Evaluate the release again from its dashboard page."
 MAX_GUESSED_TARGET_LEVELS = 20  # a guessed TSTR target must be a categorical column with few levels
 FAST = True  # the worker uses the fast TSTR settings (fewer rows and trees)
 
@@ -60,7 +61,7 @@ def evaluate_release(
     Evaluation.objects.filter(pk=ev.pk).update(
         status=Evaluation.RUNNING, progress=0.0, stage="loading", error="", started_at=timezone.now(), finished_at=None
     )
-    write = _Progress(ev.pk, progress)
+    write = jobs.Progress(Evaluation, ev.pk, extra=progress, deadline_seconds=settings.CELERY_TASK_SOFT_TIME_LIMIT)
     try:
         schema = release.public_schema()
         target, source = release_target(release, schema)
@@ -205,39 +206,16 @@ def _synthetic_frame(release: Release, schema: Schema, frame: pd.DataFrame | Non
     return tables.prepare_table(schema, frame, synthetic=True)
 
 
-class _Progress:
-    def __init__(self, evaluation_id: int, extra: ProgressFn | None):
-        self.evaluation_id = evaluation_id
-        self.extra = extra
-        self.last = 0.0
-
-    def __call__(self, fraction: float, stage: str, *, force: bool = False) -> None:
-        if self.extra is not None:
-            self.extra(fraction, stage)
-        now = time.monotonic()
-        if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
-            return
-        self.last = now
-        Evaluation.objects.filter(pk=self.evaluation_id).update(
-            progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]
-        )
-
-
 def _finish(ev: Evaluation, status: str, *, results=None, error: str = "", target: str = "") -> None:
-    Evaluation.objects.filter(pk=ev.pk).update(
-        status=status,
-        progress=1.0,
-        stage=status,
-        error=error or "",
-        results=results,
-        target=target,
-        finished_at=timezone.now(),
-    )
+    jobs.finish(Evaluation, ev.pk, status, progress=1.0, error=error or "", results=results, target=target)
 
 
-def _reload(ev: Evaluation) -> Evaluation:
-    ev.refresh_from_db()
-    return ev
+_reload = jobs.reload
+
+
+def fail_stranded(evaluation_id: int, now=None) -> bool:
+    """A running evaluation whose worker vanished (no heartbeat): failed (the sweep, ``dpportal.jobs``)."""
+    return jobs.fail_stranded(Evaluation, evaluation_id, now, advice=STRANDED_ADVICE)
 
 
 # --------------------------------------------------------------------------------------------------

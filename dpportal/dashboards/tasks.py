@@ -1,5 +1,9 @@
 """Celery tasks of the evaluation queue and the entry points that queue them. Thin: a primary key in,
-the service does the work (``services`` for the utility evaluation, ``risk`` for the risk report)."""
+the service does the work (``services`` for the utility evaluation, ``risk`` for the risk report).
+
+While a task runs, its row's heartbeat is written (``dpportal.jobs.heartbeat``). A task whose process
+dies is not sent again (``reject_on_worker_lost=False``: a report that killed its worker, e.g. out of
+memory, would kill the next one too); the sweep fails its row once the heartbeat is stale."""
 
 from __future__ import annotations
 
@@ -7,20 +11,23 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from dpportal import jobs
 from dpportal.releases.models import Release
 
 from . import risk, services
 from .models import Evaluation, RiskReport
 
 
-@shared_task(ignore_result=True)
+@shared_task(ignore_result=True, acks_late=True, reject_on_worker_lost=False)
 def evaluate_release_task(release_id: int) -> None:
-    services.evaluate_finished_release(release_id)
+    with jobs.heartbeat(Evaluation, release_id=release_id):
+        services.evaluate_finished_release(release_id)
 
 
-@shared_task(ignore_result=True)
+@shared_task(ignore_result=True, acks_late=True, reject_on_worker_lost=False)
 def risk_report_task(release_id: int) -> None:
-    risk.risk_report_finished_release(release_id)
+    with jobs.heartbeat(RiskReport, release_id=release_id):
+        risk.risk_report_finished_release(release_id)
 
 
 def request_reevaluation(release: Release) -> Evaluation:

@@ -20,23 +20,20 @@ from mechanisms.rules import sample_conforming
 from mechanisms.runner import Release as RunnerRelease
 from mechanisms.runner import build, run
 
+from dpportal import jobs
+from dpportal.jobs import Cancelled
+
+from dpportal import storage
+
 from ..models import Release
 from .settlement import fail_running, finish
 
 log = logging.getLogger(__name__)
 
-PROGRESS_WRITE_INTERVAL = 0.5  # seconds between progress writes to the database (keeps the DB quiet)
 # Overall progress bands: loading, fitting (mechanism's own progress), sampling, writing files
 BAND_FIT = (0.05, 0.80)
 BAND_SAMPLE = 0.85
 BAND_WRITE = 0.95
-
-
-class Cancelled(Exception):
-    """Raised inside a running job (by its progress callback) once the steward asked to cancel it."""
-
-    def __init__(self, release_id: int):
-        super().__init__(f"cancelled by the steward (release {release_id})")
 
 
 def claim(release_id: int) -> bool:
@@ -57,31 +54,15 @@ def fail_abandoned(release_id: int) -> bool:
 
 
 def _raise_if_cancelled(release_id: int) -> None:
-    if Release.objects.filter(pk=release_id, cancel_requested_at__isnull=False).exists():
-        raise Cancelled(release_id)
+    Progress(release_id).raise_if_cancelled()
 
 
-class Progress:
-    """A running release's progress callback: writes at most every PROGRESS_WRITE_INTERVAL seconds and
-    raises :class:`Cancelled` once the steward asked to cancel."""
+class Progress(jobs.Progress):
+    """A running release's progress callback (``dpportal.jobs.Progress`` on its row): raises Cancelled
+    once the steward asked to cancel; ``.band(*BAND_FIT)`` is the fit's part."""
 
     def __init__(self, release_id: int):
-        self.release_id = release_id
-        self.last = 0.0
-
-    def __call__(self, fraction: float, stage: str, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last < PROGRESS_WRITE_INTERVAL:
-            return
-        self.last = now
-        if not Release.objects.filter(
-            pk=self.release_id, status=Release.RUNNING, cancel_requested_at__isnull=True
-        ).update(progress=round(min(max(fraction, 0.0), 1.0), 4), stage=stage[:200]):
-            _raise_if_cancelled(self.release_id)
-
-    def fit(self, fraction: float, stage: str) -> None:
-        lo, hi = BAND_FIT
-        self(lo + (hi - lo) * fraction, stage)
+        super().__init__(Release, release_id)
 
 
 def execute_synthesis(release_id: int) -> None:
@@ -105,6 +86,7 @@ def execute_synthesis(release_id: int) -> None:
                 save_summary(result.mechanism.summary(), fh)
         shutil.rmtree(workdir, ignore_errors=True)
         os.replace(tmpdir, workdir)  # outputs appear all at once, never half-written
+        storage.publish_dir(workdir)  # to the object store, when one is configured (dpportal/storage.py)
         rel = workdir.relative_to(settings.DATA_DIR)
         report = release.parent.report if release.is_draw else _report(result)
         finish(
@@ -178,7 +160,7 @@ def _fit_and_sample(release: Release, progress: Progress) -> RunnerRelease:
         delta=release.delta,
         params=release.params,
         noise=Noise.secure_backend(),
-        progress=progress.fit,
+        progress=progress.band(*BAND_FIT),
     )
     source = release.dataset.source(schema)
     result = run(mech, source, release.rows, on_data_access=lambda: mark_data_touched(release.pk))

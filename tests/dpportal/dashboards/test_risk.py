@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 import mechanisms.risk as mrisk
+from dpportal import jobs
 from dpportal.dashboards import risk, tasks
 from dpportal.dashboards.models import RiskReport
 from dpportal.releases import services as release_services
@@ -152,7 +153,7 @@ def test_a_cancel_stops_a_running_report_at_its_next_progress_point(world, monke
     def refit_then_cancel(*a, **kw):  # the steward presses cancel while the first refit runs
         seen.append(1)
         RiskReport.objects.filter(release=release).update(cancel_requested_at=timezone.now())
-        monkeypatch.setattr(risk, "PROGRESS_WRITE_INTERVAL", 0.0)
+        monkeypatch.setattr(jobs, "PROGRESS_WRITE_INTERVAL", 0.0)
         return real_refit(*a, **kw)
 
     monkeypatch.setattr(mrisk.refit, "fit_and_sample", refit_then_cancel)

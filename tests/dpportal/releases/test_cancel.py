@@ -4,6 +4,7 @@ In-process here; tests/e2e/test_jobs_live.py does it with a real worker."""
 
 from __future__ import annotations
 
+from dpportal import jobs
 from dpportal.datasets.models import Dataset
 from dpportal.ledger import services as ledger
 from dpportal.ledger.models import LedgerEntry
@@ -80,7 +81,7 @@ def test_a_running_release_cancelled_after_reading_data_stops_at_the_next_progre
 
 def test_the_cancel_check_is_what_stops_the_job(world, monkeypatch):
     """The broken variant: a progress callback that ignores the cancel request lets the job finish."""
-    monkeypatch.setattr(services.worker, "_raise_if_cancelled", lambda release_id: None)
+    monkeypatch.setattr(jobs.Progress, "raise_if_cancelled", lambda self: None)
     release = _plan(world)
     assert services.claim(release.pk)
     services.cancel(release)

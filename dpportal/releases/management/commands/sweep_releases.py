@@ -1,16 +1,17 @@
-"""``manage.py sweep_releases``: fail and settle releases whose worker vanished (see sweeper.py)."""
+"""``manage.py sweep_releases``: fail and settle jobs whose worker vanished, of every kind (see sweeper.py)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
 from dpportal.releases.leftovers import sweep_files
-from dpportal.releases.sweeper import run_loop, stale_seconds, sweep
+from dpportal.releases.sweeper import run_loop, stale_seconds, sweep_jobs
 
 
 class Command(BaseCommand):
     help = (
-        "Fail and settle running releases with no heartbeat for DPPORTAL_STALE_SECONDS (spent if data was read); "
+        "Fail and settle running jobs (releases, draws, bounds, evaluations, risk reports) with no heartbeat for "
+        "DPPORTAL_STALE_SECONDS (a release: spent if data was read, refunded otherwise); "
         "remove files killed processes left (dpportal/releases/leftovers.py)."
     )
 
@@ -26,11 +27,11 @@ class Command(BaseCommand):
         if loop:
             run_loop(parent)
             return
-        failed = sweep()
-        self.stdout.write(
-            f"{len(failed)} stranded release(s) failed and settled (no heartbeat for "
-            f"{stale_seconds():g} s){': ' + ', '.join(map(str, failed)) if failed else ''}"
-        )
+        for kind, failed in sweep_jobs().items():
+            self.stdout.write(
+                f"{len(failed)} stranded {kind}(s) failed and settled (no heartbeat for "
+                f"{stale_seconds():g} s){': ' + ', '.join(map(str, failed)) if failed else ''}"
+            )
         removed = sweep_files()
         self.stdout.write(
             f"{len(removed)} leftover file(s) removed (upload temporaries, unnamed raw files, release work folders)"
