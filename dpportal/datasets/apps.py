@@ -17,6 +17,8 @@ def _remove_raw_file(sender, instance, **kwargs):
     """A dataset deleted (the admin, a shell) takes its raw file with it, once the deletion commits."""
     from django.db import transaction
 
+    from dpportal import storage
+
     if instance.file_path:
-        path = instance.raw_path()
-        transaction.on_commit(lambda: path.unlink(missing_ok=True))
+        key = instance.file_path
+        transaction.on_commit(lambda: storage.delete(key))

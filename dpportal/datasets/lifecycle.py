@@ -13,6 +13,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from dpportal import storage
+
 from .models import Dataset
 
 
@@ -42,14 +44,13 @@ def delete_raw(dataset: Dataset) -> Dataset:
                 f"release(s) {busy} are still queued or running and read the raw data: "
                 "wait until they finish, then delete"
             )
-        path = locked.raw_path() if locked.file_path else None
+        key = locked.file_path
         locked.raw_deleted_at = timezone.now()
         locked.file_path = ""
         locked.schema_draft = None
         locked.save(update_fields=["raw_deleted_at", "file_path", "schema_draft"])
     # the row says "deleted" before the file goes: a crash in between leaves an orphan file, never a
     # dataset that claims raw data it no longer has
-    if path is not None:
-        path.unlink(missing_ok=True)
+    storage.delete(key)  # this machine's copy and the object store's
     dataset.refresh_from_db()
     return dataset

@@ -54,7 +54,10 @@ class Dataset(models.Model):
         return bool(self.file_path) and self.raw_deleted_at is None
 
     def raw_path(self) -> Path:
-        return Path(settings.DATA_DIR) / self.file_path
+        """The raw file on this machine, fetched from the object store when only it holds the file."""
+        from dpportal import storage
+
+        return storage.local_path(self.file_path)
 
     def read_kw(self) -> dict:
         return {"encoding": self.encoding, "sep": self.delimiter}

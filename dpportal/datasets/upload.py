@@ -22,6 +22,7 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
+from dpportal import storage
 from dpportal.private import private_file
 from mechanisms.draft import RARE_K, draft_schema, rare_categories
 from mechanisms.schema import DEFAULT_MISSING_MARKERS, SchemaError, check_header, check_text
@@ -278,6 +279,7 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
         draft = draft_for(tmp, info, markers)
         os.replace(tmp, final)
         private_file(final)  # 0600 whatever the process's umask (dpportal/private.py)
+        storage.publish(final)  # to the object store, when one is configured (dpportal/storage.py)
         with transaction.atomic():
             return Dataset.objects.create(
                 owner=owner,
@@ -296,4 +298,6 @@ def store_upload(fileobj, *, owner, name: str, markers: list[str], limits: Limit
     except BaseException:
         for p in (tmp, final):
             p.unlink(missing_ok=True)
+        if storage.remote():
+            storage.delete(storage.key_for(final))
         raise

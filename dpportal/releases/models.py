@@ -102,10 +102,15 @@ class Release(models.Model):
         return Schema.from_dict(self.schema)
 
     def output_path(self) -> Path:
-        return Path(settings.DATA_DIR) / self.output_file
+        """The synthetic table on this machine (fetched from the object store when missing: dpportal/storage.py)."""
+        from dpportal import storage
+
+        return storage.local_path(self.output_file)
 
     def summary_path(self) -> Path:
-        return Path(settings.DATA_DIR) / self.summary_file
+        from dpportal import storage
+
+        return storage.local_path(self.summary_file)
 
     def storage_dir(self) -> Path:
         return Path(settings.RELEASE_DIR) / str(self.pk)
