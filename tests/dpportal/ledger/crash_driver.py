@@ -6,6 +6,8 @@
     plan-bad         plan a release whose parameters the worker cannot build
     redeliver ID     send the task message for release ID again
     state ID         the release's state and its ledger
+    setup-risk       migrate, a steward + ready dataset, a finished release (run here), its risk report queued
+    risk-state ID    the risk report's state of release ID
 
 Settings come from the environment (DATABASE_URL, DPPORTAL_DATA_DIR, CELERY_BROKER_URL).
 """
@@ -71,6 +73,24 @@ def command(argv: list[str]) -> dict:
 
         run_release.delay(int(argv[1]))
         return {"sent": int(argv[1])}
+    elif cmd == "setup-risk":
+        from django.core.management import call_command
+
+        from dpportal.dashboards.tasks import request_risk_report
+        from dpportal.releases import services as jobs
+
+        call_command("migrate", verbosity=0)
+        owner = make_user("risk-steward", "pw-risk-123", role="steward")
+        release = plan(ready_dataset(owner), owner, epsilon="0.5")
+        assert jobs.claim(release.pk)
+        jobs.execute(release.pk)  # here, with the real fit
+        request_risk_report(Release.objects.get(pk=release.pk))  # sent to the evaluation queue at once
+        return {"release": release.pk}
+    elif cmd == "risk-state":
+        from dpportal.dashboards.models import RiskReport
+
+        rr = RiskReport.objects.get(release_id=int(argv[1]))
+        return {"status": rr.status, "stage": rr.stage, "error": rr.error}
     elif cmd == "state":
         r = Release.objects.get(pk=int(argv[1]))
         return {
