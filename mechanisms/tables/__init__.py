@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 
 from ..accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
-from ..base import Mechanism, ParamSpec
+from ..base import Mechanism, NoisyQuery, ParamSpec
 from ..source import TableSource
 from . import guide
 from .cells import Z95, table_json
 from .measured import measured_tables
-from .residual import Residuals, allocate, measure_residuals, replace_one_rho
+from .residual import Residuals, allocate, coordinates, helmert, measure_residuals, replace_one_rho
 from .spec import TableSpec, parse_tables
 
 __all__ = ["measured_tables", "TablesRelease", "parse_tables", "TableSpec", "tables_json"]
@@ -116,7 +116,28 @@ class TablesRelease(Mechanism):
         self.residuals = measure_residuals(table.counts, sizes, self.noise_plan(), table.n, self.noise)
         self.measured_rows = table.n
         self._model = None
+        self._noisy_queries = [
+            NoisyQuery(
+                coordinates(self.residuals.values[a], [self.residuals.sizes[c] for c in a]).ravel(),
+                s,
+                "gaussian",
+                dense=lambda frame, a=a: self._contributions(frame, a),
+            )
+            for a, s in self.residuals.sigmas.items()
+        ]
         self.progress(1.0, "tables measured")
+
+    def _contributions(self, frame: pd.DataFrame, attrs: tuple[str, ...]) -> np.ndarray:
+        """Each record's contribution to the residual coordinates U_A^T x_A (rows x coordinates): the Kronecker
+        product of the Helmert rows of its cells. For the risk report's implementation check
+        (:meth:`noisy_queries`); public maps of the record only."""
+        cells = self.schema.to_cells(frame)
+        out = np.ones((len(frame), 1))
+        for c in attrs:
+            idx = self.spec.cell_map(self.schema, c)[cells[:, self.schema.names.index(c)]]
+            rows = helmert(self.residuals.sizes[c])[idx]
+            out = (out[:, :, None] * rows[:, None, :]).reshape(len(frame), -1)
+        return out
 
     # -- post-processing -------------------------------------------------------------------------
     def tables(self) -> dict:
@@ -173,7 +194,8 @@ class TablesRelease(Mechanism):
                 "measurements, converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound",
                 "the tables' intervals are exact for the mechanism (Gaussian noise of known covariance); the "
                 "synthetic file is drawn from a model fitted to the tables: its other relations come from the "
-                "model's conditional-independence assumptions",
+                "model's conditional-independence assumptions; columns no table names are drawn evenly over their "
+                "cells",
             ),
             details={
                 "zcdp_rho": rho,

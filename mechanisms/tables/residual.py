@@ -158,6 +158,11 @@ def _along(tensor: np.ndarray, matrices: Sequence[np.ndarray]) -> np.ndarray:
     return tensor
 
 
+def coordinates(residual: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """The released coordinates w_A = U_A^T y_A of a residual y_A = U_A w_A (U_A^T U_A = I)."""
+    return _along(np.asarray(residual, dtype=np.float64), [helmert(k).T for k in sizes])
+
+
 @dataclass
 class Residuals:
     """The noisy residuals y_A = U_A w_A (tensors over A's cells) with their noise std sigma_A, the

@@ -207,3 +207,23 @@ def test_the_command_line_prints_the_tables_json(tmp_path):
     assert out["privacy"]["differentially_private"] is False  # seeded: tests only
     bad = subprocess.run(cmd + ["--table", "a,zz"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "'zz' is not a kept column" in bad.stderr
+
+
+class _NoiseOff(Noise):
+    def __init__(self):
+        super().__init__(secure=False, seed=0)
+
+    def gaussian_float(self, values, *, scale):
+        return np.asarray(values, dtype=np.float64)
+
+
+def test_the_noisy_queries_are_the_residual_coordinates_each_record_contributes_to():
+    """For the risk report's implementation check: with the noise off, every released residual coordinate is
+    the sum of the records' dense contributions, and its scale is the residual's noise std."""
+    raw = _raw(300)
+    mech = TablesRelease(SCHEMA, epsilon=1.0, delta=1e-6, tables="a,b;c/2", noise=_NoiseOff())
+    queries = mech.measure(TableSource.from_frame(SCHEMA, raw))
+    prepared = SCHEMA.prepare(raw)
+    assert [q.scale for q in queries] == list(mech.residuals.sigmas.values())
+    for q in queries:
+        assert q.noise == "gaussian" and np.allclose(q.dense(prepared).sum(axis=0), q.values, atol=1e-9)
