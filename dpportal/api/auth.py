@@ -59,13 +59,35 @@ def _article(message: str) -> str:
     return message if message.startswith("not ") else f"refused: {message}"
 
 
+def _head(wrapper, request, *args, **kwargs):
+    """HEAD answered like GET (status and headers, ``Content-Length`` of the GET body) without a body."""
+    request.method = "GET"
+    try:
+        resp = wrapper(request, *args, **kwargs)
+    finally:
+        request.method = "HEAD"
+    if resp.streaming:  # a file's Content-Length is set already; the file itself is closed with the response
+        resp.streaming_content = []
+    else:
+        length = len(resp.content)
+        resp.content = b""
+        resp["Content-Length"] = str(length)
+    return resp
+
+
 def api_view(*methods: str, auth: bool = True):
+    allowed = [*methods, "HEAD"] if "GET" in methods and "HEAD" not in methods else list(methods)
+
     def decorator(view):
         @csrf_exempt
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
+            if request.method == "HEAD" and "GET" in methods:
+                return _head(wrapper, request, *args, **kwargs)
             if request.method not in methods:
-                return error(f"method {request.method} not allowed; use {', '.join(methods)}", 405)
+                resp = error(f"method {request.method} not allowed; use {', '.join(allowed)}", 405)
+                resp["Allow"] = ", ".join(allowed)
+                return resp
             request.user = AnonymousUser()
             if auth:
                 header = request.META.get("HTTP_AUTHORIZATION", "")
