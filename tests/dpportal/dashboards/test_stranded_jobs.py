@@ -96,3 +96,27 @@ def test_the_progress_helper_writes_only_while_running_and_raises_once_cancelled
     with pytest.raises(jobs.Cancelled):
         progress(0.6, "next step")
     assert jobs.Progress(Release, world.release.pk).cancellable and not jobs.Progress(Evaluation, 1).cancellable
+
+
+@pytest.mark.parametrize("kind", ["release", "draw", "bounds"])
+def test_every_kind_stored_as_a_release_row_is_failed_and_settled_by_the_same_sweep(world, settings, kind):
+    from dpportal.ledger import services as ledger
+    from dpportal.releases import services as release_services
+    from dpportal.releases.models import Release
+
+    settings.DPPORTAL_STALE_SECONDS = 60
+    before = ledger.remaining(world.dataset)["epsilon"]["remaining"]
+    if kind == "draw":
+        row = release_services.draw_more(world.release, world.owner, 10)
+    elif kind == "bounds":
+        row = release_services.plan_bounds(world.dataset, world.owner, columns=[world.dataset.header[0]], epsilon="0.1")
+    else:
+        row = release_services.plan_release(
+            world.dataset, world.owner, release_services.ReleaseRequest("baseline", "0.1", "0", {}, 10)
+        )
+    assert release_services.claim(row.pk)
+    Release.objects.filter(pk=row.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    _sweep()
+    row.refresh_from_db()
+    assert row.status == Release.FAILED and "refunded" in row.error  # it never read the data
+    assert ledger.remaining(world.dataset)["epsilon"]["remaining"] == before
