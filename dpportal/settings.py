@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kombu import Queue
 
-from .env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
+from .env import EnvError, env_bool, env_float, env_int, env_list, env_str, parse_database_url
 from .private import private_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -22,6 +22,63 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DPPORTAL_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 UPLOAD_DIR = DATA_DIR / "uploads"
 RELEASE_DIR = DATA_DIR / "releases"
+
+# Object storage (dpportal/storage.py): with DPPORTAL_S3_BUCKET set, raw uploads, synthetic tables and
+# private summaries go to that S3-compatible bucket (credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+# or boto3's usual chain) and DATA_DIR is each machine's cache; unset, they stay under DATA_DIR.
+DPPORTAL_S3_BUCKET = env_str("DPPORTAL_S3_BUCKET").strip()
+DPPORTAL_S3_ENDPOINT_URL = env_str("DPPORTAL_S3_ENDPOINT_URL").strip() or None  # MinIO, Ceph, ...
+DPPORTAL_S3_REGION = env_str("DPPORTAL_S3_REGION", "us-east-1").strip()
+DPPORTAL_S3_PREFIX = env_str("DPPORTAL_S3_PREFIX").strip().strip("/")  # keys under this folder
+DPPORTAL_S3_SSE = env_str("DPPORTAL_S3_SSE").strip()  # server-side encryption: "", "AES256" or "aws:kms"
+DPPORTAL_S3_SSE_KMS_KEY_ID = env_str("DPPORTAL_S3_SSE_KMS_KEY_ID").strip()
+if DPPORTAL_S3_SSE not in ("", "AES256", "aws:kms"):
+    raise EnvError(f"DPPORTAL_S3_SSE must be empty, AES256 or aws:kms, got DPPORTAL_S3_SSE={DPPORTAL_S3_SSE!r}")
+
+
+def s3_storage(bucket: str, endpoint_url=None, region="us-east-1", prefix="", sse="", kms_key_id="") -> dict:
+    """STORAGES["dpportal"] for a bucket: files overwrite (keys are unique), private, multipart in 8 MB parts,
+    2 at a time (about 3 parts in memory whatever the file's size), read through a temporary file past 1 MB."""
+    from boto3.s3.transfer import TransferConfig
+
+    params = {"ServerSideEncryption": sse} if sse else {}
+    if sse == "aws:kms" and kms_key_id:
+        params["SSEKMSKeyId"] = kms_key_id
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": bucket,
+            "endpoint_url": endpoint_url,
+            "region_name": region,
+            "location": prefix,
+            "file_overwrite": True,
+            "default_acl": None,
+            "querystring_auth": True,
+            "object_parameters": params,
+            "max_memory_size": 1024 * 1024,
+            "transfer_config": TransferConfig(
+                multipart_threshold=8 * 1024 * 1024, multipart_chunksize=8 * 1024 * 1024, max_concurrency=2
+            ),
+        },
+    }
+
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "dpportal": (
+        s3_storage(
+            DPPORTAL_S3_BUCKET,
+            DPPORTAL_S3_ENDPOINT_URL,
+            DPPORTAL_S3_REGION,
+            DPPORTAL_S3_PREFIX,
+            DPPORTAL_S3_SSE,
+            DPPORTAL_S3_SSE_KMS_KEY_ID,
+        )
+        if DPPORTAL_S3_BUCKET
+        else {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(DATA_DIR)}}
+    ),
+}
 
 
 def _secret_key() -> str:
