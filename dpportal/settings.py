@@ -119,7 +119,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "dpportal.methods.WebMethodsMiddleware",  # pages: GET, HEAD, POST; any other method 405 with Allow
-    "dpportal.methods.WebMethodsMiddleware",  # pages: GET, HEAD, POST; any other method 405 with Allow
     "dpportal.datasets.middleware.UploadSizeLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
