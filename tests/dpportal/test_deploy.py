@@ -137,8 +137,8 @@ def test_the_nginx_service_fills_every_variable_of_the_shipped_config(compose):
 
 def _expand(value: str) -> str:
     """${VAR:-default} -> default; ${VAR:?msg} -> a test value."""
-    value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
-    return re.sub(r"\$\{([A-Z_]+):\?[^}]*\}", r"test-\1", value)
+    value = re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", value)
+    return re.sub(r"\$\{([A-Z0-9_]+):\?[^}]*\}", r"test-\1", value)
 
 
 def test_settings_read_the_environment_compose_sets(compose, tmp_path):
@@ -148,7 +148,9 @@ def test_settings_read_the_environment_compose_sets(compose, tmp_path):
         "import json; from django.conf import settings as s; d = s.DATABASES['default']; print(json.dumps("
         "[d['ENGINE'], d['HOST'], d['PORT'], d['NAME'], d['USER'], s.CELERY_BROKER_URL, s.SECRET_KEY, "
         "s.ALLOWED_HOSTS, str(s.DATA_DIR), s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'], "
-        "s.CELERY_TASK_TIME_LIMIT]))"
+        "s.CELERY_TASK_TIME_LIMIT, s.STORAGES['dpportal']['BACKEND'], "
+        "s.STORAGES['dpportal']['OPTIONS']['bucket_name'], s.STORAGES['dpportal']['OPTIONS']['endpoint_url'], "
+        "s.DPPORTAL_BEHIND_PROXY]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", "import django; django.setup(); " + code],
@@ -159,7 +161,10 @@ def test_settings_read_the_environment_compose_sets(compose, tmp_path):
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    engine, host, port, name, user, broker, key, hosts, data_dir, visibility, limit = json.loads(out.stdout)
+    engine, host, port, name, user, broker, key, hosts, data_dir, visibility, limit, *rest = json.loads(out.stdout)
+    storage_backend, bucket, endpoint, behind_proxy = rest
+    assert (storage_backend, bucket, endpoint) == ("storages.backends.s3.S3Storage", "dpportal", "http://minio:9000")
+    assert behind_proxy is True  # gunicorn's only client is nginx, which sets X-Forwarded-*
     assert (engine, host, port, name, user) == (
         "django.db.backends.postgresql",
         "postgres",
