@@ -98,6 +98,23 @@ class Release(models.Model):
     def can_cancel(self) -> bool:
         return self.status in (self.QUEUED, self.RUNNING) and self.cancel_requested_at is None
 
+    @property
+    def cancel_note(self) -> str:
+        """What cancelling does to the budget now (the release page shows it beside the button and
+        updates it as the job moves on)."""
+        if self.is_draw:
+            return "A draw of more rows reserves no budget: cancelling it costs and refunds nothing."
+        if self.status == self.QUEUED:
+            return "Not started: cancelling refunds its reserved budget."
+        if self.status != self.RUNNING:
+            return ""
+        if self.data_touched:
+            return "Running, and it has read the private data: it stops within seconds, but its budget stays spent."
+        return (
+            "Running: it stops within seconds; its reserved budget is refunded only if it has not read the "
+            "private data by then."
+        )
+
     def public_schema(self) -> Schema:
         return Schema.from_dict(self.schema)
 

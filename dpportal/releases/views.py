@@ -228,6 +228,7 @@ def status_dict(release: Release, *, for_owner: bool) -> dict:
         data["error"] = release.error
     if for_owner:
         data["can_cancel"] = release.can_cancel
+        data["cancel_note"] = release.cancel_note
         data["cancel_requested"] = release.cancel_requested_at is not None
         data.update(services.timing(release))
     return data

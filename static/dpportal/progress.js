@@ -13,6 +13,10 @@
         document.getElementById("status-pill").textContent = s.status;
         var timing = document.getElementById("progress-timing");
         if (timing && s.timing_text !== undefined) { timing.textContent = s.timing_text; }
+        var note = document.getElementById("cancel-note");
+        if (note && s.cancel_note !== undefined) { note.textContent = s.cancel_note; }
+        var cancel = document.getElementById("cancel-form");
+        if (cancel && s.can_cancel === false) { cancel.hidden = true; }
         if (s.finished) { window.location.reload(); } else { setTimeout(tick, 700); }
       })
       .catch(function () { setTimeout(tick, 3000); });

@@ -156,7 +156,9 @@ def queue_wait(queue: str, before: int | None = None) -> tuple[int, float]:
     for r in list(same.filter(status=Release.RUNNING)) + list(queued):
         count += 1
         if r.status == Release.RUNNING and r.started_at is not None:
-            total += _remaining(max((now - r.started_at).total_seconds(), 0.0), r.progress, r.estimate_seconds)
+            elapsed = max((now - r.started_at).total_seconds(), 0.0)
+            left = _remaining(elapsed, r.progress, r.estimate_seconds)
+            total += left if left is not None else (_pace_remaining(elapsed, r.progress) or 0.0)
         else:
             total += r.estimate_seconds or 0.0
     return count, total / max(int(getattr(settings, "CELERY_WORKER_CONCURRENCY", 1) or 1), 1)
@@ -194,16 +196,27 @@ def timing(release: Release) -> dict:
         elapsed = max((end - release.started_at).total_seconds(), 0.0)
         out["elapsed_seconds"] = round(elapsed, 1)
         if release.status == Release.RUNNING:
-            out["remaining_seconds"] = round(_remaining(elapsed, release.progress, est), 1)
+            left = _remaining(elapsed, release.progress, est)
+            pace = _pace_remaining(elapsed, release.progress)
+            out["remaining_seconds"] = None if left is None else round(left, 1)
+            out["over_estimate"] = est is not None and left is None
+            out["pace_remaining_seconds"] = None if pace is None else round(pace, 1)
     out["timing_text"] = _timing_text(release, out)
     return out
 
 
-def _remaining(elapsed: float, progress: float, estimate: float | None) -> float:
-    """From the progress rate once it means something (10 %), otherwise from the estimate."""
-    if progress >= 0.1 or estimate is None:
-        return elapsed * (1 - progress) / max(progress, 0.01)
-    return max(estimate - elapsed, 0.0)
+def _remaining(elapsed: float, progress: float, estimate: float | None) -> float | None:
+    """Seconds left while the job keeps within its estimate: the estimate counted down, so the time left
+    never grows (a rate from the progress bar would: its steps are not equal in time, e.g. 30 s left
+    became 90 s at 39 %). None past the estimate or without one (then :func:`_pace_remaining`)."""
+    if estimate is not None and elapsed < estimate:
+        return estimate - elapsed
+    return None
+
+
+def _pace_remaining(elapsed: float, progress: float) -> float | None:
+    """Seconds left at the pace so far, once the progress means something (10 %); labelled as such."""
+    return elapsed * (1 - progress) / progress if progress >= 0.1 else None
 
 
 def _timing_text(release: Release, t: dict) -> str:
@@ -215,11 +228,22 @@ def _timing_text(release: Release, t: dict) -> str:
             f" · then runs {est} (estimate)" if est else ""
         )
     if release.status == Release.RUNNING and "elapsed_seconds" in t:
-        left = runtime.describe_seconds(t["remaining_seconds"]).replace("about ", "")
-        return f"elapsed {runtime.describe_seconds(t['elapsed_seconds']).replace('about ', '')} · about {left} left"
+        elapsed = f"elapsed {_plain(t['elapsed_seconds'])}"
+        if t["remaining_seconds"] is not None:
+            return f"{elapsed} · about {_plain(t['remaining_seconds'])} left"
+        pace = t["pace_remaining_seconds"]
+        done = f"{release.progress:.0%} done"
+        if t["over_estimate"]:
+            more = f" · about {_plain(pace)} more at its pace so far" if pace is not None else ""
+            return f"{elapsed} · longer than its estimate of {est} · {done}{more}"
+        return f"{elapsed} · {done}" + (f" · about {_plain(pace)} left at its pace so far" if pace is not None else "")
     if "elapsed_seconds" in t:
         return f"took {t['elapsed_seconds']:.1f} s" + (f" (estimated {est})" if est else "")
     return f"estimated {est}" if est else ""
+
+
+def _plain(seconds: float) -> str:
+    return runtime.describe_seconds(seconds).replace("about ", "")
 
 
 def memory_estimate(cls, schema, n_rows: int, values) -> dict:

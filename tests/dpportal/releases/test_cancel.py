@@ -4,6 +4,8 @@ In-process here; tests/e2e/test_jobs_live.py does it with a real worker."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dpportal import jobs
 from dpportal.datasets.models import Dataset
 from dpportal.ledger import services as ledger
@@ -102,7 +104,7 @@ def test_finished_releases_cannot_be_cancelled_and_others_cannot_cancel(world):
 def test_the_release_page_has_a_cancel_button_for_the_steward_only(world):
     queued = _plan(world)
     page = world.client(world.owner).get(f"/releases/{queued.pk}/").content.decode()
-    assert 'id="cancel-release"' in page and "its reserved budget is refunded" in page
+    assert 'id="cancel-release"' in page and "Not started: cancelling refunds its reserved budget" in page
     assert 'id="cancel-release"' not in world.client(world.analyst).get(f"/releases/{queued.pk}/").content.decode()
     assert 'id="cancel-release"' not in world.client(world.owner).get(f"/releases/{world.release.pk}/").content.decode()
     resp = world.client(world.owner).post(f"/releases/{queued.pk}/cancel/", follow=True)
@@ -153,3 +155,18 @@ def test_a_queued_draw_never_speaks_of_a_refund(world):
     assert "reserves no budget" in page
     resp = world.client(world.owner).post(f"/releases/{draw.pk}/cancel/", follow=True).content.decode()
     assert "a draw reserves no budget" in resp and "reserved budget was refunded" not in resp
+
+
+def test_a_running_release_says_what_cancelling_does_now_not_what_it_did_while_queued(world):
+    release = _plan(world)
+    assert "Not started" in Release.objects.get(pk=release.pk).cancel_note
+    assert services.claim(release.pk)
+    page = world.client(world.owner).get(f"/releases/{release.pk}/").content.decode()
+    status = world.client(world.owner).get(f"/releases/{release.pk}/status.json").json()
+    assert "Not started" not in page and "Not started" not in status["cancel_note"]
+    assert "refunded only if it has not read the private data" in status["cancel_note"]
+    Release.objects.filter(pk=release.pk).update(data_touched=True)
+    status = world.client(world.owner).get(f"/releases/{release.pk}/status.json").json()
+    assert "budget stays spent" in status["cancel_note"]
+    js = (Path(__file__).resolve().parents[3] / "static" / "dpportal" / "progress.js").read_text()
+    assert "s.cancel_note" in js  # the open page follows the job (a page loaded while queued said "Not started")
