@@ -61,17 +61,21 @@ def threshold(*, scale: float, delta: float) -> int:
 
 
 def label_counts(
-    chunks: Iterable[pd.DataFrame], columns: Sequence[str], markers: Sequence[str]
+    chunks: Iterable[pd.DataFrame],
+    columns: Sequence[str],
+    markers: Sequence[str],
+    labels: dict[str, Sequence[str]] | None = None,
 ) -> dict[str, tuple[pd.Series, int]]:
     """Exact label counts and missing-cell counts per column (private: used only inside
-    :func:`discover_categories`). Any number of distinct labels is counted (at most one per row)."""
+    :func:`discover_categories`). Any number of distinct labels is counted (at most one per row); the
+    markers in ``labels[column]`` are counted as labels of that column, not as missing."""
     parts: dict[str, list[pd.Series]] = {c: [] for c in columns}
     missing_n = dict.fromkeys(columns, 0)
-    missing = set(markers)
+    missing = {c: set(markers) - set((labels or {}).get(c, ())) for c in columns}
     for chunk in chunks:
         for c in columns:
             text = chunk[c].astype(str).str.strip().where(chunk[c].notna(), "")
-            is_missing = text.isin(missing)
+            is_missing = text.isin(missing[c])
             missing_n[c] += int(is_missing.sum())
             parts[c].append(text[~is_missing].value_counts())
             if sum(len(p) for p in parts[c]) > MERGE_ENTRIES:
@@ -93,8 +97,11 @@ def discover_categories(
     delta: float,
     noise: Noise,
     markers: Sequence[str],
+    labels: dict[str, Sequence[str]] | None = None,
 ) -> dict:
-    """The released labels of each column (see the module docstring) and the public parameters."""
+    """The released labels of each column (see the module docstring) and the public parameters.
+    ``labels``: per column, the missing markers that are labels there (the steward's choice when asking,
+    e.g. a census code "NA" beside the file's "?"): counted and released like any label."""
     if not columns:
         raise ValueError("choose at least one column")
     if not (epsilon > 0 and 0 < delta < 1):
@@ -103,7 +110,7 @@ def discover_categories(
     scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
     t = threshold(scale=scale, delta=delta_col)
     out = {}
-    for c, (counts, n_missing) in label_counts(chunks, columns, markers).items():
+    for c, (counts, n_missing) in label_counts(chunks, columns, markers, labels).items():
         # one histogram: the labels' counts and, last, the missing cells' count
         noisy = noise.laplace_int(np.append(counts.to_numpy(dtype=np.int64), n_missing), scale=scale)
         noisy_missing, noisy = int(noisy[-1]), noisy[:-1]

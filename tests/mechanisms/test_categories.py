@@ -89,3 +89,12 @@ def test_missing_cells_are_one_more_count_of_the_histogram_reported_when_they_cl
     job = categories.discover_categories([few], ["job"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=["?"])
     col = categories.column_from_discovery("job", job["columns"]["job"])
     assert col.categories == ("clerk", "(other)")  # one missing cell is not released
+
+
+def test_a_marker_named_as_a_label_of_a_column_is_counted_as_a_label_there():
+    codes = pd.DataFrame({"origin": ["NA"] * 300 + ["Cuban"] * 300 + ["?"] * 5})
+    kw = dict(epsilon=1.0, delta=1e-6, markers=["?", "NA"])
+    named = categories.discover_categories([codes], ["origin"], noise=Noise.seeded(0), labels={"origin": ["NA"]}, **kw)
+    assert named["columns"]["origin"]["categories"] == ["Cuban", "NA"] and not named["columns"]["origin"]["missing"]
+    plain = categories.discover_categories([codes], ["origin"], noise=Noise.seeded(0), **kw)
+    assert plain["columns"]["origin"]["categories"] == ["Cuban"] and plain["columns"]["origin"]["missing"]

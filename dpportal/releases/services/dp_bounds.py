@@ -48,6 +48,9 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
         c for c in columns if working is not None and c in working.names and working.column(c).kind == "categorical"
     ]
     delta = _discovery_delta(delta, categorical)
+    # markers the steward keeps as categories of a column (a code "NA" beside the file's "?"): labels there
+    marker_labels = {c: [m for m in markers if m and m in working.column(c).categories] for c in categorical}
+    marker_labels = {c: ms for c, ms in marker_labels.items() if ms}
     # what the job may know: the columns and the missing markers (no bounds: that is what it estimates)
     snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
     try:
@@ -57,7 +60,7 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
                 dataset=dataset,
                 created_by=user,
                 mechanism=BOUNDS_MECHANISM,
-                params={"columns": columns, "categorical": categorical},
+                params={"columns": columns, "categorical": categorical, "marker_labels": marker_labels},
                 epsilon=epsilon,
                 delta=delta,
                 rows=0,
@@ -142,7 +145,13 @@ def _estimate_public_metadata(release: Release, columns: list[str], epsilon: flo
     if categorical:
         share, delta = epsilon * len(categorical) / len(columns), float(exact(release.delta))
         found = categories.discover_categories(
-            chunks(categorical), categorical, epsilon=share, delta=delta, noise=noise, markers=markers
+            chunks(categorical),
+            categorical,
+            epsilon=share,
+            delta=delta,
+            noise=noise,
+            markers=markers,
+            labels=release.params.get("marker_labels"),
         )
         parts.append(categories.privacy_cost(share, delta, found))
     if len(parts) == 1:

@@ -170,3 +170,22 @@ def test_a_discovery_needs_a_delta_and_bounds_take_none(world):
     assert "needs a delta in (0, 1)" in zero
     over = _start(world, d, bounds_columns=["job"], bounds_epsilon="0.5", bounds_delta="0.001").content.decode()
     assert "delta" in over and not Release.objects.filter(dataset=d).exists()  # over the delta cap: nothing reserved
+
+
+CODES = "origin,city\n" + "".join(
+    f"{'NA' if i % 4 == 0 else '?' if i % 4 == 1 else 'Cuban' if i % 2 else 'Mexican'},{'?' if i % 2 else 'Paris'}\n"
+    for i in range(2000)
+)
+
+
+def test_a_marker_kept_as_a_category_is_discovered_as_a_label_and_missing_cells_as_missing(world):
+    d = make_dataset(world.owner, text=CODES, schema=None, budget=("1", "0.00001"))
+    assert "NA" in d.schema_draft["columns"][0]["categories"]  # the file writes missing as "?"
+    r = _run(release_services.plan_bounds(d, world.owner, columns=["origin"], epsilon="0.5", delta="0.000002"))
+    assert r.params["marker_labels"] == {"origin": ["NA"]}
+    found = r.report["details"]["categories"]["origin"]
+    assert found["categories"] == ["Cuban", "Mexican", "NA"] and found["missing"]  # 500 "?" cells
+    post = {"markers": "?, NA", "empty_is_missing": "1", "bulk": "use_dp", "col-0-kind": "categorical"}
+    post |= {"col-1-kind": "categorical", "col-1-categories": "Paris"}
+    page = world.client(world.owner).post(f"/datasets/{d.pk}/schema/", post).content.decode()
+    assert "Cuban\nMexican\nNA\n(missing)\n(other)" in page
