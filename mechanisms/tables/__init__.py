@@ -40,6 +40,7 @@ __all__ = ["measured_tables", "TablesRelease", "parse_tables", "TableSpec", "tab
 # the pseudo-measurement that keeps a column no table names in the model: uniform, with a noise std this many
 # times n (it carries no information; its columns are drawn evenly)
 UNINFORMED_SIGMA_ROWS = 1e6
+MAX_MODEL_MIB = 80.0  # the consistent model's junction tree (AIM's default limit): estimation time and memory
 
 INTERVAL = (
     "lo/hi: exact 95% interval for the true count: noisy +- 1.96 se (noisy is the unbiased linear estimate "
@@ -100,6 +101,22 @@ class TablesRelease(Mechanism):
         """Every table's cell standard error, before any data is read (public: schema, tables, budget)."""
         plan = Residuals(self.spec.sizes(self.schema), self.noise_plan(), {}, 0)
         return {t: math.sqrt(plan.variance(t)) for t in self.spec.tables}
+
+    def check_plan(self, n: int) -> None:
+        """Refuse, before any budget, tables whose consistent model (the synthetic file's) would exceed
+        ``MAX_MODEL_MIB`` (tables that form a cycle join into larger cliques). Public inputs only."""
+        from ..pgm import JunctionTreeSize
+
+        sizes = {c: self.schema.column(c).n_cells for c in self.schema.names}
+        sizes.update(self.spec.sizes(self.schema))
+        names = self.schema.names
+        mib = JunctionTreeSize(names, [sizes[c] for c in names]).size_mb(list(self.spec.tables))
+        if mib > MAX_MODEL_MIB:
+            raise ValueError(
+                f"crosstabs: the model the synthetic file is drawn from would need {mib:,.0f} MiB for the tables "
+                f"{self.spec.text()!r}, above the limit of {MAX_MODEL_MIB:g} MiB: tables that form a cycle are "
+                "joined into larger cells; name fewer tables, fewer columns, or group numeric columns (column/k)"
+            )
 
     # -- fit: the only step that reads private data ------------------------------------------------
     def _fit(self, source: TableSource) -> None:
