@@ -1,14 +1,16 @@
 """Baseline: independent noisy one-way marginals.
 
 Each kept column's histogram over its PUBLIC cells (categories, or the schema's numeric bins) gets
-discrete Laplace noise; the budget is split evenly across the d columns; negative counts are
-clipped to zero; synthetic columns are sampled independently (numeric values uniform within a bin).
+discrete Laplace noise; the budget is split evenly across the d columns; each noisy histogram is fitted
+to non-negative counts with the public n as total by least squares (``mechanisms.pgm.nonneg``: cells whose
+noisy count falls below the fitted threshold get nothing, where clipping negatives would keep every positive
+noise draw); synthetic columns are sampled independently (numeric values uniform within a bin).
 
 Privacy (replace-one neighbours, n public): replacing one record moves one unit of count out of one
 cell and into another in each column's histogram, so each histogram has L1 sensitivity 2. With
 epsilon/d per column and discrete Laplace scale 2/(epsilon/d) = 2d/epsilon each histogram is
 (epsilon/d)-DP; by basic composition over the d histograms the release is epsilon-DP (pure).
-Clipping, normalising and sampling are post-processing.
+Fitting, normalising and sampling are post-processing.
 
 Gaussian mode (``noise_type="gaussian"``, needs a delta): each histogram's L2 sensitivity is sqrt(2);
 discrete Gaussian noise of std sigma on it is 2/(2 sigma^2) = 1/sigma^2-zCDP (Canonne, Kamath &
@@ -26,9 +28,10 @@ import pandas as pd
 
 import math
 
-from ...accounting import PrivacyCost, zcdp_rho
+from ...accounting import GaussianEvent, LaplaceEvent, PrivacyCost, zcdp_rho
 from ...base import NOISE_MODE, Mechanism, NoisyQuery
 from ...noise import laplace_scale
+from ...pgm.nonneg import nonnegative_shares
 from ...source import TableSource
 from . import guide
 
@@ -74,10 +77,10 @@ class Baseline(Mechanism):
         n = self._check_rows(n)
         rng = self.noise.rng
         cols = []
+        rows = getattr(self, "measured_rows", None)  # the public n (absent from older summaries)
         for counts in self.noisy_counts:
-            w = np.clip(counts, 0, None).astype(float)
-            p = w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w))
-            cols.append(rng.choice(len(p), size=n, p=p))
+            total = rows if rows is not None else float(np.clip(counts, 0, None).sum())
+            cols.append(rng.choice(len(counts), size=n, p=nonnegative_shares(counts, total)))
         return self.schema.from_cells(np.column_stack(cols), rng)
 
     def privacy_cost(self) -> PrivacyCost:
@@ -99,6 +102,11 @@ class Baseline(Mechanism):
                     "histogram_l2_sensitivity": "sqrt(2)",
                     "discrete_gaussian_sigma": self.noise_scale(),
                 },
+                events=(
+                    GaussianEvent(
+                        self.noise_scale(), math.sqrt(2), count=d, discrete=True, label="one histogram per column"
+                    ),
+                ),
             )
         return PrivacyCost(
             epsilon=self.epsilon,
@@ -110,10 +118,14 @@ class Baseline(Mechanism):
                 "histogram_l1_sensitivity": SENSITIVITY,
                 "discrete_laplace_scale": 2 * d / self.epsilon,
             },
+            events=(
+                LaplaceEvent(self.noise_scale(), SENSITIVITY, count=d, discrete=True, label="one histogram per column"),
+            ),
         )
 
     def summary(self) -> dict[str, Any]:
-        return {f"counts_{j}": c for j, c in enumerate(self.noisy_counts)}
+        return {f"counts_{j}": c for j, c in enumerate(self.noisy_counts)} | {"measured_rows": self.measured_rows}
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
         self.noisy_counts = [np.asarray(summary[f"counts_{j}"]) for j in range(len(self.schema.kept))]
+        self.measured_rows = summary.get("measured_rows")

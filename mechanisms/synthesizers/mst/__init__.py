@@ -6,8 +6,11 @@ Private-PGM's ``mbi`` for estimation):
 
 1. **Measure** every 1-way marginal with Gaussian noise (a third of the zCDP budget).
 2. **Compress** each column's domain: values whose NOISY count is below 3 sigma are merged into one
-   cell (post-processing of step 1; undone when sampling, uniformly among the merged values); a column
-   where fewer than two values clear 3 sigma is left whole, as SmartNoise does (see compress_support).
+   cell (post-processing of step 1); a column where fewer than two values clear 3 sigma is left whole, as
+   SmartNoise does (see compress_support), and so is a column of a declared rule (its structural zeros are on
+   the full-resolution cells). Sampling undoes the merge with non-negative least squares on the merged
+   values' own noisy counts (a numeric column's bins first fitted rising then falling, ``_merged_shares``):
+   values the measurements say are empty get no rows.
 3. **Select** a maximum spanning tree of column pairs (a third of the budget): Kruskal's algorithm
    where each of the d - 1 edges is chosen by the exponential mechanism among the pairs that join
    two components, scored by how badly the 1-way model fits the pair, || x_ab - xhat_ab ||_1.
@@ -50,7 +53,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ...accounting import (
+    ExponentialEvent,
+    PrivacyCost,
+    ZCDPEvent,
+    exponential_epsilon,
+    gaussian_events,
+    zcdp_epsilon,
+    zcdp_rho,
+)
 from ...base import Mechanism, ParamSpec
 from ...pgm import (
     QUALITY_L1_SENSITIVITY,
@@ -69,6 +80,7 @@ from ...pgm import (
     sigma_for_rho,
     structural_zeros,
 )
+from ...pgm.nonneg import nonnegative_shares, unimodal_fit
 from ...source import TableSource
 from . import guide
 
@@ -199,7 +211,7 @@ class MST(Mechanism):
             True,
             "Merge each column's values whose noisy count is below 3 noise "
             "standard deviations into one cell before the 2-way measurements (post-processing: "
-            "less noise on the pairs, rare values drawn uniformly among themselves)",
+            "less noise on the pairs; rare values drawn in proportion to their own noisy counts fitted non-negative)",
         ),
         ParamSpec(
             "key_columns",
@@ -269,6 +281,7 @@ class MST(Mechanism):
             zeros=self.zeros,
         )
         self.model = ModelTables.from_model(mbi, model, names, dict(zip(names, self._compressed_sizes())))
+        self.merged_shares = self._merged_shares(n)
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
 
@@ -303,6 +316,7 @@ class MST(Mechanism):
             compress_support(y, sigma1) if self.params["compress"] and a not in ruled else np.ones(y.size, bool)
             for a, y in zip(names, one_way)
         ]
+        self.one_way = one_way  # noisy (DP): the merged values' shares are fitted to them after the estimate
         comp = CellTable(self._compress_cells(table.cells), names, [self._compressed_size(j) for j in range(d)])
         log = Measurements()
         for j, a in enumerate(names):
@@ -331,6 +345,30 @@ class MST(Mechanism):
         self.measurements, self.measured_rows = log, n  # read-only: mechanisms.tables publishes them
         self._noisy_queries = log.noisy_queries(names, self._compressed_sizes(), cell_map=self._compress_cells)
         return mbi, log, names, n
+
+    def _merged_shares(self, n: int) -> list[np.ndarray]:
+        """Per column, the probability of each merged value within its merged cell: non-negative least squares
+        (:func:`~mechanisms.pgm.nonneg.nonnegative_counts`) with the model's count of the merged cell as the
+        total, on the merged values' own noisy 1-way counts -- for the ordered bins of a numeric column, on
+        those counts fitted rising then falling around the largest kept bin (:func:`~mechanisms.pgm.nonneg.
+        unimodal_fit`), which pools each noisy bin with its neighbours. Values below the fitted threshold get
+        nothing: a handful of rows is neither spread over every merged value (a money column's whole log
+        range, as a uniform draw does) nor put on the few bins of a long empty tail whose noise happens to be
+        highest. Post-processing of the noisy 1-way measurements and the model."""
+        out = []
+        for j, (a, s) in enumerate(zip(self.schema.names, self.supports)):
+            if s.all():
+                out.append(np.ones(0))
+                continue
+            y = np.asarray(self.one_way[j], dtype=np.float64).copy()
+            col = self.schema.column(a)
+            if col.is_numeric and col.n_bins > 2:
+                bins, kept = y[: col.n_bins], s[: col.n_bins]
+                mode = int(np.argmax(np.where(kept, bins, -np.inf))) if kept.any() else int(np.argmax(bins))
+                y[: col.n_bins] = unimodal_fit(bins, mode)
+            total = float(self.model.marginal((a,))[-1]) * n
+            out.append(nonnegative_shares(y[~s], total))
+        return out
 
     def _compressed_size(self, j: int) -> int:
         s = self.supports[j]
@@ -395,7 +433,8 @@ class MST(Mechanism):
             is_merged = col >= kept.size
             cells[~is_merged, j] = kept[col[~is_merged]]
             if merged.size:
-                cells[is_merged, j] = rng.choice(merged, size=int(is_merged.sum()))
+                shares = self.merged_shares[j] if self.merged_shares else None
+                cells[is_merged, j] = rng.choice(merged, size=int(is_merged.sum()), p=shares)
         return self.schema.from_cells(cells, rng)
 
     def privacy_cost(self) -> PrivacyCost:
@@ -411,8 +450,8 @@ class MST(Mechanism):
                 "too few rows for the budget to measure pairs)"
                 if getattr(self, "use_tree", True) is False
                 else self._pairs_caveat(),
-                "rare values (noisy count below 3 noise standard deviations) are merged and drawn uniformly "
-                "among themselves"
+                "rare values (noisy count below 3 noise standard deviations) are merged and drawn in proportion "
+                "to their noisy counts fitted non-negative (values the measurements say are empty are not drawn)"
                 if self.params["compress"]
                 else "no domain compression",
             ),
@@ -424,7 +463,23 @@ class MST(Mechanism):
                 "epsilon_from_rho": zcdp_epsilon(rho, self.delta),
                 **self._key_details(),
             },
+            events=self._privacy_events(rho),
         )
+
+    def _privacy_events(self, rho: float) -> tuple:
+        """What a fit spent: its marginals' discrete Gaussian measurements (L2 sensitivity sqrt(2)) and the
+        spanning tree's noisy-max steps; before a fit, the planned budget as one zCDP event."""
+        log = getattr(self, "measurements", None)
+        if log is None:
+            return (ZCDPEvent(rho, label="the release's budget, planned"),)
+        events = gaussian_events(
+            [m.sigma for m in log.items], sensitivity=math.sqrt(2), discrete=True, label="marginals"
+        )
+        edges = getattr(self, "edges", None) or []
+        if edges:  # spent[1]: the tree's selection, len(edges) equal noisy-max steps
+            step = exponential_epsilon(sensitivity=QUALITY_L1_SENSITIVITY, rho=self.spent[1] / len(edges))
+            events += (ExponentialEvent(step, count=len(edges), label="spanning-tree selection"),)
+        return events
 
     def _pairs_caveat(self) -> str:
         keys = self.params["key_columns"]
@@ -489,6 +544,8 @@ class MST(Mechanism):
         out = self.model.to_summary()
         for j, s in enumerate(self.supports):
             out[f"support_{j}"] = s.astype(np.uint8)
+            if not s.all():
+                out[f"merged_shares_{j}"] = self.merged_shares[j]
         out["edges"] = [list(e) for e in self.edges]
         out["key_pairs"] = [list(e) for e in self.key_pairs]
         out["sigmas"] = list(self.sigmas)
@@ -497,6 +554,13 @@ class MST(Mechanism):
     def _load_summary(self, summary: dict[str, Any]) -> None:
         d = len(self.schema.names)
         self.supports = [np.asarray(summary[f"support_{j}"]).astype(bool) for j in range(d)]
+        # a summary stored without merged shares draws merged values uniformly
+        shares = [summary.get(f"merged_shares_{j}") for j in range(d)]
+        self.merged_shares = (
+            None
+            if any(x is None for x, s in zip(shares, self.supports) if not s.all())
+            else [np.ones(0) if x is None else np.asarray(x, dtype=np.float64) for x in shares]
+        )
         sizes = dict(zip(self.schema.names, (self._compressed_size(j) for j in range(d))))
         self.model = ModelTables.from_summary(summary, self.schema.names, sizes)
         self.edges = [tuple(e) for e in summary["edges"]]

@@ -1,0 +1,61 @@
+"""Non-negative least squares on noisy counts with a known total (post-processing of DP measurements)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def nonnegative_counts(y: np.ndarray, total: float) -> np.ndarray:
+    """The counts x >= 0 with sum(x) = ``total`` closest to the noisy counts ``y`` in least squares: the
+    Euclidean projection onto the scaled simplex (Duchi, Shalev-Shwartz, Singer & Chandra, ICML 2008),
+    x = max(y - tau, 0) with the one tau that gives the total. A cell whose noisy count is below tau gets
+    nothing: cells the measurements say are empty receive no mass, where clipping negatives and rescaling
+    would give every positive noise draw some. With equal noise on every cell this is the maximum-likelihood
+    answer under the constraints. ``total`` <= 0 gives zeros. Post-processing: no privacy cost."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if total <= 0 or y.size == 0:
+        return np.zeros(y.size)
+    u = np.sort(y)[::-1]
+    excess = np.cumsum(u) - float(total)
+    k = np.arange(1, y.size + 1)
+    last = np.nonzero(u - excess / k > 0)[0][-1]
+    return np.maximum(y - excess[last] / (last + 1), 0.0)
+
+
+def nonnegative_shares(y: np.ndarray, total: float) -> np.ndarray:
+    """:func:`nonnegative_counts` as probabilities (uniform when the total is not positive)."""
+    x = nonnegative_counts(y, total)
+    s = x.sum()
+    return x / s if s > 0 else np.full(np.asarray(y).size, 1.0 / max(np.asarray(y).size, 1))
+
+
+def nonincreasing_fit(y: np.ndarray) -> np.ndarray:
+    """The non-increasing sequence closest to ``y`` in least squares (isotonic regression by pool adjacent
+    violators): neighbouring values that rise are pooled into their mean. One pass over the values (bins,
+    never records)."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    means: list[float] = []
+    sizes: list[int] = []
+    for v in y:
+        means.append(float(v))
+        sizes.append(1)
+        while len(means) > 1 and means[-2] < means[-1]:
+            m, s = means.pop(), sizes.pop()
+            means[-1] = (means[-1] * sizes[-1] + m * s) / (sizes[-1] + s)
+            sizes[-1] += s
+    return np.repeat(means, sizes)
+
+
+def unimodal_fit(y: np.ndarray, mode: int) -> np.ndarray:
+    """The least-squares fit of ``y`` rising up to index ``mode`` and falling after it (isotonic regression on
+    each side). For the ordered bins of a numeric column it pools the noise of neighbouring bins: a lone noisy
+    bin far in a tail is averaged with its empty neighbours instead of standing out. Post-processing."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if y.size == 0:
+        return y
+    mode = int(min(max(mode, 0), y.size - 1))
+    left = nonincreasing_fit(y[: mode + 1][::-1])[::-1]
+    right = nonincreasing_fit(y[mode:])
+    out = np.concatenate([left, right[1:]])
+    out[mode] = max(left[-1], right[0])
+    return out
