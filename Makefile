@@ -108,7 +108,7 @@ bench-relations: venv bench-venv
 	$(PY) -m benchmarks.system.relations --write-doc
 
 # the tables release on adult: coverage of its 95% intervals over 200 runs, RMSE per cell against each table
-# measured alone (dpportal's Gaussian and OpenDP's); about 1 min -> docs/data/tables.json, docs/benchmarks/tables.md
+# measured alone (dpportal's Gaussian and OpenDP's); about 15 s -> docs/data/tables.json, docs/benchmarks/tables.md
 bench-tables: venv
 	$(PY) -m benchmarks.system.tables --runs 200 --out docs/data/tables.json
 
