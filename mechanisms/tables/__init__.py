@@ -53,11 +53,16 @@ INTERVAL_NONNEGATIVE = (
 
 
 class TablesRelease(Mechanism):
+    """The steward's crosstabs measured by ResidualPlanner (``residual``): ``fit`` measures the residuals,
+    :meth:`tables` publishes them, :meth:`sample` draws a synthetic file from the Private-PGM model fitted to
+    the published tables (post-processing). The summary keeps the noisy residuals, so the tables can be
+    published again from a stored release."""
+
     name = "crosstabs"
     title = "Crosstabs with error bars (ResidualPlanner)"
     paper = "Xiao, He, Zhang & Kifer, NeurIPS 2023 (ResidualPlanner); Private-PGM for the consistent synthetic file"
     needs_delta = True
-    guide = guide  # public inputs only: no accuracy model (the errors are exact), run time, steward help
+    guide = guide  # public inputs only: the default tables' file accuracy, run time, steward help
     speed_rank = 9
     target_structure = "independent"  # the default tables (each column alone); named tables are joint
     params = (
