@@ -16,12 +16,11 @@ confirmed schema.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pandas as pd
 
 from .schema import MISSING_CATEGORY, Schema
-
-# OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
-
 from .source import read_raw_csv
 
 # OWASP CSV injection: cells starting with these are interpreted as formulas by spreadsheets.
@@ -79,5 +78,26 @@ def spreadsheet_safe(raw: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return neutralize_formulas(raw, text_columns=text)
 
 
+SPREADSHEET_CHUNK_ROWS = 10_000  # rows held at once while the spreadsheet-safe variant is written
+
+
+def iter_spreadsheet_csv(exact_path, schema: Schema, chunk_rows: int = SPREADSHEET_CHUNK_ROWS) -> Iterator[str]:
+    """The spreadsheet-safe variant of an exported CSV as text pieces of ``chunk_rows`` rows each (the
+    header with the first), so that it can be streamed with bounded memory: the same text as writing
+    the whole table at once."""
+    with read_raw_csv(exact_path, skipinitialspace=False, chunksize=chunk_rows) as reader:
+        first = True
+        for chunk in reader:
+            yield spreadsheet_safe(chunk, schema).to_csv(index=False, header=first)
+            first = False
+    if first:  # a header and no rows: pandas yields no chunk
+        yield spreadsheet_safe(read_raw_csv(exact_path, skipinitialspace=False, nrows=0), schema).to_csv(index=False)
+
+
 def write_spreadsheet_csv(exact_path, path_or_buf, schema: Schema) -> None:
-    spreadsheet_safe(read_raw_csv(exact_path, skipinitialspace=False), schema).to_csv(path_or_buf, index=False)
+    """The spreadsheet-safe variant written piece by piece to a file object or a path."""
+    if not hasattr(path_or_buf, "write"):
+        with open(path_or_buf, "w", encoding="utf-8", newline="") as fh:
+            return write_spreadsheet_csv(exact_path, fh, schema)
+    for piece in iter_spreadsheet_csv(exact_path, schema):
+        path_or_buf.write(piece)

@@ -4,7 +4,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -13,9 +13,8 @@ from dpportal.dashboards import charts
 from dpportal.accounts.access import dataset_for_owner, release_for_owner, release_for_viewer
 from dpportal.ledger import services as ledger
 from mechanisms import registry
-from mechanisms.io import write_spreadsheet_csv
 
-from . import amounts, confirmations, guidance, services
+from . import amounts, confirmations, downloads, guidance, services
 from .forms import PARAM_PREFIX, ReleaseForm
 from .manifest import manifest, public_report
 from .models import Release
@@ -245,14 +244,8 @@ def csv_response(release: Release, *, spreadsheet: bool = False) -> HttpResponse
     if release.status != Release.DONE or not release.output_file or not release.output_path().is_file():
         raise Http404("not available")
     name = f"dpportal-release-{release.pk}-{release.mechanism}{'-spreadsheet' if spreadsheet else ''}.csv"
-    if not spreadsheet:
-        return FileResponse(
-            open(release.output_path(), "rb"), as_attachment=True, filename=name, content_type="text/csv; charset=utf-8"
-        )
-    resp = HttpResponse(content_type="text/csv; charset=utf-8")
-    resp["Content-Disposition"] = f'attachment; filename="{name}"'
-    write_spreadsheet_csv(release.output_path(), resp, release.public_schema())
-    return resp
+    schema = release.public_schema() if spreadsheet else None
+    return downloads.csv_download(release.output_path(), name, schema, spreadsheet=spreadsheet)  # streamed
 
 
 @login_required

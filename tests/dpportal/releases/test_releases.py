@@ -123,7 +123,8 @@ def test_the_spreadsheet_csv_guards_formula_cells_and_leaves_numbers_and_the_ana
     }
     d = make_dataset(world.owner, text=text, schema=schema)
     r = run_release(d, world.owner, epsilon="1", rows=200)
-    body = world.client(world.owner).get(f"/releases/{r.pk}/synthetic-spreadsheet.csv").content.decode()
+    resp = world.client(world.owner).get(f"/releases/{r.pk}/synthetic-spreadsheet.csv")
+    body = b"".join(resp.streaming_content).decode()
     rows = list(csv.DictReader(io.StringIO(body)))
     assert all(row["cmd"].startswith("'") for row in rows)
     assert {row["cmd"][1:] for row in rows} <= {"=SUM(A1)", "+1", "@x", "-2"}
