@@ -69,10 +69,12 @@ class TablesRelease(Mechanism):
         ParamSpec(
             "tables",
             "str",
-            "",
+            None,
             "Crosstabs to publish, 1-3 columns each: tables separated by ';', columns by ',' (e.g. "
             "'sex,income;age/5,education'); 'column/k' groups a numeric column's cells k at a time; empty: every "
             "column on its own",
+            optional=True,
+            empty_means="every column on its own",
         ),
         ParamSpec(
             "nonnegative",
