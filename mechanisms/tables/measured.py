@@ -46,14 +46,17 @@ INTERVAL_POOLED = (
 
 def measured_tables(synthesizer) -> dict:
     """The measured tables of a FITTED baseline, MST or AIM release in the tables' JSON contract
-    (mechanisms/tables/cells.py). Raises ValueError when the object holds no measurements (not fitted,
-    or rebuilt from a stored summary, which keeps the model but not the noisy counts)."""
+    (mechanisms/tables/cells.py); for a tables release (fitted or reloaded), its published tables. Raises
+    ValueError when the object holds no measurements (not fitted, or an MST or AIM rebuilt from a stored
+    summary, which keeps the model but not the noisy counts)."""
     rows = getattr(synthesizer, "measured_rows", None)
     if not getattr(synthesizer, "fitted", False) or rows is None:
         raise ValueError(
             f"{synthesizer.name}: measured tables come from a fitted release (or a stored summary that keeps "
             "its noisy counts and row count)"
         )
+    if callable(getattr(synthesizer, "tables", None)):  # the tables release publishes its own
+        return synthesizer.tables()
     if getattr(synthesizer, "noisy_counts", None) is not None:
         tables = _histograms(synthesizer, int(rows))
     elif getattr(synthesizer, "measurements", None) is not None:

@@ -112,7 +112,7 @@ def test_the_summary_round_trip_gives_the_same_tables():
     back = TablesRelease.from_summary(
         SCHEMA, through_npz(mech.summary()), epsilon=1.0, delta=1e-6, params={"tables": "a,b;d"}
     )
-    assert back.tables() == mech.tables()
+    assert back.tables() == mech.tables() == measured_tables(back)  # one call for every kind of release
 
 
 @pytest.mark.parametrize(
