@@ -18,8 +18,8 @@ from dpportal import settings as dpportal_settings
 from dpportal import storage
 from dpportal.datasets import lifecycle
 from dpportal.releases import services as release_services
-from tests.live import free_port, wait_for_port
 from tests.personas import make_dataset, run_release
+from tests.s3server import CREDENTIALS, keys, make_bucket, moto_server
 
 pytestmark = [pytest.mark.services]
 BUCKET = "dpportal-test"
@@ -27,22 +27,12 @@ BUCKET = "dpportal-test"
 
 @pytest.fixture(scope="module")
 def s3_server(tmp_path_factory):
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    os.environ.update(AWS_ACCESS_KEY_ID="test-key", AWS_SECRET_ACCESS_KEY="test-secret")
+    saved = {k: os.environ.get(k) for k in CREDENTIALS}
+    os.environ.update(CREDENTIALS)
     try:
-        wait_for_port(port, proc, timeout=60)
-        yield f"http://127.0.0.1:{port}"
+        with moto_server(tmp_path_factory.mktemp("moto")) as endpoint:
+            yield endpoint
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -52,21 +42,14 @@ def s3_server(tmp_path_factory):
 
 @pytest.fixture
 def bucket(s3_server, settings):
-    import boto3
-
     name = f"{BUCKET}-{uuid.uuid4().hex[:8]}"
-    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
-    client.create_bucket(Bucket=name)
+    client = make_bucket(s3_server, name)
     settings.DPPORTAL_S3_BUCKET = name
     settings.STORAGES = {
         **settings.STORAGES,
         "dpportal": dpportal_settings.s3_storage(name, s3_server, sse="AES256"),
     }
     return client, name
-
-
-def keys(client, name) -> set[str]:
-    return {o["Key"] for o in client.list_objects_v2(Bucket=name).get("Contents", [])}
 
 
 def machine(settings, tmp_path, label) -> Path:
