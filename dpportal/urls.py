@@ -4,6 +4,7 @@ from django.urls import include, path
 
 from dpportal.accounts import views as account_views
 from dpportal.datasets import views as datasets
+from dpportal.releases import table_views as release_tables
 from dpportal.releases import views as releases
 
 urlpatterns = [
@@ -41,6 +42,10 @@ urlpatterns = [
     path("releases/<int:pk>/draw/", releases.release_draw, name="dpportal-release-draw"),
     path("releases/<int:pk>/edit/", releases.release_edit, name="dpportal-release-edit"),
     path("releases/<int:pk>/cancel/", releases.release_cancel, name="dpportal-release-cancel"),
+    path("releases/<int:pk>/tables.json", release_tables.tables_file, name="dpportal-release-tables-json"),
+    path("releases/<int:pk>/tables/<int:index>/", release_tables.table_page, name="dpportal-release-table"),
+    path("releases/<int:pk>/tables/<int:index>.csv", release_tables.table_csv, name="dpportal-release-table-csv"),
+    path("releases/<int:pk>/tables/<int:index>.json", release_tables.table_json, name="dpportal-release-table-json"),
     # ledger and dashboards: their own URL modules
     path("", include("dpportal.ledger.urls")),
     path("", include("dpportal.dashboards.urls")),

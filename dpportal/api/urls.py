@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import tables, views
 
 urlpatterns = [
     path("auth/token/", views.token, name="dpportal-api-token"),
@@ -30,4 +30,6 @@ urlpatterns = [
         name="dpportal-api-release-csv-spreadsheet",
     ),
     path("releases/<int:pk>/manifest.json", views.release_manifest, name="dpportal-api-release-manifest"),
+    path("releases/<int:pk>/tables/", tables.tables, name="dpportal-api-release-tables"),
+    path("releases/<int:pk>/tables/<int:index>/", tables.table, name="dpportal-api-release-table"),
 ]

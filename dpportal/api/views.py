@@ -94,6 +94,7 @@ def release_dict(release: Release, *, for_owner: bool) -> dict:
     if release.status == Release.DONE:
         data["synthetic_csv"] = f"/api/releases/{release.pk}/synthetic.csv"
         data["manifest"] = f"/api/releases/{release.pk}/manifest.json"
+        data["tables"] = f"/api/releases/{release.origin().pk}/tables/"  # 404 when its mechanism measured none
     if for_owner:
         data.update(
             created_at=release.created_at.isoformat(),

@@ -6,6 +6,7 @@ from mechanisms.io import SPREADSHEET_NOTE
 from mechanisms.schema import Schema
 
 from .models import Release
+from .tables import add_to_manifest
 
 
 def manifest(release: Release, *, for_owner: bool) -> dict:
@@ -36,6 +37,7 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
         "drawn_from_release": release.parent_id,
         "software_version": release.software_version,
     }
+    add_to_manifest(data, release)  # the tables with error bars and their noise, when it has them
     if release.parent_id:
         data["note"] = (
             "more rows drawn from release %d's private summary: post-processing, no additional "

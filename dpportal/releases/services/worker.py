@@ -25,6 +25,7 @@ from dpportal.jobs import Cancelled
 
 from dpportal import storage
 
+from .. import tables as release_tables
 from ..models import Release
 from .settlement import fail_running, finish
 
@@ -84,6 +85,7 @@ def execute_synthesis(release_id: int) -> None:
         if not release.is_draw:
             with open(tmpdir / "summary.npz", "wb") as fh:
                 save_summary(result.mechanism.summary(), fh)
+            release_tables.write(result.mechanism, tmpdir)  # free post-processing; a failure is logged, skipped
         shutil.rmtree(workdir, ignore_errors=True)
         os.replace(tmpdir, workdir)  # outputs appear all at once, never half-written
         storage.publish_dir(workdir)  # to the object store, when one is configured (dpportal/storage.py)
