@@ -60,6 +60,13 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+# SQLite serialises writers. A writer waits up to 20 s for the lock (the busy timeout), and every
+# transaction takes the write lock when it begins (IMMEDIATE): a transaction that read first and then
+# wrote could not wait for the lock (SQLite refuses the upgrade at once to avoid a deadlock) and failed
+# with "database is locked" whenever another writer held the lock.
+SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+
+
 def parse_database_url(url: str) -> dict:
     """``postgres://user:pass@host:5432/name`` or ``sqlite:///path/db.sqlite3`` -> Django DATABASES entry."""
     parts = urlsplit(url)
@@ -70,8 +77,7 @@ def parse_database_url(url: str) -> dict:
         path = path[1:] if path.startswith("/") else path
         if not path:
             raise EnvError(f"DATABASE_URL for sqlite needs a file path, got DATABASE_URL={url!r}")
-        # the same busy timeout as the embedded default: a writer waits for the lock, not "database is locked"
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": {"timeout": 20}}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": dict(SQLITE_OPTIONS)}
     if scheme in ("postgres", "postgresql", "pgsql"):
         name = unquote(parts.path.lstrip("/"))
         if not name:

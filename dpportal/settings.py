@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kombu import Queue
 
-from .env import EnvError, env_bool, env_float, env_int, env_list, env_str, parse_database_url
+from .env import SQLITE_OPTIONS, EnvError, env_bool, env_float, env_int, env_list, env_str, parse_database_url
 from .private import private_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -155,7 +155,7 @@ DATABASES = {
     else {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": DATA_DIR / "db.sqlite3",
-        "OPTIONS": {"timeout": 20},
+        "OPTIONS": dict(SQLITE_OPTIONS),
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

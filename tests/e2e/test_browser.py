@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import launch_chromium, require_chromium, watch_page
+from tests.browser import JOB_TIMEOUT_MS, launch_chromium, require_chromium, watch_page
 from tests.data import SMALL_CSV
 from tests.personas import PASSWORD, make_personas
 
@@ -74,7 +74,7 @@ def test_a_steward_completes_the_workflow_in_the_browser(live_server, eager_task
         page.check("input[name=confirm_high_error]")
         page.click("#submit-release")
         page.wait_for_url(re.compile(r".*/releases/\d+/$"))
-        page.wait_for_selector("#download-csv:visible", timeout=60_000)
+        page.wait_for_selector("#download-csv:visible", timeout=JOB_TIMEOUT_MS)
         assert page.locator("#status-pill").inner_text() == "done"
         page.screenshot(path=str(ARTIFACTS / "web-release-page.png"), full_page=True)
         with page.expect_download() as download:

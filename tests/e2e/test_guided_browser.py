@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.browser import launch_chromium, require_chromium, watch_page
+from tests.browser import JOB_TIMEOUT_MS, launch_chromium, require_chromium, watch_page
 from tests.personas import PASSWORD, make_personas
 
 from .test_browser import eager_tasks  # noqa: F401  (fixture)
@@ -101,7 +101,7 @@ def test_a_steward_releases_a_wide_table_as_recommended_without_opening_advanced
         page.fill("#id_rows", "200")
         page.click("#submit-release")
         page.wait_for_url(re.compile(r".*/releases/\d+/$"))
-        page.wait_for_selector("#download-csv:visible", timeout=60_000)
+        page.wait_for_selector("#download-csv:visible", timeout=JOB_TIMEOUT_MS)
         assert page.locator("#status-pill").inner_text() == "done"
         shot(page, "5-released")
         browser.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.browser import CHROMIUM_ARGS, require_chromium, watch_page
+from tests.browser import CHROMIUM_ARGS, JOB_TIMEOUT_MS, require_chromium, watch_page
 from tests.personas import PASSWORD, make_personas
 
 from .test_browser import eager_tasks  # noqa: F401  (fixture)
@@ -108,7 +108,7 @@ def test_a_wide_table_walks_from_upload_to_download_without_horizontal_overflow(
             page.check("input[name=confirm_high_error]")
             page.click("#submit-release")
         page.wait_for_url(re.compile(r".*/releases/\d+/$"))
-        page.wait_for_selector("#download-csv:visible", timeout=60_000)
+        page.wait_for_selector("#download-csv:visible", timeout=JOB_TIMEOUT_MS)
         assert_fits(page, "release page")
         with page.expect_download() as download:
             page.click("#download-csv")

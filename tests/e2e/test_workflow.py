@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import launch_chromium, require_chromium, watch_page
+from tests.browser import JOB_TIMEOUT_MS, launch_chromium, require_chromium, watch_page
 from tests.live import Stack, manage
 from tests.samples import ADULT
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "e2e"
-RELEASE_TIMEOUT_MS = 120_000  # a busy 2-core machine: a release on adult takes a few seconds when idle
 ROWS = 500
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -80,7 +79,6 @@ def test_a_new_steward_walks_the_whole_workflow_and_an_analyst_downloads(stack):
 
         def new_page():
             page = browser.new_context(accept_downloads=True).new_page()
-            page.set_default_timeout(30_000)
             watch_page(page, url, errors, external)
             return page
 
@@ -123,14 +121,14 @@ def test_a_new_steward_walks_the_whole_workflow_and_an_analyst_downloads(stack):
             page.goto(release_url)
             if i == 1:
                 _shot(page, 5, "release-progress")
-            page.wait_for_selector("#download-csv:visible", timeout=RELEASE_TIMEOUT_MS)
+            page.wait_for_selector("#download-csv:visible", timeout=JOB_TIMEOUT_MS)
             assert page.locator("#status-pill").inner_text() == "done"
         _shot(page, 6, "release-done")
 
         # 7. the dashboard of the first release
         page.goto(release_urls[0] + "dashboard/")
         assert page.locator("#not-private-note").count() == 1
-        page.wait_for_selector("#eval-progress", state="detached", timeout=RELEASE_TIMEOUT_MS)
+        page.wait_for_selector("#eval-progress", state="detached", timeout=JOB_TIMEOUT_MS)
         assert page.locator("#evaluation-failed").count() == 0
         _shot(page, 7, "dashboard")
 

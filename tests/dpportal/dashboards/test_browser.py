@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from dpportal.dashboards import services as dash_services
 from dpportal.dashboards.models import Evaluation
-from tests.browser import chromium_path, launch_chromium
+from tests.browser import chromium_path, launch_chromium, patient
 from tests.personas import make_dataset, make_personas, run_release
 
 CHROMIUM = chromium_path()
@@ -108,7 +108,7 @@ def _open(browser, session: str, base_url: str):
             route.abort()
 
     context.route("**/*", guard)
-    page = context.new_page()
+    page = patient(context.new_page())
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     return page, external, errors

@@ -227,6 +227,7 @@ def check_no_false_alarm(result: dict, vendor: str) -> None:
     assert result["vendor"] == vendor and result["errors"] == [], result
     assert result["false_alarms"] == 0, result["alarm_examples"]
     assert result["checks"]["verify_dataset"] > 10 and result["checks"]["entries_json"] > 10, result
+    assert min(result["checks_during_burst"].values()) > 0, result  # some while the writers ran
     assert result["entries"] == 1 + 32 * ROUNDS * 2 and result["anchored_heads"] == result["entries"]
     assert result["final_ok"], result["final_problems"]
 
