@@ -256,8 +256,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_CONCURRENCY = env_int("DPPORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("DPPORTAL_TASKS_EAGER", False)
-# Stranded jobs (dpportal/releases/sweeper.py): a running job beats every HEARTBEAT seconds; a release
-# silent for STALE seconds is failed and settled by the sweep each worker runs every SWEEP seconds.
+# Stranded jobs (dpportal/releases/sweeper.py, dpportal/jobs.py): a running job of any kind beats every
+# HEARTBEAT seconds; one silent for STALE seconds is failed (a release settled) by the sweep every SWEEP seconds.
 DPPORTAL_HEARTBEAT_SECONDS = env_float("DPPORTAL_HEARTBEAT_SECONDS", 10.0, minimum=0.1)
 DPPORTAL_STALE_SECONDS = env_float("DPPORTAL_STALE_SECONDS", 60.0, minimum=1.0)
 DPPORTAL_SWEEP_SECONDS = env_float("DPPORTAL_SWEEP_SECONDS", 30.0, minimum=0.1)
