@@ -172,6 +172,11 @@ MATRIX: dict[str, list[Case]] = {
         Case("get", "/api/releases/{r}/synthetic-spreadsheet.csv", api_viewer())
     ],
     "api/releases/<int:pk>/manifest.json": [Case("get", "/api/releases/{r}/manifest.json", api_viewer())],
+    "api/releases/<int:pk>/tables/": [Case("get", "/api/releases/{r}/tables/", api_viewer())],
+    "api/releases/<int:pk>/tables/<int:index>/": [
+        Case("get", "/api/releases/{r}/tables/0/", api_viewer()),
+        Case("get", "/api/releases/{r}/tables/0/?format=csv", api_viewer()),
+    ],
     # datasets (web)
     "datasets/": [Case("get", "/datasets/", web_user())],
     "datasets/upload/": [
@@ -221,6 +226,10 @@ MATRIX: dict[str, list[Case]] = {
     ],
     "releases/<int:pk>/manifest.json": [Case("get", "/releases/{r}/manifest.json", web_viewer())],
     "releases/<int:pk>/report/": [Case("get", "/releases/{r}/report/", web_viewer())],
+    "releases/<int:pk>/tables.json": [Case("get", "/releases/{r}/tables.json", web_viewer())],
+    "releases/<int:pk>/tables/<int:index>/": [Case("get", "/releases/{r}/tables/0/", web_viewer())],
+    "releases/<int:pk>/tables/<int:index>.csv": [Case("get", "/releases/{r}/tables/0.csv", web_viewer())],
+    "releases/<int:pk>/tables/<int:index>.json": [Case("get", "/releases/{r}/tables/0.json", web_viewer())],
     "releases/<int:pk>/draw/": [Case("post", "/releases/{r}/draw/", web_owner(302), {"rows": "5"})],
     "releases/<int:pk>/cancel/": [Case("post", "/releases/{r}/cancel/", web_owner(302))],
     "releases/<int:pk>/edit/": [
