@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Iterable
@@ -199,6 +199,393 @@ def check_delta(delta, *, required: bool) -> float:
     return value
 
 
+# ----------------------------------------------------------------------------------------------
+# Typed privacy events: what a release's noise IS, in one vocabulary for every mechanism
+# ----------------------------------------------------------------------------------------------
+# In the spirit of ``dp_accounting``'s DpEvent classes, with the sensitivity kept beside the noise (the
+# platform's neighbours replace one record; every sensitivity is stated for that relation). An event
+# describes mechanisms whose privacy loss the accountants know exactly (Gaussian, Laplace, zCDP), or a
+# part proven (epsilon, delta)-DP by the mechanism's own argument. ``count`` repeats an event (independent
+# draws, composed). Events travel as JSON in the release report (``PrivacyCost.to_dict()["events"]``).
+
+
+def _positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be positive and finite, got {name}={value!r}")
+    return float(value)
+
+
+def _count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"count must be a positive integer, got count={value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class LaplaceEvent:
+    """Laplace noise of ``scale`` (discrete Laplace when ``discrete``) on a query of L1 ``sensitivity``,
+    ``count`` times: each is (sensitivity / scale)-DP."""
+
+    scale: float
+    sensitivity: float
+    count: int = 1
+    discrete: bool = False
+    label: str = ""
+    kind = "laplace"
+
+    def __post_init__(self):
+        _positive("scale", self.scale)
+        _positive("sensitivity", self.sensitivity)
+        _count(self.count)
+
+    @property
+    def epsilon(self) -> float:
+        return self.count * self.sensitivity / self.scale
+
+
+@dataclass(frozen=True)
+class GaussianEvent:
+    """Gaussian noise of standard deviation ``sigma`` (discrete Gaussian when ``discrete``) on a query
+    of L2 ``sensitivity``, ``count`` times: each is (sensitivity^2 / (2 sigma^2))-zCDP."""
+
+    sigma: float
+    sensitivity: float
+    count: int = 1
+    discrete: bool = False
+    label: str = ""
+    kind = "gaussian"
+
+    def __post_init__(self):
+        _positive("sigma", self.sigma)
+        _positive("sensitivity", self.sensitivity)
+        _count(self.count)
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.sigma / self.sensitivity
+
+    @property
+    def rho(self) -> float:
+        return self.count / (2 * self.noise_multiplier**2)
+
+
+@dataclass(frozen=True)
+class ExponentialEvent:
+    """The exponential mechanism (report noisy max with Gumbel noise), ``count`` times: each is
+    ``epsilon``-DP and (epsilon^2 / 8)-zCDP (Cesar & Rogers 2021)."""
+
+    epsilon: float
+    count: int = 1
+    label: str = ""
+    kind = "exponential"
+
+    def __post_init__(self):
+        _positive("epsilon", self.epsilon)
+        _count(self.count)
+
+    @property
+    def rho(self) -> float:
+        return self.count * self.epsilon**2 / 8
+
+
+@dataclass(frozen=True)
+class ZCDPEvent:
+    """A mechanism proven ``rho``-zCDP, ``count`` times (e.g. the exponential mechanism as Gumbel noisy
+    max: eps^2 / 8)."""
+
+    rho: float
+    count: int = 1
+    label: str = ""
+    kind = "zcdp"
+
+    def __post_init__(self):
+        _positive("rho", self.rho)
+        _count(self.count)
+
+
+@dataclass(frozen=True)
+class EpsilonDeltaEvent:
+    """A part proven (``epsilon``, ``delta``)-DP by the mechanism's own argument (no finer description)."""
+
+    epsilon: float
+    delta: float = 0.0
+    count: int = 1
+    label: str = ""
+    kind = "epsilon_delta"
+
+    def __post_init__(self):
+        _positive("epsilon", self.epsilon)
+        _count(self.count)
+        if isinstance(self.delta, bool) or not isinstance(self.delta, (int, float)) or not 0 <= self.delta < 1:
+            raise ValueError(f"delta must be in [0, 1), got delta={self.delta!r}")
+
+
+@dataclass(frozen=True)
+class SubsampledEvent:
+    """``event`` run on a Poisson subsample: each record is included with ``probability``."""
+
+    probability: float
+    event: "PrivacyEvent"
+    label: str = ""
+    kind = "subsampled"
+
+    def __post_init__(self):
+        if not isinstance(self.event, EVENT_CLASSES):
+            raise ValueError(f"a subsampled event needs an event, got {short_repr(self.event)}")
+        if not 0 < self.probability <= 1:
+            raise ValueError(f"probability must be in (0, 1], got probability={self.probability!r}")
+
+
+@dataclass(frozen=True)
+class ComposedEvent:
+    """``events`` run on the same table, composed."""
+
+    events: tuple = ()
+    label: str = ""
+    kind = "composed"
+
+    def __post_init__(self):
+        object.__setattr__(self, "events", _checked_events(self.events))
+
+
+PrivacyEvent = (
+    LaplaceEvent | GaussianEvent | ExponentialEvent | ZCDPEvent | EpsilonDeltaEvent | SubsampledEvent | ComposedEvent
+)
+EVENT_CLASSES = (
+    LaplaceEvent,
+    GaussianEvent,
+    ExponentialEvent,
+    ZCDPEvent,
+    EpsilonDeltaEvent,
+    SubsampledEvent,
+    ComposedEvent,
+)
+EVENT_KINDS = {c.kind: c for c in EVENT_CLASSES}
+
+
+def _checked_events(events) -> tuple:
+    events = tuple(events)
+    bad = [e for e in events if not isinstance(e, EVENT_CLASSES)]
+    if bad:
+        raise ValueError(f"privacy events must be event objects (LaplaceEvent, ...), got {short_repr(bad[0])}")
+    return events
+
+
+def event_to_dict(event: PrivacyEvent) -> dict:
+    """JSON form: {"kind": ..., fields...}; nested events for composed and subsampled ones."""
+    out: dict = {"kind": event.kind}
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if f.name == "events":
+            value = [event_to_dict(e) for e in value]
+        elif f.name == "event":
+            value = event_to_dict(value)
+        out[f.name] = value
+    return out
+
+
+def event_from_dict(data: dict) -> PrivacyEvent:
+    """The event a JSON form describes; ValueError naming the problem for anything else."""
+    if not isinstance(data, dict) or data.get("kind") not in EVENT_KINDS:
+        raise ValueError(f"not a privacy event: {short_repr(data)}")
+    cls = EVENT_KINDS[data["kind"]]
+    names = {f.name for f in fields(cls)}
+    unknown = set(data) - names - {"kind"}
+    if unknown:
+        raise ValueError(f"a {data['kind']} event has no field(s) {sorted(unknown)}")
+    kw = {k: v for k, v in data.items() if k != "kind"}
+    if "events" in kw:
+        if not isinstance(kw["events"], list):
+            raise ValueError("a composed event's events must be a list")
+        kw["events"] = tuple(event_from_dict(e) for e in kw["events"])
+    if "event" in kw:
+        kw["event"] = event_from_dict(kw["event"])
+    try:
+        return cls(**kw)
+    except TypeError as exc:
+        raise ValueError(f"a {data['kind']} event: {exc}") from None
+
+
+def flat_events(events) -> list[PrivacyEvent]:
+    """The leaves of ``events`` (composed events opened, subsampled ones kept whole)."""
+    out: list = []
+    for e in events:
+        out.extend(flat_events(e.events) if isinstance(e, ComposedEvent) else [e])
+    return out
+
+
+def gaussian_events(sigmas, *, sensitivity: float, discrete: bool = False, label: str = "") -> tuple:
+    """One :class:`GaussianEvent` per distinct noise std in ``sigmas`` (first-seen order), counting the
+    queries measured with it."""
+    counts: dict[float, int] = {}
+    for s in sigmas:
+        counts[float(s)] = counts.get(float(s), 0) + 1
+    return tuple(GaussianEvent(s, sensitivity, count=k, discrete=discrete, label=label) for s, k in counts.items())
+
+
+def exponential_epsilon(*, sensitivity: float, rho: float) -> float:
+    """The epsilon of a noisy max at ``rho``-zCDP (``Noise.select_max_zcdp``): its Gumbel scale is
+    sensitivity / sqrt(2 rho), so it is 2 sensitivity / scale = sqrt(8 rho)-DP; ``sensitivity`` only
+    cancels out, kept to make the call read like the sampler's."""
+    _positive("sensitivity", sensitivity)
+    return math.sqrt(8 * _positive("rho", rho))
+
+
+def _dp_event(event):
+    """The ``dp_accounting`` event of one of ours (noise multipliers: noise / sensitivity), for the RDP
+    accountant. A pure epsilon-DP part enters as (epsilon^2 / 2)-zCDP (Bun & Steinke 2016)."""
+    from dp_accounting import dp_event as d
+
+    if isinstance(event, ComposedEvent):
+        return d.ComposedDpEvent([_dp_event(e) for e in event.events])
+    if isinstance(event, LaplaceEvent):
+        one = d.LaplaceDpEvent(event.scale / event.sensitivity)
+    elif isinstance(event, GaussianEvent):
+        one = d.GaussianDpEvent(event.noise_multiplier)
+    elif isinstance(event, ExponentialEvent):
+        one = d.ZCDpEvent(event.epsilon**2 / 8)
+    elif isinstance(event, ZCDPEvent):
+        one = d.ZCDpEvent(event.rho)
+    elif isinstance(event, EpsilonDeltaEvent) and event.delta == 0:
+        one = d.ZCDpEvent(event.epsilon**2 / 2)
+    else:
+        raise ValueError(f"a {event.kind} event has no RDP curve here (replace-one neighbours)")
+    return one if event.count == 1 else d.SelfComposedDpEvent(one, event.count)
+
+
+def events_rdp_epsilon(events, delta: float) -> float:
+    """epsilon at ``delta`` of ``events`` composed, by the RDP accountant of ``dp_accounting``.
+    ValueError for an event without an RDP curve (subsampled under replace-one, (epsilon, delta) parts)."""
+    from dp_accounting import rdp
+
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1) for RDP accounting, got delta={delta!r}")
+    accountant = rdp.RdpAccountant()
+    accountant.compose(_dp_event(ComposedEvent(tuple(events))))
+    return float(accountant.get_epsilon(delta))
+
+
+def events_pure_epsilon(events) -> float | None:
+    """The basic-composition epsilon of pure events (Laplace, exponential, (epsilon, 0)), or None when
+    any part is not pure epsilon-DP."""
+    total = 0.0
+    for e in flat_events(events):
+        if isinstance(e, (LaplaceEvent, ExponentialEvent)):
+            total += e.count * (e.sensitivity / e.scale if isinstance(e, LaplaceEvent) else e.epsilon)
+        elif isinstance(e, EpsilonDeltaEvent) and e.delta == 0:
+            total += e.count * e.epsilon
+        else:
+            return None
+    return total
+
+
+def events_pld(events):
+    """The privacy loss distribution of ``events`` composed (``dp_accounting``), or None when a part has
+    none here (zCDP without a finer description, subsampled under replace-one). Gaussian and Laplace
+    parts enter as the continuous mechanisms with their noise multiplier (informational: the discrete
+    samplers' losses are close to, not certified below, these); exponential and (epsilon, delta) parts
+    by their (epsilon, delta)."""
+    from dp_accounting.pld import common, privacy_loss_distribution as pld_lib
+
+    out = None
+    for e in flat_events(events):
+        if isinstance(e, GaussianEvent):
+            one = pld_lib.from_gaussian_mechanism(e.noise_multiplier, sensitivity=1.0)
+        elif isinstance(e, LaplaceEvent):
+            one = pld_lib.from_laplace_mechanism(e.scale / e.sensitivity, sensitivity=1.0)
+        elif isinstance(e, (ExponentialEvent, EpsilonDeltaEvent)):
+            params = common.DifferentialPrivacyParameters(e.epsilon, getattr(e, "delta", 0.0))
+            one = pld_lib.from_privacy_parameters(params)
+        else:
+            return None
+        one = one.self_compose(e.count) if e.count > 1 else one
+        out = one if out is None else out.compose(one)
+    return out
+
+
+def pld_from_parameters(epsilon: float, delta: float):
+    """The worst-case privacy loss distribution of an (epsilon, delta)-DP release."""
+    from dp_accounting.pld import common, privacy_loss_distribution as pld_lib
+
+    return pld_lib.from_privacy_parameters(common.DifferentialPrivacyParameters(epsilon, delta))
+
+
+def compose_releases(releases, delta: float) -> dict:
+    """Tighter composition of several releases on one table, beside the basic sum (informational).
+
+    ``releases``: (events or None, epsilon, delta) per release. PLD: a release whose every event has a
+    privacy loss distribution here (:func:`events_pld`) enters by its events, any other by its (epsilon,
+    delta). RDP: only when every release's events have an RDP curve (:func:`events_rdp_epsilon`).
+    Returns {"pld_epsilon", "rdp_epsilon" (or None), "by_events": releases that entered by their events}."""
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got delta={delta!r}")
+    pld, by_events, all_events = None, 0, []
+    for events, eps, dlt in releases:
+        one = events_pld(events) if events else None
+        if one is None:
+            one = pld_from_parameters(float(eps), float(dlt))
+        else:
+            by_events += 1
+        pld = one if pld is None else pld.compose(one)
+        all_events = None if all_events is None or not events else all_events + list(events)
+    rdp_eps = None
+    if all_events:
+        try:
+            rdp_eps = events_epsilon(all_events, delta)
+        except ValueError:
+            rdp_eps = None
+    return {
+        "pld_epsilon": float(pld.get_epsilon_for_delta(delta)) if pld is not None else None,
+        "rdp_epsilon": rdp_eps,
+        "by_events": by_events,
+    }
+
+
+def events_zcdp_rho(events) -> float | None:
+    """The total rho of ``events`` when every part has a zCDP bound here (Gaussian, exponential, zCDP),
+    else None."""
+    total = []
+    for e in flat_events(events):
+        if not isinstance(e, (GaussianEvent, ExponentialEvent, ZCDPEvent)):
+            return None
+        total.append(e.rho if not isinstance(e, ZCDPEvent) else e.count * e.rho)
+    return math.fsum(total)
+
+
+def events_epsilon(events, delta: float) -> float:
+    """The epsilon ``events`` account for at ``delta``: the basic sum for pure parts; otherwise the smaller
+    of the RDP accountant's value and, when every part has a zCDP bound, the Canonne-Kamath-Steinke
+    conversion of their summed rho (:func:`zcdp_epsilon`, tight for zCDP: the accountant's finite grid of
+    orders is a little looser). ValueError when the events cannot be accounted at this delta."""
+    pure = events_pure_epsilon(events)
+    if pure is not None:
+        return pure
+    if not 0 < delta < 1:
+        raise ValueError("events that are not pure epsilon-DP need a delta in (0, 1)")
+    candidates = []
+    rho = events_zcdp_rho(events)
+    if rho is not None and rho > 0:
+        candidates.append(zcdp_epsilon(rho, delta))
+    try:
+        candidates.append(events_rdp_epsilon(events, delta))
+    except ValueError:
+        if not candidates:
+            raise
+    return min(candidates)
+
+
+def check_events(cost: "PrivacyCost", *, tolerance: float = 1e-9) -> float:
+    """The epsilon ``cost.events`` account for at ``cost.delta`` (:func:`events_epsilon`); ValueError when
+    there are none, or when it exceeds the claimed epsilon by more than ``tolerance`` (relative): a claim
+    the described noise does not cover (a wrong sigma, a sensitivity understated)."""
+    if not cost.events:
+        raise ValueError("the cost reports no privacy events")
+    eps = events_epsilon(cost.events, cost.delta)
+    if eps > cost.epsilon * (1 + tolerance):
+        raise ValueError(f"the events account for epsilon={eps:.6g}, above the claimed epsilon={cost.epsilon:g}")
+    return eps
+
+
 @dataclass(frozen=True)
 class PrivacyCost:
     """What one release spends, with the honest fine print."""
@@ -208,9 +595,11 @@ class PrivacyCost:
     guarantee: str = "pure"
     caveats: tuple[str, ...] = ()
     neighbouring: str = NEIGHBOURING
-    details: dict = field(default_factory=dict)  # e.g. budget split, noise scales (public)
+    details: dict = field(default_factory=dict)  # e.g. budget split, noise scales (public), for display
+    events: tuple = ()  # typed privacy events (LaplaceEvent, GaussianEvent, ...): what the ledger accounts
 
     def __post_init__(self):
+        object.__setattr__(self, "events", _checked_events(self.events))
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise ValueError(f"epsilon must be positive, got epsilon={self.epsilon!r}")
         if not (0 <= self.delta < 1):
@@ -229,6 +618,7 @@ class PrivacyCost:
             "caveats": list(self.caveats),
             "neighbouring": self.neighbouring,
             "details": self.details,
+            "events": [event_to_dict(e) for e in self.events],
         }
 
 

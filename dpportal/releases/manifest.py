@@ -27,6 +27,7 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
         "caveats": report.get("caveats", []),
         "neighbouring": report.get("neighbouring"),
         "privacy_details": report.get("details", {}),
+        "privacy_events": report.get("events", []),  # typed: mechanisms.accounting.event_from_dict
         "noise_backend": report.get("noise_backend"),
         "rows": release.rows,
         "files": {

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ..accounting import PrivacyCost, ZCDPEvent, zcdp_epsilon, zcdp_rho
 from ..base import Mechanism, NoisyQuery, ParamSpec
 from ..source import TableSource
 from . import guide
@@ -229,6 +229,9 @@ class TablesRelease(Mechanism):
                 "residual_sigmas": {",".join(a): s for a, s in sigmas.items()},
                 "cell_standard_errors": {",".join(t): s for t, s in self.standard_errors().items()},
             },
+            events=(ZCDPEvent(replace_one_rho(sigmas, sizes), label="Gaussian residual measurements"),)
+            if sigmas
+            else (),
         )
 
     def report(self) -> dict:

@@ -16,30 +16,30 @@ log = logging.getLogger(__name__)
 MAX_INFORMATIONAL_RELEASES = 200
 
 
-def _gaussian_multipliers(report: dict) -> list[float]:
-    """Noise multipliers (sigma / L2 sensitivity) of the Gaussian mechanisms a release declares in
-    its privacy report ``details``: ``gaussian_noise_multipliers`` (a list), or
-    ``noise_multiplier`` / ``noise_multiplier_sigma`` (DP-MERF) with an optional count
-    ``gaussian_count`` / ``gaussian_releases`` (DP-MERF)."""
-    details = (report or {}).get("details") or {}
-    listed = details.get("gaussian_noise_multipliers")
-    if isinstance(listed, list):
-        return [float(x) for x in listed if isinstance(x, (int, float)) and x > 0]
-    nm = details.get("noise_multiplier", details.get("noise_multiplier_sigma"))
-    if isinstance(nm, (int, float)) and not isinstance(nm, bool) and nm > 0:
-        count = details.get("gaussian_count", details.get("gaussian_releases", 1))
-        count = count if isinstance(count, int) and count > 0 else 1
-        return [float(nm)] * count
-    return []
+def release_events(report: dict) -> list | None:
+    """The typed privacy events a release's report carries (``PrivacyCost.to_dict()["events"]``), or None
+    when it has none or they do not parse (the release then enters with its (epsilon, delta))."""
+    from mechanisms.accounting import event_from_dict
+
+    raw = (report or {}).get("events")
+    if not isinstance(raw, list) or not raw:
+        return None
+    try:
+        return [event_from_dict(e) for e in raw]
+    except ValueError:
+        return None
 
 
 def tighter_accounting(dataset) -> dict:
-    """PLD composition (dp-accounting) of the spent releases, shown BESIDE the basic sum.
+    """PLD and RDP composition (dp-accounting) of the spent releases, shown BESIDE the basic sum.
 
-    Gaussian-based releases that declare their noise multiplier enter as Gaussian PLDs (the
-    continuous Gaussian, as in ``mechanisms.accounting.gaussian_pld_epsilon``); every other
-    release enters with its (epsilon, delta) worst-case PLD. Informational only.
+    A release enters by the typed privacy events its report carries (Gaussian and Laplace noise, noisy
+    max, zCDP parts: ``mechanisms.accounting.compose_releases``); a release without events the PLD can
+    represent enters with its (epsilon, delta) worst-case PLD. The RDP figure needs events from every
+    release. A release whose events account for more than its ledger epsilon is named. Informational only.
     """
+    from mechanisms.accounting import compose_releases, events_epsilon
+
     spends = list(
         LedgerEntry.objects.filter(dataset_id=dataset.pk, kind=LedgerEntry.SPEND)
         .select_related("release")
@@ -52,45 +52,50 @@ def tighter_accounting(dataset) -> dict:
     }
     if len(spends) > MAX_INFORMATIONAL_RELEASES:
         return {**base, "reason": f"more than {MAX_INFORMATIONAL_RELEASES} releases"}
-    gaussian = [(e, _gaussian_multipliers(getattr(e.release, "report", None) or {})) for e in spends]
-    if not any(m for _, m in gaussian):
-        return {**base, "reason": "no Gaussian-based release declares its noise multiplier"}
+    parts = [
+        (
+            release_events(getattr(e.release, "report", None) or {}),
+            units_to_float(e.eps_units, EPS_UNIT),
+            units_to_float(e.delta_units, DELTA_UNIT),
+        )
+        for e in spends
+    ]
+    if not any(events for events, _, _ in parts):
+        return {**base, "reason": "no spent release reports privacy events"}
     total_delta = sum(Fraction(e.delta_units, DELTA_UNIT) for e in spends)
     if total_delta <= 0:
         return {**base, "reason": "no delta spent"}
+    exceeding = []
+    for e, (events, eps, delta) in zip(spends, parts):
+        try:
+            if events and events_epsilon(events, delta) > eps * (1 + 1e-9):
+                exceeding.append(e.release_id)
+        except ValueError:
+            pass
     try:
-        from dp_accounting.pld import common, privacy_loss_distribution as pld_lib
-
-        pld = None
-        for e, multipliers in gaussian:
-            if multipliers:
-                parts = [pld_lib.from_gaussian_mechanism(m, sensitivity=1.0) for m in multipliers]
-            else:
-                parts = [
-                    pld_lib.from_privacy_parameters(
-                        common.DifferentialPrivacyParameters(
-                            units_to_float(e.eps_units, EPS_UNIT), units_to_float(e.delta_units, DELTA_UNIT)
-                        )
-                    )
-                ]
-            for p in parts:
-                pld = p if pld is None else pld.compose(p)
-        eps = float(pld.get_epsilon_for_delta(float(total_delta)))
+        composed = compose_releases(parts, float(total_delta))
     except Exception as exc:  # informational: never break the page
         log.warning("informational PLD accounting failed for dataset %s: %s", dataset.pk, exc)
         return {**base, "reason": f"accountant failed: {exc}"}
+    if exceeding:
+        log.warning("dataset %s: releases %s report events above their ledger epsilon", dataset.pk, exceeding)
     basic_units = sum(e.eps_units for e in spends)
     basic = units_to_float(basic_units, EPS_UNIT)
     delta_units = sum(e.delta_units for e in spends)
+    eps = composed["pld_epsilon"]
+    rdp = composed["rdp_epsilon"]
     return {
         **base,
         "available": True,
         "method": "PLD (dp-accounting)",
         "epsilon": round(eps, 6),
+        "rdp_epsilon": round(rdp, 6) if rdp is not None else None,
         "delta": float(total_delta),
         "delta_display": format_units(delta_units, DELTA_UNIT),
         "basic_epsilon": basic,
         "basic_epsilon_display": format_units(basic_units, EPS_UNIT),
         "tighter": eps < basic,
         "releases": len(spends),
+        "by_events": composed["by_events"],
+        "events_above_claim": exceeding,
     }

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...accounting import PrivacyCost, zcdp_epsilon, zcdp_rho
+from ...accounting import PrivacyCost, ZCDPEvent, gaussian_events, zcdp_epsilon, zcdp_rho
 from ...base import Mechanism, ParamSpec
 from ...pgm import (
     QUALITY_L1_SENSITIVITY,
@@ -451,7 +451,22 @@ class AIM(Mechanism):
                 "marginal_l2_sensitivity": "sqrt(2)",
                 "selection_score_sensitivity": "2 x max weight",
             },
+            events=self._privacy_events(rho),
         )
+
+    def _privacy_events(self, rho: float) -> tuple:
+        """What a fit spent: its marginals' discrete Gaussian measurements (L2 sensitivity sqrt(2); a clique
+        measured twice is pooled into one measurement of the same rho) and, in zCDP, the rest of what it
+        spent: the exponential mechanism's selections. Before a fit: the planned budget as one zCDP event."""
+        log = getattr(self, "measurements", None)
+        if log is None:
+            return (ZCDPEvent(rho, label="the release's budget, planned"),)
+        sigmas = [m.sigma for m in log.items]
+        events = gaussian_events(sigmas, sensitivity=math.sqrt(2), discrete=True, label="marginals")
+        selections = self.rho_spent - math.fsum(rho_of_measurement(s) for s in sigmas)
+        if selections > 1e-12 * rho:
+            events += (ZCDPEvent(selections, label="exponential-mechanism selections"),)
+        return events
 
     def report(self) -> dict:
         if not hasattr(self, "selected"):

@@ -82,7 +82,7 @@ from scipy import sparse
 from scipy.optimize import OptimizeWarning, linprog
 from scipy.stats import binom
 
-from ...accounting import PrivacyCost, split_budget, zcdp_rho
+from ...accounting import EpsilonDeltaEvent, PrivacyCost, ZCDPEvent, split_budget, zcdp_rho
 from ...base import NOISE_MODE, Mechanism, ParamSpec
 from ...noise import Noise, laplace_scale
 from ...schema import Schema
@@ -719,10 +719,27 @@ class DensityLP(Mechanism):
                 f"Gaussian mode (an extension): accounted in zero-concentrated DP, rho = {self.rho:.6g}, "
                 "converted to the requested (epsilon, delta) by the Canonne-Kamath-Steinke bound"
             )
-            return PrivacyCost(
-                epsilon=self.epsilon, delta=self.delta, guarantee="approximate", caveats=tuple(caveats), details=details
+            events = tuple(
+                ZCDPEvent(r, label=what)
+                for r, what in ((self.rho_mu, "reference"), (self.rho_lp, "marginal counts"))
+                if r
             )
-        return PrivacyCost(epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats), details=details)
+            return PrivacyCost(
+                epsilon=self.epsilon,
+                delta=self.delta,
+                guarantee="approximate",
+                caveats=tuple(caveats),
+                details=details,
+                events=events,
+            )
+        events = tuple(
+            EpsilonDeltaEvent(e, label=what)
+            for e, what in ((self.eps_mu, "reference"), (self.eps_lp, "marginal counts"))
+            if e
+        )
+        return PrivacyCost(
+            epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=tuple(caveats), details=details, events=events
+        )
 
     def report(self) -> dict:
         return {

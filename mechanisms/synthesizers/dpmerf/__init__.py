@@ -50,7 +50,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...accounting import PrivacyCost, calibrate_gaussian_rdp, gaussian_pld_epsilon, gaussian_rdp_epsilon
+from ...accounting import (
+    GaussianEvent,
+    PrivacyCost,
+    calibrate_gaussian_rdp,
+    gaussian_pld_epsilon,
+    gaussian_rdp_epsilon,
+)
 from ... import resources
 from ...base import Mechanism, NoisyQuery, ParamSpec
 from ...schema import Schema
@@ -504,8 +510,15 @@ class DPMERF(Mechanism):
                 "undersampling is applied to the released noisy class counts (post-processing), "
                 "not to the data as in the paper"
             )
+        # the embedding (and the class counts), each with noise std = sigma x its L2 sensitivity
+        event = GaussianEvent(self.sigma, 1.0, count=self.n_releases, label="noise multiplier (std / L2 sensitivity)")
         return PrivacyCost(
-            epsilon=self.epsilon, delta=self.delta, guarantee="approximate", caveats=tuple(caveats), details=details
+            epsilon=self.epsilon,
+            delta=self.delta,
+            guarantee="approximate",
+            caveats=tuple(caveats),
+            details=details,
+            events=(event,),
         )
 
     def report(self) -> dict:

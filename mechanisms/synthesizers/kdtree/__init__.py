@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...accounting import PrivacyCost, split_budget
+from ...accounting import EpsilonDeltaEvent, LaplaceEvent, PrivacyCost, split_budget
 from ...base import Mechanism, ParamSpec
 from ...noise import Noise, laplace_scale
 from ...source import TableSource
@@ -553,6 +553,9 @@ class KDTreeGrid(_KDBase):
                 "discrete_laplace_scale": self._count_scale(self.epsilon),
                 **self.config,
             },
+            events=(
+                LaplaceEvent(self._count_scale(self.epsilon), COUNT_SENSITIVITY, discrete=True, label="cell counts"),
+            ),
         )
 
 
@@ -834,4 +837,9 @@ class KDTreeAdaptive(_KDBase):
                 "categorical columns are split data-independently at the root (one cell per category "
                 "combination); the cell count grows with their product",
             )
-        return PrivacyCost(epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=caveats, details=details)
+        events = (LaplaceEvent(self._count_scale(eps_counts), COUNT_SENSITIVITY, discrete=True, label="leaf counts"),)
+        if eps_tree > 0:
+            events = (EpsilonDeltaEvent(eps_tree, label="adaptive partition (noisy split decisions)"),) + events
+        return PrivacyCost(
+            epsilon=self.epsilon, delta=0.0, guarantee="pure", caveats=caveats, details=details, events=events
+        )

@@ -72,7 +72,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ...accounting import PrivacyCost
+from ...accounting import EpsilonDeltaEvent, PrivacyCost
 from ...base import Mechanism, ParamSpec
 from ...noise import Noise
 from ...schema import Schema
@@ -804,6 +804,11 @@ class PMSEMechanism(Mechanism):
                 "tree": p["tree"],
                 "composition": "basic: l draws at epsilon/l each",
             },
+            events=(
+                EpsilonDeltaEvent(
+                    self.epsilon / p["releases"], count=p["releases"], label="exponential mechanism (see the guarantee)"
+                ),
+            ),
         )
 
     def report(self) -> dict:

@@ -100,7 +100,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...accounting import PrivacyCost, split_budget
+from ...accounting import EpsilonDeltaEvent, LaplaceEvent, PrivacyCost, split_budget
 from ...base import Mechanism, ParamSpec
 from ...noise import laplace_scale
 from ...schema import Schema
@@ -786,6 +786,16 @@ class PrivHP(Mechanism):
                 counter_scales=[p.counter_scale(l) for l in range(1, p.pruning_level + 1)],
                 sketch_scales=[p.sketch_scale(l) for l in range(p.pruning_level + 1, p.depth + 1)],
             )
+            sketch = SKETCH_ROW_SENSITIVITY * p.sketch_depth
+            events = tuple(
+                LaplaceEvent(p.counter_scale(l), COUNTER_SENSITIVITY, discrete=True, label=f"level {l} counters")
+                for l in range(1, p.pruning_level + 1)
+            ) + tuple(
+                LaplaceEvent(p.sketch_scale(l), sketch, discrete=True, label=f"level {l} sketch")
+                for l in range(p.pruning_level + 1, p.depth + 1)
+            )
+        else:
+            events = (EpsilonDeltaEvent(self.epsilon, label="the release's budget, planned"),)
         return PrivacyCost(
             epsilon=self.epsilon,
             delta=0.0,
@@ -799,6 +809,7 @@ class PrivHP(Mechanism):
                 "(privacy does not depend on the hashes)",
             ),
             details=details,
+            events=events,
         )
 
     def summary(self) -> dict[str, Any]:

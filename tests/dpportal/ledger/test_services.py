@@ -10,6 +10,7 @@ import json
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.urls import reverse
 
 from dpportal.ledger import services
 from dpportal.ledger.models import Budget, LedgerEntry
@@ -283,29 +284,80 @@ def test_timeline_is_cumulative(busy_ledger):
     assert t["cap_epsilon"] == [1.0]
 
 
-def test_tighter_accounting_is_informational_for_gaussian_releases(budget, personas, make_release):
+def _spent(budget, user, make_release, epsilon, delta, report):
+    release = make_release(epsilon=epsilon, delta=delta)
+    services.reserve(dataset=budget, release=release, user=user, epsilon=release.epsilon, delta=release.delta)
+    type(release).objects.filter(pk=release.pk).update(report=json.loads(json.dumps(report)))
+    services.settle(type(release).objects.get(pk=release.pk))
+    return release
+
+
+def _mechanism_report(name: str) -> dict:
+    """A fitted mechanism's privacy report as the worker stores it (the audit case's table, seeded)."""
+    from mechanisms.noise import Noise
+    from mechanisms.runner import build
+    from mechanisms.source import TableSource
+    from tests.privacy.cases import CASES
+
+    case = CASES[name]
+    mech = build(name, case.schema, epsilon=case.epsilon, delta=case.delta, params=case.params, noise=Noise.seeded(0))
+    mech.fit(TableSource(case.schema, frame=case.frame))
+    return mech.privacy_cost().to_dict()
+
+
+def test_tighter_accounting_reads_the_typed_events_of_a_gaussian_and_a_laplace_release(budget, personas, make_release):
+    from mechanisms.accounting import compose_releases, event_from_dict
+
     user = personas.owner
-    lap = make_release(epsilon="1", delta="0")
-    services.set_caps(budget, epsilon="10", delta="1e-5", user=user)
-    gauss = make_release(epsilon="2.42", delta="1e-6")
-    for r in (lap, gauss):
-        services.reserve(dataset=budget, release=r, user=user, epsilon=r.epsilon, delta=r.delta)
-    type(gauss).objects.filter(pk=gauss.pk).update(
-        report={"guarantee": "approximate", "caveats": [], "details": {"noise_multiplier": 2.0}}
-    )
-    services.settle(lap)
-    services.settle(type(gauss).objects.get(pk=gauss.pk))
+    services.set_caps(budget, epsilon="10", delta="1e-4", user=user)
+    mst, baseline = _mechanism_report("mst"), _mechanism_report("baseline")
+    assert {e["kind"] for e in mst["events"]} >= {"gaussian"} and {e["kind"] for e in baseline["events"]} == {"laplace"}
+    _spent(budget, user, make_release, "1", "1e-5", mst)
+    _spent(budget, user, make_release, "1", "0", baseline)
+    _spent(budget, user, make_release, "0.5", "0", {"guarantee": "pure", "details": {}})  # no events: its (eps, delta)
     info = services.tighter_accounting(budget)
-    assert info["available"] and info["informational"]
-    assert info["basic_epsilon"] == pytest.approx(3.42)
-    assert info["epsilon"] < 3.42 and info["tighter"]  # PLD is tighter than the basic sum it is shown beside
-    assert (info["basic_epsilon_display"], info["delta_display"]) == ("3.42", "1e-6")
-    assert services.remaining(budget)["epsilon"]["spent"] == "3.42"  # admission still uses the sum
+    assert info["available"] and info["informational"] and info["by_events"] == 2
+    assert info["basic_epsilon"] == pytest.approx(2.5) and info["events_above_claim"] == []
+    assert info["epsilon"] < 2.5 and info["tighter"]  # PLD beside the basic sum
+    assert info["rdp_epsilon"] is None  # one release has no events: no RDP figure
+    expected = compose_releases(
+        [
+            ([event_from_dict(e) for e in mst["events"]], 1.0, 1e-5),
+            ([event_from_dict(e) for e in baseline["events"]], 1.0, 0.0),
+            (None, 0.5, 0.0),
+        ],
+        1e-5,
+    )
+    assert info["epsilon"] == pytest.approx(expected["pld_epsilon"], abs=1e-6)
+    assert services.remaining(budget)["epsilon"]["spent"] == "2.5"  # admission still uses the sum
 
 
-def test_gaussian_multipliers_are_read_from_the_privacy_report():
-    read = services.informational._gaussian_multipliers
-    assert read({"details": {"noise_multiplier_sigma": 3.0, "gaussian_releases": 2}}) == [3.0, 3.0]  # DP-MERF
-    assert read({"details": {"gaussian_noise_multipliers": [1.5, 2.5]}}) == [1.5, 2.5]
-    assert read({"details": {"noise_multiplier": 2.0}}) == [2.0]
-    assert read({"details": {"scale": 2.0}}) == [] and read({}) == []
+def test_tighter_accounting_covers_aim_by_rdp_and_names_a_release_with_a_wrong_sigma(
+    budget, personas, make_release, client
+):
+    user = personas.owner
+    services.set_caps(budget, epsilon="10", delta="1e-4", user=user)
+    aim = _mechanism_report("aim")
+    assert {e["kind"] for e in aim["events"]} == {"gaussian", "zcdp"}  # measurements and selections
+    _spent(budget, user, make_release, "1", "1e-5", aim)
+    info = services.tighter_accounting(budget)
+    assert info["available"] and info["rdp_epsilon"] == pytest.approx(1.0, rel=1e-6)  # its own zCDP accounting
+    assert info["events_above_claim"] == []
+    broken = json.loads(json.dumps(aim))
+    for e in broken["events"]:
+        if e["kind"] == "gaussian":
+            e["sigma"] /= 2  # the broken variant: the noise it reports is half what its epsilon needs
+    release = _spent(budget, user, make_release, "1", "1e-5", broken)
+    info = services.tighter_accounting(budget)
+    assert info["events_above_claim"] == [release.pk]
+    client.force_login(user)
+    page = client.get(reverse("dpportal-ledger", args=[budget.pk])).content.decode()
+    assert "RDP (zCDP parts" in page and "entered by the privacy events" in page
+    assert f"Release {release.pk}: the noise in the privacy report accounts for more" in page
+
+
+def test_release_events_ignores_reports_without_usable_events():
+    read = services.informational.release_events
+    assert read({}) is None and read({"events": []}) is None
+    assert read({"events": [{"kind": "gaussian", "sigma": -1, "sensitivity": 1}]}) is None
+    assert read({"events": [{"kind": "laplace", "scale": 2.0, "sensitivity": 1.0}]})[0].scale == 2.0
