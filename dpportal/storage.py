@@ -60,10 +60,14 @@ def publish_dir(directory: Path) -> list[str]:
 
 
 def local_path(key: str) -> Path:
-    """A readable local file for the key: the file under DATA_DIR, fetched from the bucket when missing."""
+    """The key's file under DATA_DIR, fetched from the bucket when missing there. As without a bucket, a
+    file that exists nowhere is a path that does not exist (its reader says so)."""
     path = Path(settings.DATA_DIR) / key
-    if remote() and not path.exists():
-        _fetch(key, path)
+    if remote() and key and not path.exists():
+        try:
+            _fetch(key, path)
+        except FileNotFoundError:
+            pass
     return path
 
 

@@ -124,10 +124,11 @@ def test_a_large_file_goes_up_and_down_in_parts_with_bounded_memory(bucket, sett
     assert key not in keys(client, name) and not fetched.exists()
 
 
-def test_a_missing_object_is_file_not_found(bucket, settings, tmp_path):
-    machine(settings, tmp_path, "m")
-    with pytest.raises(FileNotFoundError, match="not in the object store"):
-        storage.local_path("uploads/nothing.csv")
+def test_a_missing_object_is_a_missing_file_as_on_local_disk(bucket, settings, tmp_path):
+    root = machine(settings, tmp_path, "m")
+    path = storage.local_path("uploads/nothing.csv")
+    assert path == root / "uploads" / "nothing.csv" and not path.exists()
+    assert [p.name for p in (root / "uploads").iterdir()] == ["tmp"]  # no partial download left behind
 
 
 def test_bad_server_side_encryption_is_refused_naming_the_variable(tmp_path):
