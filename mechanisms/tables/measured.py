@@ -19,6 +19,7 @@ What each number is (stated in every table's ``interval``):
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import numpy as np
 
@@ -117,13 +118,14 @@ def _baseline_shares(noisy: np.ndarray, rows: int) -> np.ndarray:
 def _pgm_tables(mech, rows: int) -> list[dict]:
     """MST and AIM: every Private-PGM measurement, on the domain it was measured on (MST's rare values
     merged into one cell per column), with the model's marginal beside it."""
+    times = _times_measured(mech)
     out = []
     for m in mech.measurements.items:
         cols = list(m.clique)
         weights = np.ones(m.values.size) if m.weights is None else np.asarray(m.weights, dtype=np.float64)
         noisy = np.asarray(m.values, dtype=np.float64) / weights
         se = m.sigma / weights
-        once = m.weights is None and np.allclose(m.values, np.rint(m.values))
+        once = m.weights is None and times.get(tuple(m.clique), 1) == 1
         if once:
             half = discrete_gaussian_half_width(m.sigma)
             lo, hi, sd = noisy - half, noisy + half, np.full(noisy.size, discrete_gaussian_sd(m.sigma))
@@ -144,6 +146,15 @@ def _pgm_tables(mech, rows: int) -> list[dict]:
             )
         )
     return out
+
+
+def _times_measured(mech) -> dict[tuple[str, ...], int]:
+    """How often each clique was measured: AIM measures every column, then the marginals it selects (a
+    marginal selected again, or a column's, is pooled into one measurement); MST measures each once."""
+    selected = getattr(mech, "selected", None)
+    if selected is None:
+        return {}
+    return Counter([(a,) for a in mech.schema.names] + [tuple(c) for c, _ in selected])
 
 
 def _measured_labels(mech, cols: list[str]) -> list[list[str]]:
