@@ -276,7 +276,9 @@ class Mechanism:
             if attr not in cls.__dict__ and hasattr(home, name):
                 value = getattr(home, name)
                 setattr(cls, attr, staticmethod(value) if callable(value) else value)
-        if "sample" in cls.__dict__:  # rows of the modelled columns, then the derived ones (mechanisms.derive)
+        if "__init__" in cls.__dict__:  # built on the schema it models, without derived columns (mechanisms.derive)
+            cls.__init__ = _modelling(cls.__dict__["__init__"])
+        if "sample" in cls.__dict__:  # rows of the modelled columns, then the derived ones
             cls.sample = _completing(cls.__dict__["sample"])
 
     def __init__(
@@ -293,7 +295,7 @@ class Mechanism:
             raise ValueError("the schema is a draft: the steward must confirm it before a release")
         # The confirmed schema; the mechanism models it without the columns its derive rules compute
         # (a per-record projection, mechanisms.derive), and sample() adds them to the generated rows.
-        self.release_schema = schema
+        self.release_schema = self.__dict__.get("release_schema", schema)
         schema = derive.model_schema(schema)
         self.check_schema(schema)
         self.schema = schema
@@ -490,6 +492,19 @@ class Mechanism:
         if not self.fitted:
             raise RuntimeError("sample() needs fit() (or from_summary()) first")
         return int(n)
+
+
+def _modelling(init: Callable[..., None]) -> Callable[..., None]:
+    """A mechanism's ``__init__`` handed the schema it models (:func:`mechanisms.derive.model_schema`), so
+    that its own code never sees a derived column; the confirmed schema is kept as ``release_schema``."""
+
+    @functools.wraps(init)
+    def modelled(self, *args, **kwargs) -> None:
+        schema, args = (args[0], args[1:]) if args else (kwargs.pop("schema"), args)
+        self.__dict__.setdefault("release_schema", schema)
+        init(self, derive.model_schema(schema), *args, **kwargs)
+
+    return modelled
 
 
 def _completing(sample: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
