@@ -7,6 +7,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from dpportal.ledger import services as ledger
 from dpportal.releases import services
 from dpportal.releases import tables as release_tables
@@ -206,3 +208,19 @@ def test_the_release_form_shows_the_tables_parameter_and_names_a_bad_spec(world)
     assert resp.status_code == 200
     assert "tables: &#x27;nope&#x27; is not a kept column of the schema" in resp.content.decode()
     assert Release.objects.count() == 1
+
+
+@pytest.mark.slow  # Private-PGM's backend loads in about 5 s
+def test_an_mst_release_publishes_its_measurements(world):
+    body = {"mechanism": "mst", "epsilon": "0.5", "delta": "1e-6", "rows": 20, "params": {"iters": 100}}
+    resp = _post_release(world, {**body, "confirm_high_error": True, "confirm_would_fail": True})
+    assert resp.status_code == 201, resp.content
+    pk = resp.json()["id"]
+    assert services.claim(pk)
+    services.execute(pk)
+    assert Release.objects.get(pk=pk).status == "done"
+    listing = _api(world, world.analyst, f"/api/releases/{pk}/tables/").json()
+    columns = [t["columns"] for t in listing["tables"]]
+    assert columns[:3] == [["age"], ["city"], ["income"]], columns  # the pairs too where n is large enough
+    assert {t["noise"]["distribution"] for t in listing["tables"]} == {"discrete_gaussian"}
+    assert world.client(world.analyst).get(f"/releases/{pk}/tables/{len(columns) - 1}/").status_code == 200
