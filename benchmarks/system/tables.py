@@ -1,7 +1,7 @@
 """The tables release on a real table: coverage of its 95% intervals and its error per cell, against measuring
 each table on its own with the Gaussian mechanism, dpportal's sampler and OpenDP's, at the same budget.
 
-    .venv/bin/python -m benchmarks.system.tables --runs 200 --out docs/data/tables.json
+    .venv/bin/python -m benchmarks.system.tables --runs 200 --epsilon 0.1 1 --out docs/data/tables.json
 
 (``make bench-tables``; docs/benchmarks/tables.md shows the figures.) Every run measures the same tables of
 UCI Adult (32,561 rows) afresh; the true counts are known, so each run's 95% intervals either contain them or
