@@ -360,44 +360,47 @@ def violations(spec: Derive, frame: pd.DataFrame) -> np.ndarray:
 # -- draft suggestions -----------------------------------------------------------------------------------------
 
 
-def suggest(schema, prepared: pd.DataFrame) -> list[dict]:
-    """Derive rules that hold in every row of ``prepared`` (the upload read with a draft ``schema``):
-    ``date = date + days`` for two date columns and an integer column of the same granularity, and
-    ``c = a + b`` among the other numeric columns (at most ``SUGGEST_COLUMNS`` of them, each candidate
-    screened on the first ``SUGGEST_SCREEN_ROWS`` rows before the whole file). Skipped: terms that are
-    constant (``a = b + 0``) and columns already computed. SUGGESTIONS computed from the data, like
-    bounds: the steward confirms them as public facts or deletes them."""
-    nums = [c for c in schema.kept if c.is_numeric and c.name in prepared][: SUGGEST_COLUMNS * 2]
-    if len(prepared) < 2:
+def suggest(schema, raw: pd.DataFrame) -> list[dict]:
+    """Derive rules that hold in every row of ``raw`` (the upload's strings, read with the draft
+    ``schema``): ``date = date + days`` for two date columns and an integer column of the same
+    granularity, and ``c = a + b`` among the other numeric columns. Bounded work: at most
+    ``SUGGEST_COLUMNS`` numeric columns of each sort, every candidate screened on the first
+    ``SUGGEST_SCREEN_ROWS`` rows, and only the columns of the candidates that pass read from the whole
+    file. Skipped: terms constant on the screened rows (``a = b + 0``). At most
+    ``MAX_SUGGESTIONS``, one per computed column. SUGGESTIONS computed from the data, like bounds: the
+    steward confirms them as public facts or deletes them."""
+    nums = [c for c in schema.kept if c.is_numeric and c.name in raw]
+    if len(raw) < 2 or len(nums) < 3:
         return []
-    varied = {c.name for c in nums if prepared[c.name].nunique(dropna=False) > 1}
-    dated = [c for c in nums if c.is_date and c.name in varied]
-    plain = [c for c in nums if not c.is_date and c.name in varied][:SUGGEST_COLUMNS]
+    numeric = replace(schema, columns=tuple(nums), rules=())
+    head = numeric.prepare(raw.head(SUGGEST_SCREEN_ROWS))
+    varied = [c for c in nums if head[c.name].nunique() > 1]
+    dated = [c for c in varied if c.is_date][:SUGGEST_COLUMNS]
+    plain = [c for c in varied if not c.is_date][:SUGGEST_COLUMNS]
+    candidates = [
+        (d1.name, ((1, d2.name), (1, k.name)), d1.granularity)
+        for d1, d2 in permutations(dated, 2)
+        if d1.granularity == d2.granularity
+        for k in plain
+        if k.kind == "integer"
+    ] + [
+        (c.name, ((1, a.name), (1, b.name)), None)
+        for a, b in combinations(plain, 2)
+        for c in plain
+        if c.name not in (a.name, b.name) and not (c.kind == "integer" and "continuous" in (a.kind, b.kind))
+    ]
+    passed = [(t, terms, unit) for t, terms, unit in candidates if not violations(Derive(t, terms), head).any()]
+    if not passed:
+        return []
+    named = {n for t, terms, _ in passed for n in (t, *(n for _, n in terms))}
+    cols = tuple(c for c in nums if c.name in named)  # the whole file, only the columns still in question
+    full = replace(schema, columns=cols, rules=()).prepare(raw[[c.name for c in cols]])
     found: list[dict] = []
-    used: set[str] = set()
-
-    def holds(target: str, terms: tuple[tuple[int, str], ...]) -> bool:
-        spec = Derive(target, terms)
-        return not violations(spec, prepared.head(SUGGEST_SCREEN_ROWS)).any() and not violations(spec, prepared).any()
-
-    for d1, d2 in permutations(dated, 2):
-        for k in (c for c in plain if c.kind == "integer"):
-            if len(found) >= MAX_SUGGESTIONS or d1.granularity != d2.granularity or d1.name in used:
-                break
-            if holds(d1.name, ((1, d2.name), (1, k.name))):
-                found.append({"derive": {"column": d1.name, "from": f"{_quote(d2.name)} + {_quote(k.name)}"}})
-                found[-1]["derive"]["unit"] = d1.granularity
-                used.add(d1.name)
-    for a, b in combinations(plain, 2):
-        for c in plain:
-            if len(found) >= MAX_SUGGESTIONS:
-                return found
-            mixed = c.kind == "integer" and "continuous" in (a.kind, b.kind)
-            if c.name in (a.name, b.name) or c.name in used or mixed:
-                continue
-            if holds(c.name, ((1, a.name), (1, b.name))):
-                found.append({"derive": {"column": c.name, "from": f"{_quote(a.name)} + {_quote(b.name)}"}})
-                used.add(c.name)
+    for target, terms, unit in passed:
+        if len(found) < MAX_SUGGESTIONS and target not in {f["derive"]["column"] for f in found}:
+            if not violations(Derive(target, terms), full).any():
+                body = {"column": target, "from": Derive(target, terms).expression}
+                found.append({"derive": body | ({"unit": unit} if unit else {})})
     return found
 
 
@@ -406,7 +409,7 @@ def with_suggestions(schema, raw: pd.DataFrame):
     added to its rules, each kept only if the schema accepts it (bounds, decimals); the draft unchanged
     when none hold, or when the upload does not read with it."""
     try:
-        found = suggest(schema, schema.prepare(raw))
+        found = suggest(schema, raw)
     except (ValueError, KeyError):  # SchemaMismatch: the draft does not read the file
         return schema
     d = schema.to_dict()
