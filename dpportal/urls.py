@@ -4,7 +4,7 @@ from django.urls import include, path
 
 from dpportal.accounts import views as account_views
 from dpportal.datasets import views as datasets
-from dpportal.releases import table_views as release_tables
+from dpportal.releases.tables import views as release_tables
 from dpportal.releases import views as releases
 
 urlpatterns = [

@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from dpportal.accounts.access import release_for_viewer
 from dpportal.releases import tables as release_tables
 from dpportal.releases.models import Release
-from dpportal.releases.table_views import table_csv_response
+from dpportal.releases.tables.views import table_csv_response
 
 from .auth import ApiError, api_view
 

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from mechanisms.io import neutralize_cell
 
-from .models import Release
+from ..models import Release
 
 log = logging.getLogger(__name__)
 

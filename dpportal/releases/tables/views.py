@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from dpportal.accounts.access import release_for_viewer
 from dpportal.dashboards import charts
 
-from . import downloads
-from . import tables as release_tables
+from .. import downloads
+from .. import tables as release_tables
 
 ERROR_BARS = "#1b2a41"
 MAX_AXIS_LABEL = 40
