@@ -50,8 +50,9 @@ def figure(t: dict, cells: list[dict]) -> dict:
             "name": "noisy count (95% interval)",
             "x": short,
             "y": noisy,
-            "text": names,
-            "hovertemplate": "%{text}<br>noisy %{y}<extra></extra>",
+            "customdata": [[n, c.get("lo"), c.get("hi")] for n, c in zip(names, cells)],
+            "hovertemplate": "%{customdata[0]}<br>noisy %{y}, 95% interval [%{customdata[1]}, %{customdata[2]}]"
+            "<extra></extra>",
             "marker": {"color": charts.SYNTHETIC},
             "error_y": {
                 "type": "data",
@@ -67,8 +68,8 @@ def figure(t: dict, cells: list[dict]) -> dict:
             "name": "estimate",
             "x": short,
             "y": [c.get("estimate") for c in cells],
-            "text": names,
-            "hovertemplate": "%{text}<br>estimate %{y}<extra></extra>",
+            "customdata": names,
+            "hovertemplate": "%{customdata}<br>estimate %{y}<extra></extra>",
             "marker": {"color": charts.OTHER},
         },
     ]
