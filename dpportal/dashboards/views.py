@@ -6,14 +6,10 @@ says so. Nothing here is reachable from a download, the manifest or an analyst's
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from dpportal.accounts.access import dataset_for_owner, release_for_owner
@@ -27,14 +23,8 @@ MAX_OVERLAYS = 60  # per-column charts drawn on one page (wider tables: the firs
 
 
 def _evaluation(release: Release) -> Evaluation | None:
-    """The release's evaluation; one left "running" past the task time limit was killed with its
-    worker and is shown as failed (the release itself is unaffected)."""
-    ev = Evaluation.objects.filter(release=release).first()
-    if ev is not None and ev.status == Evaluation.RUNNING and ev.started_at is not None:
-        limit = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
-        if timezone.now() - ev.started_at > limit:
-            ev.status, ev.error = Evaluation.FAILED, "the worker stopped during the evaluation (killed or lost)"
-    return ev
+    """The release's evaluation (one whose worker died is failed by the sweep: releases/sweeper.py)."""
+    return Evaluation.objects.filter(release=release).first()
 
 
 def _cards(release: Release) -> list[tuple[str, str]]:
@@ -94,14 +84,10 @@ def release_dashboard(request, pk):
 
 
 def _risk(release: Release):
-    """The release's risk report; one left "running" past the task time limit is shown as failed."""
+    """The release's risk report (one whose worker died is failed by the sweep: releases/sweeper.py)."""
     from .models import RiskReport
 
-    rr = RiskReport.objects.filter(release=release).first()
-    if rr is not None and rr.status == RiskReport.RUNNING and rr.started_at is not None:
-        if timezone.now() - rr.started_at > timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60):
-            rr.status, rr.error = RiskReport.FAILED, "the worker stopped during the risk report (killed or lost)"
-    return rr
+    return RiskReport.objects.filter(release=release).first()
 
 
 @login_required
