@@ -208,6 +208,14 @@ def test_the_release_form_shows_the_tables_parameter_and_names_a_bad_spec(world)
     assert resp.status_code == 200
     assert "tables: &#x27;nope&#x27; is not a kept column of the schema" in resp.content.decode()
     assert Release.objects.count() == 1
+    resp = client.post(url, {**form, "param_tables": "city,income/5;age/2"})
+    release = Release.objects.exclude(pk=world.release.pk).get()
+    assert resp.status_code == 302 and resp["Location"] == f"/releases/{release.pk}/"
+    assert (release.mechanism, release.params["tables"], release.status) == (
+        "crosstabs",
+        "city,income/5;age/2",
+        "queued",
+    )
 
 
 @pytest.mark.slow  # Private-PGM's backend loads in about 5 s
