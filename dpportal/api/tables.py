@@ -22,8 +22,8 @@ def _data(release: Release) -> dict:
     data = release_tables.load(release)
     if data is None:
         raise ApiError(
-            f"release {release.origin().pk} has no tables: its mechanism {release.mechanism!r} measured no noisy "
-            "marginals (tables come with baseline, mst, aim and crosstabs releases)",
+            f"release {release.origin().pk} ({release.mechanism}) has no tables: they come with baseline, mst, aim "
+            "and crosstabs releases, whose mechanisms measure noisy marginals",
             404,
         )
     return data
