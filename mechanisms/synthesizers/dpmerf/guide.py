@@ -49,9 +49,32 @@ def near_uniform(s: Setting) -> str | None:
 
 
 # The embedding ``n D`` (D random features) plus ``epochs`` Adam steps on batches of ``batch`` generated rows
-# through the D features: ``epochs batch D + n D``.
+# through the D features and the generator's W weights: ``epochs batch (D + WEIGHT_COST W) + n D``. The
+# generator grows with the table (hidden widths 4d and 2d, an output per numeric column and per category),
+# so a wide table's step costs more at the same D: on adult's rows widened from 15 to 33 columns (104 to
+# 312 category levels) training took 1.49x the CPU time of adult's at the same n, epochs and D
+# (`python -m benchmarks.calibration.dpmerf_width`), which WEIGHT_COST reproduces (5,700 -> 31,000 weights).
 BATCH = (0.1, 256, 4096)  # mirrors DPMERF's default batch: 0.1 n clipped to 256..4096
 DEFAULTS = {"features": 1000, "epochs": 2000}
+NOISE_DIM, MIN_HIDDEN = 10, 32  # as the generator's (mechanisms/synthesizers/dpmerf/__init__.py)
+WEIGHT_COST = 0.0215  # one generator weight costs this many random features per generated row and step
+
+
+def generator_weights(schema, params: dict) -> int:
+    """Weights of the generator MLP from the public schema and parameters (as DPMERF builds it)."""
+    target = params.get("target") or None
+    kept = schema.kept
+    num = [c for c in kept if c.is_numeric]
+    cat = [c for c in kept if c.kind == "categorical" and c.name != target]
+    classes = next((len(c.categories) for c in kept if c.name == target), 0)
+    try:
+        hidden = tuple(int(w) for w in str(params.get("hidden") or "").split(",") if w.strip())
+    except ValueError:
+        hidden = ()
+    d = len(num) + len(cat)
+    hidden = hidden or (max(4 * d, MIN_HIDDEN), max(2 * d, MIN_HIDDEN // 2))
+    widths = [NOISE_DIM + classes, *hidden, len(num) + sum(len(c.categories) for c in cat)]
+    return sum(a * b for a, b in zip(widths, widths[1:]))
 
 
 def work(*, n: int, schema, params: dict, epsilon: float | None = None, delta: float | None = None) -> float:
@@ -59,12 +82,15 @@ def work(*, n: int, schema, params: dict, epsilon: float | None = None, delta: f
     epochs = int(param_or_default(params, "epochs", DEFAULTS["epochs"]))
     frac, lo, hi = BATCH
     batch = int(param_or_default(params, "batch_size", min(max(round(frac * n), lo), hi)))
-    return float(epochs * batch * features + n * features)
+    step = features + WEIGHT_COST * generator_weights(schema, params)
+    return float(epochs * batch * step + n * features)
 
 
 # Run time: `python -m benchmarks.calibration.runtime_calibration` (23 November 2026, the 2-core machine with nothing
-# else running; table in docs/operations.md).
-RUNTIME = RuntimeModel(2.17, 1.09e-08, work, threads=True)  # training uses the job's threads
+# else running; table in docs/operations.md); the slope divided by 1.10, the mean factor the generator's weights
+# add to the work of the calibration tables (1.03 california_housing to 1.15 german_credit), so that their
+# predictions stay within 6% of the fitted line's.
+RUNTIME = RuntimeModel(2.17, 9.9e-09, work, threads=True)  # training uses the job's threads
 
 STEWARD_HELP = {
     "target": "The column analysts will predict. Set it to train for that column (better models); "

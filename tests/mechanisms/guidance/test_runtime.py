@@ -8,6 +8,7 @@ import pytest
 from mechanisms import registry
 from mechanisms.guidance import runtime
 from mechanisms.synthesizers.aim import guide as aim_guide
+from mechanisms.synthesizers.dpmerf import guide as dpmerf_guide
 from mechanisms.schema import Column, Schema
 
 SCHEMA = Schema(
@@ -23,8 +24,12 @@ def test_work_grows_with_rows_columns_and_iterations():
     w = lambda mech, n, **p: runtime.work(mech, n=n, schema=SCHEMA, params=p)  # noqa: E731
     assert w("baseline", 2000) == 2 * w("baseline", 1000) == 2 * 1000 * 2  # excluded columns do not count
     assert w("pmse", 1000, iterations="20", burn_in="10", m="5") == 30 * 5 * 2
-    assert w("dpmerf", 1000, epochs=200, features=100) == 200 * 256 * 100 + 1000 * 100  # batch clipped to 256
-    assert w("dpmerf", 100_000, epochs=200, features=100) == 200 * 4096 * 100 + 100_000 * 100
+    # a step costs the features and the generator's weights: widths (10, 32, 16, 1 + 2) for this schema
+    assert dpmerf_guide.generator_weights(SCHEMA, {}) == 10 * 32 + 32 * 16 + 16 * 3
+    step = 100 + dpmerf_guide.WEIGHT_COST * (10 * 32 + 32 * 16 + 16 * 3)
+    assert w("dpmerf", 1000, epochs=200, features=100) == pytest.approx(200 * 256 * step + 1000 * 100)  # batch 256
+    assert w("dpmerf", 100_000, epochs=200, features=100) == pytest.approx(200 * 4096 * step + 100_000 * 100)
+    assert dpmerf_guide.generator_weights(SCHEMA, {"hidden": "200,100"}) == 10 * 200 + 200 * 100 + 100 * 3
     assert w("dpmerf", 10_000, epochs=400) == 2 * w("dpmerf", 10_000, epochs=200) - 10_000 * 1000
     assert w("density-lp", 1000, m=100) == 100 * 3  # 3 tables: two 1-way, one 2-way
     assert w("density-lp", 1000, m=100, degree=1) == 100 * 2
