@@ -52,8 +52,9 @@ def near_uniform(s: Setting) -> str | None:
 # through the D features and the generator's W weights: ``epochs batch (D + WEIGHT_COST W) + n D``. The
 # generator grows with the table (hidden widths 4d and 2d, an output per numeric column and per category),
 # so a wide table's step costs more at the same D: on adult's rows widened from 15 to 33 columns (104 to
-# 312 category levels) training took 1.49x the CPU time of adult's at the same n, epochs and D
-# (`python -m benchmarks.calibration.dpmerf_width`), which WEIGHT_COST reproduces (5,700 -> 31,000 weights).
+# 312 category levels) training took 1.28x-1.67x the CPU time of adult's (mean 1.48, three runs) at the
+# same n, epochs and D (`python -m benchmarks.calibration.dpmerf_width`), which WEIGHT_COST reproduces
+# (5,700 -> 31,000 weights).
 BATCH = (0.1, 256, 4096)  # mirrors DPMERF's default batch: 0.1 n clipped to 256..4096
 DEFAULTS = {"features": 1000, "epochs": 2000}
 NOISE_DIM, MIN_HIDDEN = 10, 32  # as the generator's (mechanisms/synthesizers/dpmerf/__init__.py)
