@@ -18,7 +18,7 @@ import pandas as pd
 from . import dates, derive
 from .accounting import zcdp_rho
 from .schema import (
-    _CONTROL_IN_CELLS,
+    CONTROL_IN_CELLS,
     DEFAULT_BINS,
     DEFAULT_MISSING_MARKERS,
     MAX_ABS_BOUND,
@@ -99,7 +99,7 @@ def draft_schema(
             cols.append(_draft_date(str(name), present, *found, has_missing=has_missing, max_cells=cells))
             continue
         levels = ordered_labels(present.unique().tolist())
-        if not levels or len(levels) > max_categories or any(_CONTROL_IN_CELLS.search(v) for v in levels):
+        if not levels or len(levels) > max_categories or any(CONTROL_IN_CELLS.search(v) for v in levels):
             cols.append(Column(name=str(name), kind="excluded"))
             continue
         other = None

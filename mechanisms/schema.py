@@ -71,7 +71,7 @@ def check_text(value: str, what: str, *, allow_newlines: bool = False) -> str:
     PostgreSQL cannot store NUL at all (a 500 there, silent on SQLite), and control characters in a
     name or marker are never intended. Quoted cells may hold newlines and tabs, so categories
     (which mirror cell values) may keep those. Raises SchemaError naming the field and the character."""
-    bad = (_CONTROL_IN_CELLS if allow_newlines else _CONTROL).search(value)
+    bad = (CONTROL_IN_CELLS if allow_newlines else _CONTROL).search(value)
     if bad:
         raise SchemaError(
             f"{what} {value[:40]!r} contains the control character {bad.group()!r} at position "
@@ -81,7 +81,7 @@ def check_text(value: str, what: str, *, allow_newlines: bool = False) -> str:
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
-_CONTROL_IN_CELLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL_IN_CELLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_NAME_CHARS = 200
 
 

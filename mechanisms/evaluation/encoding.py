@@ -14,7 +14,7 @@ from ..schema import Schema
 MAX_ONEHOT = 32  # more levels: the 31 most frequent (real) + "rest"; bounds memory (50k rows x 20 cols x 32)
 
 
-class _Encoder:
+class Encoder:
     """Numeric columns in [0, 1] on the public bounds; categorical columns one-hot scaled by 1/sqrt(2),
     so that a differing category adds 1 to the squared Euclidean distance, like a full-range numeric
     difference. Columns with more than MAX_ONEHOT levels keep the most frequent real levels + "rest"
@@ -53,9 +53,9 @@ class _Encoder:
         return np.hstack(parts) if parts else np.empty((len(frame), 0), dtype=np.float32)
 
 
-def _subsample(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
+def subsample_rows(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.choice(n, size=cap, replace=False)) if n > cap else np.arange(n)
 
 
-def _sample_note(used: int, total: int) -> dict:
+def sample_note(used: int, total: int) -> dict:
     return {"rows_used": int(used), "rows_total": int(total), "fraction": round(used / total, 6) if total else 1.0}

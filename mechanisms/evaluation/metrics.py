@@ -68,9 +68,9 @@ def gaussian_mmd2(X: np.ndarray, Y: np.ndarray, *, bandwidth: float) -> float:
     if m < 2 or n < 2:
         raise ValueError(f"MMD needs at least 2 rows per side, got {m} and {n}")
     g = 1.0 / (2.0 * bandwidth**2)
-    kxx = np.exp(-g * _sq_dists(X, X))
-    kyy = np.exp(-g * _sq_dists(Y, Y))
-    kxy = np.exp(-g * _sq_dists(X, Y))
+    kxx = np.exp(-g * sq_dists(X, X))
+    kyy = np.exp(-g * sq_dists(Y, Y))
+    kxy = np.exp(-g * sq_dists(X, Y))
     return float(
         (kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (n * (n - 1)) - 2.0 * kxy.mean()
     )
@@ -94,7 +94,7 @@ def rff_mmd2(X: np.ndarray, Y: np.ndarray, *, bandwidth: float, features: int, r
     return float(diff @ diff)
 
 
-def _sq_dists(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+def sq_dists(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
     d = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T

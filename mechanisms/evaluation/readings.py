@@ -63,7 +63,7 @@ def tstr_reading(metric: str, synthetic: float, real: float, chance: float | Non
     )
 
 
-def _readings(res: dict) -> list[dict]:
+def table_readings(res: dict) -> list[dict]:
     cols = res["columns"]
     out = []
     q = res.get("quality")

@@ -15,8 +15,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from ..schema import Schema
-from .encoding import _Encoder, _sample_note, _subsample
-from .metrics import _sq_dists, association_matrix, gaussian_mmd2, pmse, rff_mmd2, tvd
+from .encoding import Encoder, sample_note, subsample_rows
+from .metrics import sq_dists, association_matrix, gaussian_mmd2, pmse, rff_mmd2, tvd
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 MAX_PAIRS = 400  # all pairs up to 29 columns; above that a seeded sample keeps the pair stage < ~5 s
@@ -33,7 +33,7 @@ DCR_BINS = 30
 READ_CHUNK = 2_000  # query rows per block in the nearest-neighbour search (2000 x 20000 floats)
 
 
-def _columns_section(
+def columns_section(
     schema: Schema, real: pd.DataFrame, syn: pd.DataFrame, rc: np.ndarray, sc: np.ndarray
 ) -> list[dict]:
     out = []
@@ -77,7 +77,7 @@ def _describe(x: np.ndarray) -> dict:
     return d
 
 
-def _pairs_section(schema: Schema, rc: np.ndarray, sc: np.ndarray, rng: np.random.Generator) -> dict:
+def pairs_section(schema: Schema, rc: np.ndarray, sc: np.ndarray, rng: np.random.Generator) -> dict:
     sizes = schema.cell_sizes
     pairs = list(combinations(range(len(sizes)), 2))
     total = len(pairs)
@@ -117,7 +117,7 @@ def _pairs_section(schema: Schema, rc: np.ndarray, sc: np.ndarray, rng: np.rando
     }
 
 
-def _correlation_section(schema: Schema, real, syn, rc, sc) -> dict:
+def correlation_section(schema: Schema, real, syn, rc, sc) -> dict:
     R = association_matrix(schema, real, rc)
     S = association_matrix(schema, syn, sc)
     D = S - R
@@ -140,9 +140,9 @@ def _correlation_section(schema: Schema, real, syn, rc, sc) -> dict:
     return out
 
 
-def _pmse_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
+def pmse_section(enc: Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
     m = min(len(real), len(syn), PMSE_MAX_ROWS)
-    X = np.vstack([enc.rows(real, _subsample(len(real), m, rng)), enc.rows(syn, _subsample(len(syn), m, rng))])
+    X = np.vstack([enc.rows(real, subsample_rows(len(real), m, rng)), enc.rows(syn, subsample_rows(len(syn), m, rng))])
     y = np.r_[np.zeros(m), np.ones(m)]
     N, c = len(y), 0.5
 
@@ -164,7 +164,7 @@ def _pmse_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.
     k = int(np.linalg.matrix_rank(Xc.T @ Xc))  # identifiable logit parameters (rank of the design)
     logit_null = (k - 1) * (1 - c) ** 2 * c / N  # Snoke et al. 2018, expected null pMSE of a logit
     return {
-        **_sample_note(m, min(len(real), len(syn))),
+        **sample_note(m, min(len(real), len(syn))),
         "cart": {
             "pmse": cart,
             "null": cart_null,
@@ -181,29 +181,31 @@ def _pmse_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.
     }
 
 
-def _mmd_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
-    pool = np.vstack([enc.rows(real, _subsample(len(real), 500, rng)), enc.rows(syn, _subsample(len(syn), 500, rng))])
-    d2 = _sq_dists(pool, pool)[np.triu_indices(len(pool), k=1)]
+def mmd_section(enc: Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
+    pool = np.vstack(
+        [enc.rows(real, subsample_rows(len(real), 500, rng)), enc.rows(syn, subsample_rows(len(syn), 500, rng))]
+    )
+    d2 = sq_dists(pool, pool)[np.triu_indices(len(pool), k=1)]
     bandwidth = float(math.sqrt(np.median(d2[d2 > 0]) / 2.0)) if np.any(d2 > 0) else 1.0
     total = min(len(real), len(syn))
     m = min(total, MMD_MAX_ROWS)
-    Xr, Xs = enc.rows(real, _subsample(len(real), m, rng)), enc.rows(syn, _subsample(len(syn), m, rng))
+    Xr, Xs = enc.rows(real, subsample_rows(len(real), m, rng)), enc.rows(syn, subsample_rows(len(syn), m, rng))
     if m <= MMD_EXACT_MAX:
         return {
-            **_sample_note(m, total),
+            **sample_note(m, total),
             "method": "exact unbiased",
             "bandwidth": bandwidth,
             "mmd2": gaussian_mmd2(Xr, Xs, bandwidth=bandwidth),
         }
     return {
-        **_sample_note(m, total),
+        **sample_note(m, total),
         "method": f"random Fourier features ({MMD_FEATURES})",
         "bandwidth": bandwidth,
         "mmd2": rff_mmd2(Xr, Xs, bandwidth=bandwidth, features=MMD_FEATURES, rng=rng),
     }
 
 
-def _privacy_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
+def privacy_section(enc: Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: np.random.Generator) -> dict:
     perm = rng.permutation(len(real))
     half = len(real) // 2
     ref_idx, hold_idx = perm[:half], perm[half:]
@@ -214,9 +216,9 @@ def _privacy_section(enc: _Encoder, real: pd.DataFrame, syn: pd.DataFrame, rng: 
     exact_syn_ref = float(np.isin(hs, ref_set).mean())
     exact_hold_ref = float(np.isin(hr[hold_idx], ref_set).mean()) if len(hold_idx) else 0.0
 
-    ref = enc.rows(real, ref_idx[_subsample(len(ref_idx), DCR_REFERENCE_ROWS, rng)])
-    q_syn = enc.rows(syn, _subsample(len(syn), DCR_QUERY_ROWS, rng))
-    q_hold = enc.rows(real, hold_idx[_subsample(len(hold_idx), DCR_QUERY_ROWS, rng)])
+    ref = enc.rows(real, ref_idx[subsample_rows(len(ref_idx), DCR_REFERENCE_ROWS, rng)])
+    q_syn = enc.rows(syn, subsample_rows(len(syn), DCR_QUERY_ROWS, rng))
+    q_hold = enc.rows(real, hold_idx[subsample_rows(len(hold_idx), DCR_QUERY_ROWS, rng)])
     d_syn, d_hold = _closest(q_syn, ref), _closest(q_hold, ref)
     hi = float(max(d_syn.max(initial=0), d_hold.max(initial=0))) or 1.0
     edges = np.linspace(0.0, hi, DCR_BINS + 1)

@@ -25,7 +25,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from ..schema import Schema
-from .encoding import _Encoder, _sample_note, _subsample
+from .encoding import Encoder, sample_note, subsample_rows
 from .readings import chance_level
 
 ProgressFn = Callable[[float, str], None]
@@ -131,7 +131,7 @@ def _classification_metrics(
     return out
 
 
-def _ml_section(
+def ml_section(
     schema: Schema,
     real: pd.DataFrame,
     syn: pd.DataFrame,
@@ -159,10 +159,10 @@ def _ml_section(
         test_note = "separate real test file"
     max_train = TSTR_FAST_TRAIN if fast else TSTR_MAX_TRAIN
     max_test = TSTR_FAST_TEST if fast else TSTR_MAX_TEST
-    syn_tr = syn.iloc[_subsample(len(syn), max_train, rng)]
-    real_tr = train_real.iloc[_subsample(len(train_real), max_train, rng)]
-    test = test.iloc[_subsample(len(test), max_test, rng)]
-    enc = _Encoder(schema, real, exclude=(target,))
+    syn_tr = syn.iloc[subsample_rows(len(syn), max_train, rng)]
+    real_tr = train_real.iloc[subsample_rows(len(train_real), max_train, rng)]
+    test = test.iloc[subsample_rows(len(test), max_test, rng)]
+    enc = Encoder(schema, real, exclude=(target,))
     ycell = lambda f: schema.to_cells(f)[:, j]  # noqa: E731  classes = public cells of the target
     yte, yreal = ycell(test), ycell(real_tr)
     classes = np.unique(np.r_[yte, yreal])  # the classes the real data holds
@@ -218,7 +218,7 @@ def _ml_section(
         "primary_metric": metric,
         "test": test_note,
         "fast": fast,
-        "train_rows": _sample_note(len(syn_tr), len(syn)),
+        "train_rows": sample_note(len(syn_tr), len(syn)),
         "test_rows": len(test),
         "mean": summary,
         "models": results,

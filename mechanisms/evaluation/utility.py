@@ -15,17 +15,17 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from ..schema import Schema
-from .encoding import _Encoder
-from .readings import _readings, quality_score
+from .encoding import Encoder
+from .readings import table_readings, quality_score
 from .sections import (
-    _columns_section,
-    _correlation_section,
-    _mmd_section,
-    _pairs_section,
-    _pmse_section,
-    _privacy_section,
+    columns_section,
+    correlation_section,
+    mmd_section,
+    pairs_section,
+    pmse_section,
+    privacy_section,
 )
-from .tstr import TSTR_MIN_ROWS, ProgressFn, _ml_section
+from .tstr import TSTR_MIN_ROWS, ProgressFn, ml_section
 
 
 def evaluate(
@@ -99,13 +99,13 @@ def _evaluate(
         "seed": seed,
         "not_private": "computed from the raw data: steward-only, never part of a download",
     }
-    res["columns"] = stage("columns", 0.0, lambda: _columns_section(schema, real, synthetic, rc, sc))
-    res["pairs"] = stage("pairs", 0.1, lambda: _pairs_section(schema, rc, sc, rng))
-    res["correlation"] = stage("correlation", 0.2, lambda: _correlation_section(schema, real, synthetic, rc, sc))
-    enc = _Encoder(schema, real)  # rows are encoded only where a (subsampled) section needs them
-    res["pmse"] = stage("pmse", 0.3, lambda: _pmse_section(enc, real, synthetic, rng))
-    res["mmd"] = stage("mmd", 0.4, lambda: _mmd_section(enc, real, synthetic, rng))
-    res["privacy"] = stage("privacy", 0.45, lambda: _privacy_section(enc, real, synthetic, rng))
+    res["columns"] = stage("columns", 0.0, lambda: columns_section(schema, real, synthetic, rc, sc))
+    res["pairs"] = stage("pairs", 0.1, lambda: pairs_section(schema, rc, sc, rng))
+    res["correlation"] = stage("correlation", 0.2, lambda: correlation_section(schema, real, synthetic, rc, sc))
+    enc = Encoder(schema, real)  # rows are encoded only where a (subsampled) section needs them
+    res["pmse"] = stage("pmse", 0.3, lambda: pmse_section(enc, real, synthetic, rng))
+    res["mmd"] = stage("mmd", 0.4, lambda: mmd_section(enc, real, synthetic, rng))
+    res["privacy"] = stage("privacy", 0.45, lambda: privacy_section(enc, real, synthetic, rng))
     res["ml"] = None
     if target is not None and len(real) < TSTR_MIN_ROWS:
         res["ml_skipped"] = f"TSTR needs at least {TSTR_MIN_ROWS} real rows, got {len(real)}"
@@ -113,7 +113,7 @@ def _evaluate(
         tst = _normalise(schema, test) if test is not None else None
         sub = lambda f, s: progress(0.5 + 0.5 * f, s)  # noqa: E731
         res["ml"] = stage(
-            "ml", 0.5, lambda: _ml_section(schema, real, synthetic, tst, target, fast=fast, rng=rng, progress=sub)
+            "ml", 0.5, lambda: ml_section(schema, real, synthetic, tst, target, fast=fast, rng=rng, progress=sub)
         )
     ml = res["ml"]
     res["quality"] = quality_score(res["columns"], res["pairs"]["items"])
@@ -134,7 +134,7 @@ def _evaluate(
         "trtr": ml["mean"][ml["primary_metric"]]["real"] if ml else None,
         "exact_match_rate": res["privacy"]["exact_match_rate"],
     }
-    res["readings"] = _readings(res)
+    res["readings"] = table_readings(res)
     res["timings"] = timings
     res["seconds"] = round(time.perf_counter() - t0, 3)
     progress(1.0, "evaluation done")

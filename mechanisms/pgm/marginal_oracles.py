@@ -13,7 +13,7 @@ from .junction_tree import JunctionTreeSize
 from .measurement import Clique
 
 
-def _jtree_marginals(mbi, potentials, nodes: tuple[Clique, ...], constraints=()) -> list:
+def jtree_marginals(mbi, potentials, nodes: tuple[Clique, ...], constraints=()) -> list:
     """Marginals (total 1) of the junction tree's cliques ``nodes`` of the model with ``potentials``:
     Private-PGM's ``message_passing_stable`` on the potentials expanded to those cliques, compiled as
     ONE program. Run op by op, the expansion alone compiled about 150 small programs (credit_default_taiwan
@@ -52,7 +52,7 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
 
     A clique inside one of the model's cliques is a projection of Private-PGM's estimated marginals.
     The others, on a model whose junction tree has at least ``PROPAGATE_MIN_MIB`` MiB: Private-PGM
-    computes the junction tree's clique marginals (:func:`_jtree_marginals`, one program); a candidate
+    computes the junction tree's clique marginals (:func:`jtree_marginals`, one program); a candidate
     inside one of them is its projection, and a pair (a, b) in no common clique is propagated along
     the tree from the cliques holding a (:func:`pair_marginals`). That is the algorithm of mbi's
     ``calculate_many_marginals`` (Koller & Friedman 10.3), which cannot run here: it materialises a
@@ -82,7 +82,7 @@ def candidate_marginals(mbi, model, candidates: Sequence[Clique], total: int) ->
         probs = dict(
             zip(
                 nodes,
-                (np.asarray(t, dtype=np.float64) for t in _jtree_marginals(mbi, model.potentials, nodes, constraints)),
+                (np.asarray(t, dtype=np.float64) for t in jtree_marginals(mbi, model.potentials, nodes, constraints)),
             )
         )
         rest = _projected(probs, todo, total, out)
@@ -110,7 +110,7 @@ def _projected(
     candidates that no table contains."""
     rest = []
     for cand in candidates:
-        table = _project_from(tables, cand)
+        table = project_from(tables, cand)
         if table is None:
             rest.append(cand)
         else:
@@ -323,7 +323,7 @@ def _marginal(table: np.ndarray, attrs: Clique, keep: Clique) -> np.ndarray:
     return np.transpose(table.sum(axis=drop), [kept.index(a) for a in keep])
 
 
-def _project_from(tables: dict[Clique, np.ndarray], attrs: Clique) -> np.ndarray | None:
+def project_from(tables: dict[Clique, np.ndarray], attrs: Clique) -> np.ndarray | None:
     """``attrs``' table (axes in that order) summed from the first clique containing them, or None."""
     for cl, t in tables.items():
         if set(attrs) <= set(cl):

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .marginal_oracles import _jtree_marginals, _project_from, model_cliques
+from .marginal_oracles import jtree_marginals, project_from, model_cliques
 from .measurement import Clique
 
 
@@ -29,14 +29,14 @@ class ModelTables:
         jtree, elimination = mbi.junction_tree.make_junction_tree(domain, model_cliques(model))
         nodes = [tuple(c) for c in jtree.nodes]
         tables = []
-        for t in _jtree_marginals(mbi, model.potentials, tuple(nodes), getattr(model, "constraints", ())):
+        for t in jtree_marginals(mbi, model.potentials, tuple(nodes), getattr(model, "constraints", ())):
             t = np.clip(np.asarray(t, dtype=np.float64), 0.0, None)
             tables.append(t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size))
         return cls(list(names), dict(sizes), nodes, tables, list(elimination)[::-1])
 
     def marginal(self, attrs: Clique) -> np.ndarray:
         """Probability table over ``attrs`` (axes in that order) from a clique that contains them."""
-        table = _project_from(dict(zip(self.cliques, self.tables)), attrs)
+        table = project_from(dict(zip(self.cliques, self.tables)), attrs)
         if table is None:
             raise KeyError(f"no clique of the model contains {attrs}")
         return table

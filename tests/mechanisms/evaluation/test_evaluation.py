@@ -339,7 +339,7 @@ def test_high_cardinality_columns_are_one_hot_encoded_on_a_bounded_width():
     schema = Schema(columns=(Column(name="z", kind="categorical", categories=cats),))
     rng = np.random.default_rng(0)
     real = pd.DataFrame({"z": np.array(cats, dtype=object)[rng.integers(0, 200, 2000)]})
-    X = encoding._Encoder(schema, real).transform(real)
+    X = encoding.Encoder(schema, real).transform(real)
     assert X.shape == (2000, encoding.MAX_ONEHOT)
     assert np.allclose(X.sum(axis=1), 1 / math.sqrt(2))  # exactly one level (or "rest") per row
     res = utility.evaluate(schema, real, real.iloc[::-1].reset_index(drop=True))
@@ -364,7 +364,7 @@ def pair_tvd_failures(pairs_fn) -> list[str]:
 
 
 def test_two_way_tvd_sees_a_joint_that_the_marginals_hide_and_a_marginal_only_variant_is_caught():
-    assert pair_tvd_failures(sections._pairs_section) == []
+    assert pair_tvd_failures(sections.pairs_section) == []
 
     def from_marginals(schema, rc, sc, rng):  # broken: compares products of the 1-way marginals
         def joint(cells):

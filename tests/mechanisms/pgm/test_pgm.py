@@ -499,7 +499,7 @@ def test_propagation_that_skips_the_separators_conditional_is_caught(monkeypatch
     nodes = tuple(tuple(n) for n in jtree.nodes)
     probs = {
         n: np.asarray(t, dtype=np.float64)
-        for n, t in zip(nodes, pgm.marginal_oracles._jtree_marginals(mbi, model.potentials, nodes))
+        for n, t in zip(nodes, pgm.marginal_oracles.jtree_marginals(mbi, model.potentials, nodes))
     }
     edges = [tuple(e) for e in jtree.edges]
 
