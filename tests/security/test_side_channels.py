@@ -31,6 +31,7 @@ def analyst_views(world) -> dict[str, bytes]:
         f"/releases/{r}/",
         f"/releases/{r}/status.json",
         f"/releases/{r}/manifest.json",
+        f"/releases/{r}/tables/0/",
     ):
         resp = web.get(url)
         assert resp.status_code == 200, url
@@ -41,6 +42,8 @@ def analyst_views(world) -> dict[str, bytes]:
         f"/api/datasets/{d}/releases/",
         f"/api/releases/{r}/",
         f"/api/releases/{r}/manifest.json",
+        f"/api/releases/{r}/tables/",
+        f"/api/releases/{r}/tables/0/",
     ):
         resp = anon.get(url, **api)
         assert resp.status_code == 200, url
