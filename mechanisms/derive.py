@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 MAX_TERMS = 50
+MAX_EXPRESSION_CHARS = 10_000
 MAX_CONSTANT = 10**15
 # Continuous identities hold up to float rounding: |column - expression| <= REL_TOL x (1 + the terms' sizes).
 REL_TOL = 1e-9
@@ -68,7 +69,7 @@ REL_TOL = 1e-9
 SUGGEST_COLUMNS = 16
 SUGGEST_SCREEN_ROWS = 500
 MAX_SUGGESTIONS = 5
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"[0-9]+")
 
 
 class DeriveError(ValueError):
@@ -115,8 +116,10 @@ def _quote(name: str) -> str:
 def parse_expression(text: str, label: str) -> tuple[tuple[tuple[int, str], ...], int]:
     """Terms and integer constant of ``text`` (see the module docstring); RuleError names the problem."""
     err = DeriveError
-    if not isinstance(text, str) or not text.strip() or len(text) > 10_000:
+    if not isinstance(text, str) or not text.strip():
         raise err(f"rule {label!r}: 'from' needs an expression such as 'a + b - c', got {text!r}"[:300])
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise err(f"rule {label!r}: 'from' may be at most {MAX_EXPRESSION_CHARS:,} characters, got {len(text):,}")
     terms: list[tuple[int, str]] = []
     const, pos, sign, first = 0, 0, 1, True
     while True:
@@ -137,7 +140,7 @@ def parse_expression(text: str, label: str) -> tuple[tuple[tuple[int, str], ...]
         if not name:
             raise err(f"rule {label!r}: a term is missing in {text!r} (write 'a + b - c')"[:300])
         if not quoted and _NUMBER.fullmatch(name):
-            if int(name) > MAX_CONSTANT:
+            if len(name) > 16 or int(name) > MAX_CONSTANT:
                 raise err(f"rule {label!r}: constants must be at most {MAX_CONSTANT:.0e}, got {name[:30]}")
             const += sign * int(name)
         else:

@@ -233,3 +233,18 @@ def test_the_hospital_sample_is_what_its_committed_script_writes():
     spec.loader.exec_module(module)
     assert module.make().to_csv(index=False) == HOSPITAL.read_text()
     assert hashlib.sha256(HOSPITAL.read_bytes()).hexdigest() in (SAMPLES / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("wages + " + "1" * 5000, "constants must be at most"),
+        (["wages"], "needs an expression"),
+        ("wages + " * 2000 + "bonus", "at most 10,000 characters"),
+        ("wages - -bonus", "a term is missing"),
+        ("wages + \u0663", "no column"),
+    ],
+)
+def test_hostile_expressions_get_a_message_not_a_crash(text, message):
+    with pytest.raises(SchemaError, match=message):
+        Schema.from_dict({"columns": MONEY, "rules": [{"derive": {"column": "total", "from": text}}]})
