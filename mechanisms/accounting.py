@@ -111,7 +111,7 @@ def exact(value) -> Fraction:
 
 # What an amount may look like as text: ASCII digits, one leading sign, a decimal point, an exponent, or a
 # fraction of two unsigned integers. Python's own parsers also take "1_0", other scripts' digits ("١") and
-# "-1/-1"; such text was stored and shown as typed.
+# "-1/-1"; these patterns refuse such text, which would otherwise be stored and shown as typed.
 _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _FRACTION_TEXT = re.compile(r"[+-]?[0-9]+/[0-9]+")
 _NOT_FINITE_TEXT = re.compile(r"[+-]?(?:nan|snan|inf|infinity)", re.IGNORECASE)

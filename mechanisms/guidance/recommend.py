@@ -54,9 +54,9 @@ UNKNOWN_NOTE = "no accuracy model for this mechanism yet: run it on a small budg
 # Predictions within this fraction of the best are a tie (they are approximate: docs/recommend.md); the
 # faster mechanism wins a tie (each mechanism's speed_rank: its place in the release times measured in
 # docs/benchmarks.md, "Time and memory").
-TIE_MARGIN = (
-    0.05  # 0.10 before AIM and MST: it sent california_housing at 0.1 to the Gaussian baseline (0.121) over MST (0.096)
-)
+# 0.05: a margin of 0.10 would send california_housing at epsilon 0.1 to the Gaussian baseline (predicted
+# 0.121) over MST (0.096).
+TIE_MARGIN = 0.05
 
 
 @dataclass

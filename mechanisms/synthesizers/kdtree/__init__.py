@@ -345,8 +345,8 @@ class _KDBase(Mechanism):
     def check_plan(self, n: int) -> None:
         cfg = self._resolve(n)  # public: n, schema, params; refuses e.g. a grid flooded by empty cells
         # Noise scales, thresholds and noisy counts are int64 / exact floats inside fit: refuse here a
-        # budget so small that they would overflow there (epsilon 1e-30 raised OverflowError in fit,
-        # after the budget was spent).
+        # budget so small that they would overflow there (epsilon 1e-30 would raise OverflowError in fit,
+        # after the budget is spent).
         big = sorted(
             k
             for k, v in cfg.items()

@@ -119,8 +119,8 @@ MAX_TRACE = 2000  # post-burn-in states kept in the (private) diagnostics, evenl
 MIN_BURN_IN = 100
 MIN_ITERATIONS = 100
 # tree="paper" is labelled "heuristic", never "pure": greedy CART deeper than one split breaks Theorem 2's
-# 1/n bound. Measured after the node-index fix: the privacy audit found an exact exponential mechanism
-# over default paper-mode utilities leaking epsilon 1.30 against a claimed 1; 300 random neighbouring
+# 1/n bound. Measured: the privacy audit finds an exact exponential mechanism over default paper-mode
+# utilities leaking epsilon 1.30 against a claimed 1; 300 random neighbouring
 # pairs of 10-40 rows (depth 5, cp 0.01) reach n·|Δu| = 2.73 (tests/mechanisms/synthesizers/test_pmse.py,
 # test_paper_trees_exceed_the_one_over_n_bound_which_is_why_paper_mode_is_heuristic). Shown on the
 # release form (advice) and first in the privacy report.
