@@ -9,9 +9,10 @@ A ``derive`` rule (written in the schema JSON under ``"rules"``, like every rule
     {"derive": {"column": "stay_days", "from": "discharged - admitted"}}
 
 **Grammar** (parsed by :func:`parse_expression`, never evaluated): terms joined by ``+`` and ``-``, the
-first optionally signed; a term is an integer constant (``+ 1``) or a column name. A name holding ``+``,
-``-``, a backtick-free text that reads as a number, or spaces at either end is written in backticks
-(```capital-gain` + wages``). Every column of a term has coefficient +1 or -1.
+first optionally signed; a term is an integer constant (``+ 1``) or a column name. A name holding ``+``
+or ``-``, made of digits only, or with spaces at either end is written in backticks
+(```capital-gain` + wages``); a name holding a backtick cannot be named. Every column of a term has
+coefficient +1 or -1, and appears once.
 
 **Types** (checked against the schema, :func:`check_rule`): every column is a kept numeric column. Date
 columns count as one "date" each, positive or negative: a date column equals an expression whose dates
@@ -114,7 +115,7 @@ def _quote(name: str) -> str:
 
 
 def parse_expression(text: str, label: str) -> tuple[tuple[tuple[int, str], ...], int]:
-    """Terms and integer constant of ``text`` (see the module docstring); RuleError names the problem."""
+    """Terms and integer constant of ``text`` (see the module docstring); DeriveError names the problem."""
     err = DeriveError
     if not isinstance(text, str) or not text.strip():
         raise err(f"rule {label!r}: 'from' needs an expression such as 'a + b - c', got {text!r}"[:300])
