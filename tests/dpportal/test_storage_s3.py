@@ -89,6 +89,8 @@ def test_an_upload_release_draw_and_download_on_machines_sharing_only_the_bucket
     resp = personas.client(None).get(f"/api/releases/{release.pk}/synthetic.csv", **personas.api(personas.owner))
     assert resp.status_code == 200 and b"".join(resp.streaming_content) == synthetic
     assert (web2 / release.output_file).is_file()
+    table = personas.client(None).get(f"/api/releases/{release.pk}/tables/1/", **personas.api(personas.owner))
+    assert table.status_code == 200 and table.json()["columns"] == ["city"]  # the release's tables.json, fetched
     with storage.open_stream(release.output_file) as fh:
         assert fh.read() == synthetic
 
