@@ -271,12 +271,17 @@ class Step:
 def solve(spec: Derive, schema) -> Step:
     """The column a rule computes and how: the declared column, except a duration declared as dates'
     difference, which is modelled while the first date of the expression is computed."""
-    if schema.column(spec.column).is_date or not any(schema.column(n).is_date for _, n in spec.terms):
+    if _is_date(schema, spec.column) or not any(_is_date(schema, n) for _, n in spec.terms):
         return Step(spec.column, spec.terms, spec.const)
     # column = c + sum(s_i x_i)  =>  x_k = s_k (column - c - sum_{i != k} s_i x_i)
-    k, (sk, date) = next((i, t) for i, t in enumerate(spec.terms) if schema.column(t[1]).is_date)
+    k, (sk, date) = next((i, t) for i, t in enumerate(spec.terms) if _is_date(schema, t[1]))
     terms = ((sk, spec.column),) + tuple((-sk * s, n) for i, (s, n) in enumerate(spec.terms) if i != k)
     return Step(date, terms, -sk * spec.const)
+
+
+def _is_date(schema, name: str) -> bool:
+    """Whether ``name`` is a date column (an unknown name is not: its own rule's check refuses it)."""
+    return any(c.name == name and c.is_date for c in schema.columns)
 
 
 def plan(schema) -> list[Step]:

@@ -248,3 +248,9 @@ def test_the_hospital_sample_is_what_its_committed_script_writes():
 def test_hostile_expressions_get_a_message_not_a_crash(text, message):
     with pytest.raises(SchemaError, match=message):
         Schema.from_dict({"columns": MONEY, "rules": [{"derive": {"column": "total", "from": text}}]})
+
+
+def test_a_bad_rule_after_a_good_one_is_named_not_crashed_on():
+    rules = [STAY_RULE, {"derive": {"column": "stay_days", "from": "nowhere - admitted"}}]
+    with pytest.raises(SchemaError, match="no column 'nowhere'"):
+        hospital_schema(rules)
