@@ -102,8 +102,11 @@ def load(release: Release) -> dict | None:
     p = path(release)
     data = None
     if p is not None:
-        with open(p, encoding="utf-8") as fh:
-            data = json.load(fh)
+        try:
+            with open(p, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):  # an unreadable file: the release is shown without its tables
+            log.exception("tables of release %s unreadable", release.pk)
     release._tables_data = data
     return data
 

@@ -141,8 +141,18 @@ def test_a_failure_to_build_the_tables_never_fails_the_release(world, monkeypatc
     assert r.status == "done" and release_tables.load(r) is None
     assert world.client(world.owner).get(f"/releases/{r.pk}/").status_code == 200
     assert _api(world, world.owner, f"/api/releases/{r.pk}/tables/").status_code == 404
+    assert world.client(world.owner).get(f"/releases/{r.pk}/tables/0/").status_code == 404
     m = _api(world, world.owner, f"/api/releases/{r.pk}/manifest.json").json()
     assert "tables" not in m
+
+
+def test_an_unreadable_tables_file_leaves_the_release_page_and_manifest_working(world):
+    release_tables.path(world.release).write_text('{"tables": [')
+    client = world.client(world.owner)
+    page = client.get(f"/releases/{world.release.pk}/")
+    assert page.status_code == 200 and 'id="release-tables"' not in page.content.decode()
+    assert client.get(f"/releases/{world.release.pk}/tables/0/").status_code == 404
+    assert "tables" not in _api(world, world.owner, f"/api/releases/{world.release.pk}/manifest.json").json()
 
 
 def _post_release(world, body):
