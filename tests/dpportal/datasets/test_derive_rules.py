@@ -4,10 +4,12 @@ confirmed, and exact in the released file (dates written in the upload's format)
 from __future__ import annotations
 
 import io
+import json
 
 import pandas as pd
 
 from dpportal.datasets.models import Dataset
+from tests.data import csv_file
 from tests.personas import make_dataset, run_release
 from tests.samples import SAMPLES
 
@@ -64,3 +66,18 @@ def test_a_release_writes_the_computed_dates_exactly(world):
     out = pd.read_csv(io.BytesIO(body), dtype=str)
     days = pd.to_datetime(out["discharged"], format="%d/%m/%Y") - pd.to_datetime(out["admitted"], format="%d/%m/%Y")
     assert len(out) == 200 and (days.dt.days == out["stay_days"].astype(int)).all()
+
+
+def test_the_rule_travels_with_the_schema_export_and_import(world):
+    client = world.client(world.owner)
+    d = make_dataset(world.owner, text=TEXT, schema=None, budget=None)
+    assert client.post(f"/datasets/{d.pk}/schema/", _form({"rules": RULE})).status_code == 302
+    exported = json.loads(client.get(f"/datasets/{d.pk}/schema.json").content)
+    other = make_dataset(world.owner, text=TEXT, schema=None, budget=None)
+    post = {"schema_file": csv_file(json.dumps(exported), "s.json")}
+    assert client.post(f"/datasets/{other.pk}/schema/import/", post).status_code == 302
+    other.refresh_from_db()
+    assert other.schema_draft["rules"] == exported["rules"] == json.loads(RULE)
+    page = client.get(f"/datasets/{other.pk}/schema/").content.decode()
+    card = page.split('id="rules-card"')[1].split("</details>")[0]
+    assert "admitted + stay_days" in card and "suggested from data" not in card  # imported, not from data
