@@ -23,7 +23,9 @@ The algorithm as implemented:
    annealing, which ends there). The rounds left are recomputed after each round from the plan's cost model
    and the number of marginals measured (earlier DP outputs), never from the clock.
 4. **Generate**: a final estimate on every measurement (warm start from the latest estimate), then
-   synthetic rows sampled from the model.
+   synthetic rows sampled from the model; a row drawn in a numeric column's low bins (a money column's far tail,
+   estimated at the noise level) is spread among them as the bins' estimates fitted rising then falling say
+   (:func:`low_bin_shares`, post-processing).
 
 Privacy (replace-one neighbours, n public), zCDP inside the release, converted to the steward's
 (epsilon, delta) by :func:`~mechanisms.accounting.zcdp_rho`:
@@ -69,15 +71,50 @@ from ...pgm import (
     measure,
     release_programs,
     rho_of_measurement,
+    rule_columns,
     sigma_for_rho,
     structural_zeros,
 )
 from ...pgm import model_cliques as jtree_cliques
+from ...pgm.nonneg import nonnegative_shares, unimodal_fit
 from ...schema import Schema
 from ...source import TableSource
 from . import guide
 
 WORKLOADS = ("all-2way", "all-3way", "target")
+LOW_BIN_SIGMAS = 3.0  # a numeric bin whose model count is below this many 1-way noise stds is a low bin
+
+
+def low_bin_shares(
+    schema: Schema, model: ModelTables, one_way: dict[str, tuple[np.ndarray, float]], rows: int, *, skip=frozenset()
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per numeric column, its low bins (noisy 1-way count below ``LOW_BIN_SIGMAS`` x its noise std: ``one_way[a]``
+    is (counts, std), the rule MST merges by) and how a row the model draws in any of them is spread among them:
+    non-negative least squares on the noisy counts fitted rising then falling (:func:`~mechanisms.pgm.nonneg.
+    unimodal_fit`), with the low bins' noisy total (unbiased, unlike the model's, whose non-negative fit keeps
+    every positive noise draw) capped by the model's. A money column's far tail holds bins whose estimate is mostly
+    noise; drawn as estimated, a few noisy bins far out put rows at values no record has (census_like: a 99th
+    percentile 4x the real one). The rows stay in "some low bin", so their relations to other columns are kept at
+    that level, as MST's merged values are. Columns with fewer than two low bins, or only low bins, and the columns
+    of declared rules (``skip``: the model's structural zeros hold there bin by bin) are left as estimated.
+    Post-processing of the noisy measurements, the model and public inputs (``rows``: n, the schema)."""
+    out = {}
+    for j, a in enumerate(schema.names):
+        col = schema.column(a)
+        if not col.is_numeric or col.n_bins <= 2 or a in skip or a not in one_way:
+            continue
+        values, sigma = one_way[a]
+        y = np.asarray(values, dtype=np.float64)[: col.n_bins]
+        low = y < LOW_BIN_SIGMAS * sigma
+        if low.sum() < 2 or low.all():
+            continue
+        modelled = float(model.marginal((a,))[: col.n_bins][low].sum()) * rows
+        total = min(max(float(y[low].sum()), 0.0), modelled)
+        fitted = unimodal_fit(y, int(np.argmax(np.where(low, -np.inf, y))))
+        out[j] = (np.flatnonzero(low), nonnegative_shares(fitted[low], total))
+    return out
+
+
 ROUNDS_PER_COLUMN = 16  # the paper's T = 16 d
 MEASURE_SHARE = 0.9  # of each round's budget (the rest selects)
 WEAK_SIGNAL_DIVISOR = 6  # default_rounds: a round's noise std at most n / (6 k), k the mean cells of a column
@@ -373,6 +410,8 @@ class AIM(Mechanism):
             mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model, zeros=zeros
         )
         self.model = ModelTables.from_model(mbi, model, names, sizes)
+        one_way = {m.clique[0]: (m.values, m.sigma) for m in log.items if len(m.clique) == 1 and m.weights is None}
+        self.low_bins = low_bin_shares(self.schema, self.model, one_way, n, skip=rule_columns(zeros))
         mark("final")
         self._noisy_queries = log.noisy_queries(names, [sizes[a] for a in names])
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
@@ -427,7 +466,11 @@ class AIM(Mechanism):
     def sample(self, n: int) -> pd.DataFrame:
         n = self._check_rows(n)
         rng = self.noise.rng
-        return self.schema.from_cells(self.model.sample(n, rng), rng)
+        cells = self.model.sample(n, rng)
+        for j, (low, shares) in (getattr(self, "low_bins", None) or {}).items():
+            rows = np.isin(cells[:, j], low)
+            cells[rows, j] = rng.choice(low, size=int(rows.sum()), p=shares)
+        return self.schema.from_cells(cells, rng)
 
     def privacy_cost(self) -> PrivacyCost:
         rho = zcdp_rho(self.epsilon, self.delta)
@@ -486,9 +529,16 @@ class AIM(Mechanism):
         out = self.model.to_summary()
         out["selected"] = [c for c, _ in self.selected]
         out["sigmas"] = [s for _, s in self.selected]
+        out["low_bin_columns"] = sorted(self.low_bins)
+        for j, (low, shares) in self.low_bins.items():
+            out[f"low_bins_{j}"], out[f"low_shares_{j}"] = low, shares
         return out
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
         names = self.schema.names
         self.model = ModelTables.from_summary(summary, names, dict(zip(names, self.schema.cell_sizes)))
         self.selected = list(zip([list(c) for c in summary["selected"]], summary["sigmas"]))
+        self.low_bins = {  # none in a summary stored without them: the model's own bins
+            int(j): (np.asarray(summary[f"low_bins_{j}"]), np.asarray(summary[f"low_shares_{j}"], dtype=np.float64))
+            for j in summary.get("low_bin_columns", [])
+        }
