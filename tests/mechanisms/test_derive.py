@@ -138,6 +138,12 @@ def test_the_mechanism_never_reads_the_computed_column(raw):
     assert build("baseline", s, epsilon=1.0).schema.names == ["admitted", "ward", "stay_days"]
     pd.testing.assert_frame_equal(a, b)
     assert list(a.columns) == s.names
+    plain = hospital_schema([])  # the broken variant: the column modelled, so the output moves with it
+    a, b = (
+        build("baseline", plain, epsilon=1.0, noise=Noise.seeded(3)).fit(TableSource(plain, frame=f)).sample(500)
+        for f in (raw, moved)
+    )
+    assert not a["discharged"].equals(b["discharged"])
 
 
 def test_a_computed_value_outside_its_bounds_is_redrawn_not_written():
