@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from dpportal import jobs
 from dpportal.ledger import services as ledger
 
 from ..models import Release
@@ -14,10 +15,11 @@ from ..models import Release
 ABANDONED_ERROR = "the worker running this job stopped unexpectedly (killed or lost)"
 
 
-def finish(release_id: int, **fields) -> None:
-    """Final state (``status`` and the other fields given) and ledger settlement in ONE transaction."""
+def finish(release_id: int, *, status: str, **fields) -> None:
+    """Final state (``dpportal.jobs.finish``: ``status`` and the other fields given) and ledger settlement in
+    ONE transaction."""
     with transaction.atomic():
-        Release.objects.filter(pk=release_id).update(finished_at=timezone.now(), **fields)
+        jobs.finish(Release, release_id, status, **fields)
         close_ledger(Release.objects.get(pk=release_id))
 
 
