@@ -201,7 +201,7 @@ def test_a_crosstabs_release_through_the_api_publishes_its_tables(world):
     one = _api(world, world.owner, f"/api/releases/{pk}/tables/0/").json()
     se = {c["se"] for c in one["cells"]}
     assert len(se) == 1 and one["noise"]["distribution"] == "gaussian"
-    assert abs(sum(c["noisy"] for c in one["cells"]) - 6) < 1e-6  # the public row count
+    assert abs(sum(c["noisy"] for c in one["cells"]) - 6) < 1e-5  # the public row count (cells to 6 decimals)
     assert world.client(world.owner).get(f"/releases/{pk}/tables/0/").status_code == 200
     spent = ledger.remaining(world.dataset)["epsilon"]["spent"]
     assert spent == "1"  # the baseline's 0.5 and this release's 0.5; the tables add nothing
