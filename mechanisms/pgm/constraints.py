@@ -70,6 +70,8 @@ def _inside(column, values) -> np.ndarray:
 
 def rule_zero(schema, rule) -> StructuralZero | None:
     """The structural zero of one rule, or None when it forbids no whole cell or its table is too large."""
+    if rule.kind not in ("hierarchy", "order", "forbid"):
+        return None
     if rule.kind == "hierarchy":
         child, parent, pairs = rule.spec
         c, p = schema.column(child), schema.column(parent)
@@ -106,8 +108,10 @@ def structural_zeros(schema, names: Sequence[str] | None = None) -> list[Structu
     keep = set(schema.names if names is None else names)
     merged: dict[frozenset, StructuralZero] = {}
     for rule in schema.rules:
+        if not set(rule_columns_of(rule)) <= keep:  # a rule on a column the model does not hold (derived, excluded)
+            continue
         z = rule_zero(schema, rule)
-        if z is None or not set(z.clique) <= keep:
+        if z is None:
             continue
         key = frozenset(z.clique)
         if key in merged:
@@ -117,6 +121,16 @@ def structural_zeros(schema, names: Sequence[str] | None = None) -> list[Structu
         else:
             merged[key] = z
     return list(merged.values())
+
+
+def rule_columns_of(rule) -> tuple[str, ...]:
+    if rule.kind == "hierarchy":
+        return tuple(rule.spec[:2])
+    if rule.kind == "order":
+        return tuple(rule.spec)
+    if rule.kind == "forbid":
+        return tuple(col for col, _ in rule.spec)
+    return ()  # a kind this module does not model
 
 
 def rule_columns(zeros: Sequence[StructuralZero]) -> set[str]:

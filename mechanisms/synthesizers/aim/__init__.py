@@ -185,6 +185,7 @@ class AIM(Mechanism):
     title = "AIM: adaptive and iterative selection of noisy marginals (Private-PGM)"
     paper = "McKenna, Mullins, Sheldon & Miklau, VLDB 2023, Algorithm 1"
     needs_delta = True
+    rules_in_model = True  # declared rules are structural zeros of the Private-PGM model (mechanisms.pgm.constraints)
     guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 8
     target_structure = "conditional"

@@ -183,6 +183,7 @@ class MST(Mechanism):
     title = "MST: maximum spanning tree of noisy 2-way marginals (Private-PGM)"
     paper = "McKenna, Miklau & Sheldon, JPC 2021 (winner of the NIST 2018 DP synthetic data challenge)"
     needs_delta = True
+    rules_in_model = True  # declared rules are structural zeros of the Private-PGM model (mechanisms.pgm.constraints)
     guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 6
     target_structure = "joint"
