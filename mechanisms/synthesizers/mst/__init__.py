@@ -245,7 +245,9 @@ class MST(Mechanism):
         if not keys or not self._pairs_measured(n, zcdp_rho(self.epsilon, self.delta), sizes):
             return
         if self.params["compress"]:
-            sizes = compressed_sizes(n, zcdp_rho(self.epsilon, self.delta), sizes, parts=self._parts())
+            whole = rule_columns(structural_zeros(self.schema))  # rule columns are never compressed
+            small = compressed_sizes(n, zcdp_rho(self.epsilon, self.delta), sizes, parts=self._parts())
+            sizes = [k if a in whole else c for a, k, c in zip(names, sizes, small)]
         mib = key_model_mib(names, sizes, keys)
         if mib > MAX_MODEL_MIB:
             cells = ", ".join(f"{k} ({sizes[names.index(k)]} cells)" for k in keys)
