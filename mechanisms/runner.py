@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import registry
+from . import derive, registry
 from .base import Mechanism, ProgressFn, format_bytes
 from .noise import Noise
 from .rules import draw_plan, sample_conforming
@@ -31,6 +31,15 @@ class Release:
             "noise_backend": self.mechanism.noise.backend,
             "mechanism_report": self.mechanism.report(),
         }
+        schema = self.mechanism.release_schema
+        computed = [
+            f"{derive.solve(r.spec, schema).column} is computed on every row from the others by the public rule "
+            f"{r.label}, not modelled (post-processing)"
+            for r in schema.rules
+            if r.kind == "derive"
+        ]
+        if computed:
+            out["caveats"] = [*out.get("caveats", []), *computed]
         return out if self.mechanism.noise.secure else seeded_report(out)
 
 

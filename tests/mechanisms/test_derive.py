@@ -185,10 +185,14 @@ def test_mst_keeps_the_identity_in_every_row_and_the_stays_within_twice_the_floo
     assert share < 0.2 and gap > 2 * floor, (share, gap, floor)
 
 
-def test_the_export_writes_computed_dates_in_the_declared_format(raw):
+def test_the_export_writes_computed_dates_in_the_declared_format_and_the_report_says_so(raw):
     s = hospital_schema()
     mech = build("baseline", s, epsilon=1.0, noise=Noise.seeded(0))
-    out = export_frame(run(mech, TableSource(s, frame=raw), 200).synthetic, s)
+    release = run(mech, TableSource(s, frame=raw), 200)
+    assert "discharged is computed on every row from the others by the public rule discharged = admitted + " in (
+        " ".join(release.report()["caveats"])
+    )
+    out = export_frame(release.synthetic, s)
     stay = pd.to_datetime(out["discharged"], format="%d/%m/%Y") - pd.to_datetime(out["admitted"], format="%d/%m/%Y")
     assert (stay.dt.days == out["stay_days"]).all()
 
