@@ -13,7 +13,8 @@ Membership inference (``runs`` refits)
     holds against it too). In each run an independent fair coin per pair puts one of its two records
     in: flipping a coin replaces one record by another, exactly dpportal's neighbouring relation
     (replace one record, n public). The mechanism is fitted on the training table and samples
-    ``sample_factor`` times as many synthetic rows (the guarantee covers any number of draws). Each
+    ``sample_factor`` times as many synthetic rows (the guarantee covers any number of draws; at most
+    ``MAX_SYNTHETIC_ROWS`` and ``MAX_SYNTHETIC_CELLS`` cells, so a wide table draws fewer rows). Each
     attack scores every target (higher: "member"):
 
     * ``dcr``: minus the distance to the closest synthetic record, on the public encoding (numeric
@@ -48,7 +49,9 @@ Implementation check (white-box)
     strongest test of the claim the platform can make, and the one that catches noise smaller than the
     proof needs (the rows blur it: a broken DP-MERF is invisible in its samples). After the attacked
     refits, measure-only refits (:meth:`Mechanism.measure`: DP-MERF skips its training, MST its final
-    estimate) add coins while ``CHECK_SHARE`` of the time budget lasts. Mechanisms whose summary is not
+    estimate) add coins: the first ``MIN_CHECK_REFITS`` whatever the time budget (on a wide table one
+    attacked refit can take all of it, and fewer cannot flag a 10x noise error there; each costs less
+    than the release), more while ``CHECK_SHARE`` of the budget lasts. Mechanisms whose summary is not
     a set of noisy linear queries report the check as not available.
 
 Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
@@ -84,7 +87,7 @@ from __future__ import annotations
 
 from .anonymeter import MAX_SECRETS, anonymeter_risk, attribute_inference, linkability, singling_out, wilson
 from .cell_count import cell_count_scores, measured_marginals
-from .check import CHECK_CANDIDATES, CHECK_PAIRS_FACTOR, CHECK_RUNS_PER_RUN
+from .check import CHECK_CANDIDATES, CHECK_PAIRS_FACTOR, CHECK_RUNS_PER_RUN, MIN_CHECK_REFITS
 from .distance import Encoding, attack_scores, closest, gower_block
 from .game import (
     ATTACK_TITLES,
@@ -103,7 +106,16 @@ from .game import (
 )
 from .marginal import marginal_scores
 from .measurements import CHECK_MAX_COS, check_pairs, query_scores
-from .refit import CHECK_SHARE, MAX_SYNTHETIC_ROWS, SAMPLE_FACTOR, ProgressFn, kept_schema, synthetic_cells
+from .refit import (
+    CHECK_SHARE,
+    MAX_SYNTHETIC_CELLS,
+    MAX_SYNTHETIC_ROWS,
+    SAMPLE_FACTOR,
+    ProgressFn,
+    kept_schema,
+    synthetic_cells,
+    synthetic_rows,
+)
 from .report import (
     CONTROL_MIN_AUC,
     DEFAULT_CONFIDENCE,
@@ -135,7 +147,9 @@ __all__ = [
     "GUESS_FRACTIONS",
     "MAX_ROWS",
     "MAX_SECRETS",
+    "MAX_SYNTHETIC_CELLS",
     "MAX_SYNTHETIC_ROWS",
+    "MIN_CHECK_REFITS",
     "MIN_ROWS",
     "ProgressFn",
     "REFERENCE_FRACTION",
@@ -165,6 +179,7 @@ __all__ = [
     "singling_out",
     "summarise_attack",
     "synthetic_cells",
+    "synthetic_rows",
     "theoretical_advantage",
     "tpr_at_fpr",
     "verdict",

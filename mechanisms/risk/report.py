@@ -24,7 +24,7 @@ from .game import (
     summarise_attack,
     theoretical_advantage,
 )
-from .refit import MAX_SYNTHETIC_ROWS, SAMPLE_FACTOR, ProgressFn, Refits, Results, attacked_refits, kept_schema
+from .refit import SAMPLE_FACTOR, ProgressFn, Refits, Results, attacked_refits, kept_schema, synthetic_rows
 from .shadow import shadow_classifier
 
 MIN_ROWS = 50  # fewer records: the halves are too small for any attack to say anything
@@ -76,7 +76,8 @@ def risk_report(
 
     ``time_budget`` (seconds): refits after the first are skipped when the slowest refit-and-attack
     step so far would end past it (the web app passes 3x the release's own time); the report lists
-    what it skipped.
+    what it skipped. The first refit and the first ``MIN_CHECK_REFITS`` measure-only refits run
+    whatever the budget (0: those alone).
 
     ``check_runs``: implementation-check refits after those (:meth:`Mechanism.measure`, the noisy
     queries alone), default ``CHECK_RUNS_PER_RUN`` x ``runs``, fewer when the time budget ends first."""
@@ -99,7 +100,7 @@ def risk_report(
     rng = noise.private_rng
     table = Table.sample(kschema, prepared, max_rows, rng)
     game = Game.split(table, canary_pairs, rng)
-    syn_rows = int(min(max(sample_factor, 1) * game.n_train, max(MAX_SYNTHETIC_ROWS, game.n_train)))
+    syn_rows = synthetic_rows(game.n_train, len(kschema.names), sample_factor)
 
     # the first private refit, then the shadow refit, the noise-off control and the other private
     # refits; with a time budget, a refit that would likely end past it is skipped (the first always runs)
@@ -173,7 +174,7 @@ def _checked_request(
         raise ValueError(f"runs must be at least 1, got {runs}")
     if int(canary_pairs) < 1:
         raise ValueError(f"target pairs must be at least 1, got {canary_pairs}")
-    if time_budget is not None and not time_budget >= 0:  # 0: the first refit only
+    if time_budget is not None and not time_budget >= 0:  # 0: the first refit and the check's floor only
         raise ValueError(f"the time budget must be 0 or more seconds, got {time_budget!r}")
     kschema = kept_schema(schema)
     missing = [c for c in kschema.names if c not in prepared.columns]

@@ -351,7 +351,8 @@ def test_the_cli_passes_target_pairs_and_the_time_budget(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "done" and out["target_pairs"] == 7 and out["runs"] == 1, out
     assert out["time_budget_seconds"] == 0.0 and out["shadow_game"] is False
-    assert out["implementation_check"]["measure_only_refits"] == 0  # no time left for them
+    # no time left, yet the check's first measure-only refits run: the floor that gives a wide table its power
+    assert out["implementation_check"]["measure_only_refits"] == risk.MIN_CHECK_REFITS
     assert main([*args, "--check-runs", "3", "--no-shadow", "--no-noise-off-control"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["implementation_check"] == {"available": True, "reason": "", "refits": 4, "measure_only_refits": 3}
@@ -480,3 +481,32 @@ def test_a_mechanism_without_noisy_queries_says_the_check_is_not_available(adult
     assert rep["implementation_check"]["available"] is False
     assert "linear queries" in rep["implementation_check"]["reason"]
     assert risk.WHITE_BOX not in {a["name"] for a in rep["attacks"]}
+
+
+@pytest.mark.slow  # two reports of 11 refits: 22 s on a loaded 2-core machine
+def test_with_no_time_left_the_checks_floor_still_catches_a_broken_baseline(adult):
+    """A time budget of 0 (a release much faster than one attacked refit, as on a wide table): the first
+    refit and MIN_CHECK_REFITS measure-only refits run and prove epsilon > 1 against noise / 10 on 1,500
+    Adult records (measured 1.58), while the correct baseline's check stays below its claim (0.04)."""
+    schema, prepared = adult
+    prepared = prepared.iloc[:1500]
+    kw = dict(epsilon=1.0, runs=1, shadow=False, noise_off_control=False, time_budget=0.0, sample_factor=5)
+    broken = risk.risk_report(
+        schema, prepared, "baseline", noise=Noise.seeded(0), attack_noise=ScaledNoise(0.1, seed=0), **kw
+    )
+    assert broken["implementation_check"]["measure_only_refits"] == risk.MIN_CHECK_REFITS == 10
+    assert broken["guarantee_failed"] and broken["implementation_check_bound"] > 1.0, broken[
+        "implementation_check_bound"
+    ]
+    honest = risk.risk_report(schema, prepared, "baseline", noise=Noise.seeded(0), **kw)
+    assert honest["implementation_check"]["measure_only_refits"] == 10
+    assert not honest["guarantee_failed"] and honest["implementation_check_bound"] <= 1.0
+
+
+def test_a_wide_table_draws_fewer_synthetic_rows_per_refit():
+    """At most MAX_SYNTHETIC_CELLS cells (rows x columns) per attacked refit, never fewer rows than the
+    training table: 15 columns keep the 400,000-row cap, 39 columns draw 153,846 rows."""
+    assert risk.synthetic_rows(7_000, 15, 100) == 400_000
+    assert risk.synthetic_rows(7_000, 39, 100) == 153_846
+    assert risk.synthetic_rows(300_000, 39, 100) == 300_000
+    assert risk.synthetic_rows(1_000, 39, 100) == 100_000
