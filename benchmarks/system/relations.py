@@ -19,7 +19,9 @@ read back as strings. The floor is A itself against B: sampling error only, no p
         [--peers aim mst] [--epsilon 1] [--seed 0] [--out docs/data/relations.jsonl] [--peer-timeout 1800]
 
 A run is ``mechanism[:k=v,k=v]``; ``recommended:ml`` and ``recommended:explore`` run what the release form
-recommends for that purpose on this table (mechanisms.guidance.recommend, public inputs only).
+recommends for that purpose on this table (mechanisms.guidance.recommend, public inputs only);
+``recommended:explore:COLUMN[,COLUMN]`` what it recommends when the steward names those columns as the ones
+the table is cross-tabulated by first (the purpose's key columns, e.g. the label).
 """
 
 from __future__ import annotations
@@ -85,13 +87,15 @@ def label_gap(reference: pd.DataFrame, other: pd.DataFrame, prefix: str = "adult
     return float(np.mean(list(per.values()))), per
 
 
-def recommended(purpose: str, schema: Schema, n: int, epsilon: float, delta: float, label: str) -> tuple[str, dict]:
-    """What the release form preselects for ``purpose`` ("ml" with the label as target, or "explore")."""
+def recommended(
+    purpose: str, schema: Schema, n: int, epsilon: float, delta: float, label: str, keys: tuple[str, ...] = ()
+) -> tuple[str, dict]:
+    """What the release form preselects for ``purpose`` ("ml" with the label as target, or "explore", with
+    ``keys`` as the columns the steward names to cross-tabulate by first)."""
     from mechanisms.guidance.recommend import Purpose, recommend
 
-    rec = recommend(
-        schema, n=n, epsilon=epsilon, delta=delta, purpose=Purpose(purpose, target=label if purpose == "ml" else None)
-    )
+    chosen = Purpose(purpose, target=label) if purpose == "ml" else Purpose(purpose, key_columns=tuple(keys))
+    rec = recommend(schema, n=n, epsilon=epsilon, delta=delta, purpose=chosen)
     best = next(p for p in rec.items if p.mechanism == rec.recommended)
     params = dict(best.params or {})
     if params.get("workload") == "target":  # the release form fills the purpose's target in
@@ -163,9 +167,30 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
                 f"{r['tvd_2way']:.4f} |"
             )
         out.append("")
+        out += _per_column(([floor] if floor else []) + [r for r in items if "error" not in r])
     text = "\n".join(out)
     doc.write_text(text)
     return text
+
+
+def _per_column(rows: list[dict]) -> list[str]:
+    """The label relation gap of each column, per run: where a run loses the label's relations."""
+    rows = [r for r in rows if r.get("label_gap_columns")]
+    if not rows:
+        return []
+    cols = list(rows[0]["label_gap_columns"])
+    short = [c.split("_", 1)[1] if c.startswith("adult_") else c for c in cols]
+    out = [
+        "Label relation gap per column:",
+        "",
+        "| run | " + " | ".join(short) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for r in rows:
+        name = "real sample (the floor)" if r["run"].startswith("floor") else _run_label(r)
+        gaps = [r["label_gap_columns"].get(c, float("nan")) for c in cols]
+        out.append(f"| {name} | " + " | ".join(f"{g:.3f}" for g in gaps) + " |")
+    return out + [""]
 
 
 def _run_label(r: dict) -> str:
@@ -246,8 +271,10 @@ def main(argv=None) -> int:
     for spec in args.runs:
         mechanism, params = parse_run(spec)
         if mechanism.startswith("recommended"):
+            _, purpose, *keys = spec.split(":")
+            keys = tuple(k for k in ",".join(keys).split(",") if k)
             mechanism, params = recommended(
-                spec.split(":")[1], schema, len(fit_on), args.epsilon, args.delta, prefix + LABEL
+                purpose, schema, len(fit_on), args.epsilon, args.delta, prefix + LABEL, keys
             )
         stages: list = []
         mech = build(
@@ -267,7 +294,10 @@ def main(argv=None) -> int:
         row = {**base, "run": spec, "mechanism": mechanism, "params": params, "seconds": round(seconds, 1)}
         row["fitted_rows"] = len(fit_on)
         row.update(score(schema, syn, a, b, args.seed, prefix))
-        row["report"] = {k: v for k, v in mech.report().items() if k in ("rounds", "batches", "plan", "rho_spent")}
+        report = mech.report()
+        row["report"] = {k: v for k, v in report.items() if k in ("rounds", "batches", "plan", "rho_spent")}
+        if "selected" in report:  # how many of the selected marginals hold the label
+            row["report"]["label_marginals"] = sum(prefix + LABEL in c for c in report["selected"])
         row["started"] = started
         row["stages"] = stages
         row["timings"] = [[s, round(t, 2), k, round(m, 3)] for s, t, k, m in getattr(mech, "timings", [])]
