@@ -43,7 +43,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost
+from .accounting import EpsilonDeltaEvent, PrivacyCost
 from .draft import DRAFT_BINS, MAX_VALUE_CELLS
 from .noise import Noise, laplace_scale
 from .schema import NUMERIC_KINDS, Column
@@ -173,6 +173,7 @@ def privacy_cost(epsilon: float, result: dict) -> PrivacyCost:
             "bins": result["bins"],
             "bounds": result["columns"],
         },
+        events=(EpsilonDeltaEvent(float(epsilon), label="noisy log-scale histograms, thresholded"),),
     )
 
 

@@ -45,7 +45,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .accounting import PrivacyCost
+from .accounting import EpsilonDeltaEvent, PrivacyCost
 from .noise import Noise, laplace_scale
 from .schema import MISSING_CATEGORY, Column, ordered_labels
 
@@ -151,6 +151,7 @@ def privacy_cost(epsilon: float, delta: float, result: dict) -> PrivacyCost:
             "threshold": result["threshold"],
             "categories": result["columns"],
         },
+        events=(EpsilonDeltaEvent(float(epsilon), float(delta), label="thresholded noisy label counts"),),
     )
 
 

@@ -129,3 +129,17 @@ def test_the_accountants_agree_with_the_gaussian_calibration():
     pure = compose_releases([(None, 1.0, 0.0), ([LaplaceEvent(2.0, 1.0)], 0.5, 0.0)], 1e-6)
     assert pure["by_events"] == 1 and pure["rdp_epsilon"] is None  # one release without events: no RDP figure
     assert pure["pld_epsilon"] <= 1.5
+
+
+def test_the_schema_estimates_report_their_events():
+    from mechanisms import bounds, categories
+
+    frame = CASES["bounds"].frame
+    found = bounds.estimate_bounds([frame], list(frame.columns), epsilon=0.5, noise=Noise.seeded(0), markers=[""], n=30)
+    assert check_events(bounds.privacy_cost(0.5, found)) == pytest.approx(0.5)
+    frame = CASES["categories"].frame
+    found = categories.discover_categories(
+        [frame], list(frame.columns), epsilon=0.5, delta=1e-6, noise=Noise.seeded(0), markers=[""]
+    )
+    cost = categories.privacy_cost(0.5, 1e-6, found)
+    assert cost.events == (EpsilonDeltaEvent(0.5, 1e-6, label=cost.events[0].label),)

@@ -169,6 +169,7 @@ def _estimate_public_metadata(release: Release, columns: list[str], epsilon: flo
             "bounds_estimate": {k: v for k, v in bounds_part.items() if k != "bounds"},
             "category_discovery": {k: v for k, v in categories_part.items() if k != "categories"},
         },
+        events=parts[0].events + parts[1].events,
     ).to_dict()
 
 
