@@ -27,7 +27,7 @@ from . import derive
 from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
 from .schema import Schema
-from .source import TableSource
+from .source import TableSource, cells_bytes
 
 if TYPE_CHECKING:  # the guidance types read public inputs only; base does not import them at run time
     from .guidance.purposes import Errors, Setting
@@ -239,6 +239,9 @@ class Mechanism:
     needs_delta: ClassVar[bool] = False  # always (epsilon, delta)-DP
     gaussian_mode: ClassVar[bool] = False  # offers noise="gaussian" (zCDP, needs a delta); pure by default
     streaming: ClassVar[bool] = False  # reads the source only through chunks()
+    # Reads the source only through cells() (chunked encoding) and then holds this many CellTable copies
+    # of it (int64 cells + int32 columns each); None: reads frame(), the whole table as text.
+    cell_tables: ClassVar[int | None] = None
     # The model puts no probability on records that break a rule (structural zeros), so generation
     # redraws almost nothing: the draw plan (mechanisms.rules.draw_plan) then expects no rejection.
     rules_in_model: ClassVar[bool] = False
@@ -403,7 +406,11 @@ class Mechanism:
         schema and the parameters only (no data). The default counts the raw table held as text
         (``TEXT_CELL_BYTES`` per cell, all columns) for mechanisms that read it whole; streaming
         mechanisms read chunks. Mechanisms with large working arrays add theirs."""
-        return 0 if self.streaming else table_bytes(self.schema, n)
+        if self.streaming:
+            return 0
+        if self.cell_tables is not None:
+            return cells_bytes(self.schema, n) + self.cell_tables * int(n) * len(self.schema.kept) * 12
+        return table_bytes(self.schema, n)
 
     def check_memory(self, n: int, limit_bytes: int | None) -> None:
         """Refuse, BEFORE any budget is reserved, a plan whose memory estimate exceeds the limit

@@ -184,6 +184,7 @@ class AIM(Mechanism):
     name = "aim"
     title = "AIM: adaptive and iterative selection of noisy marginals (Private-PGM)"
     paper = "McKenna, Mullins, Sheldon & Miklau, VLDB 2023, Algorithm 1"
+    cell_tables = 1  # reads source.cells() (chunked encoding), then one CellTable
     needs_delta = True
     rules_in_model = True  # declared rules are structural zeros of the Private-PGM model (mechanisms.pgm.constraints)
     guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
@@ -311,7 +312,7 @@ class AIM(Mechanism):
         self.check_plan(0)
         names, sizes, weights = self._plan()
         mbi = load_mbi()
-        table = CellTable(self.schema.to_cells(source.frame()), names, [sizes[a] for a in names])
+        table = CellTable(source.cells(), names, [sizes[a] for a in names])
         n = table.n
         rho = zcdp_rho(self.epsilon, self.delta)
         plan = self.selection_plan(n)

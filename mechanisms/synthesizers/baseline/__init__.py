@@ -42,6 +42,7 @@ class Baseline(Mechanism):
     name = "baseline"
     title = "Independent noisy marginals (baseline)"
     paper = "Reference baseline: per-column discrete-Laplace histograms, columns sampled independently"
+    cell_tables = 0  # reads source.cells() (chunked encoding) and counts its columns
     gaussian_mode = True
     guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
     speed_rank = 0
@@ -56,7 +57,7 @@ class Baseline(Mechanism):
         return laplace_scale(sensitivity=SENSITIVITY, epsilon=self.epsilon / d)
 
     def _fit(self, source: TableSource) -> None:
-        cells = self.schema.to_cells(source.frame())
+        cells = source.cells()
         d = cells.shape[1]
         scale = self.noise_scale()
         draw = self.noise.gaussian_int if self.params["noise_type"] == "gaussian" else self.noise.laplace_int

@@ -182,6 +182,7 @@ class MST(Mechanism):
     name = "mst"
     title = "MST: maximum spanning tree of noisy 2-way marginals (Private-PGM)"
     paper = "McKenna, Miklau & Sheldon, JPC 2021 (winner of the NIST 2018 DP synthetic data challenge)"
+    cell_tables = 2  # reads source.cells() (chunked encoding), then the CellTable and its compressed copy
     needs_delta = True
     rules_in_model = True  # declared rules are structural zeros of the Private-PGM model (mechanisms.pgm.constraints)
     guide = guide  # public inputs only: accuracy and near-uniform rule, run time, steward help, model quality
@@ -302,7 +303,7 @@ class MST(Mechanism):
         mbi = load_mbi()
         names, sizes = self.schema.names, self.schema.cell_sizes
         keys = self.params["key_columns"]
-        table = CellTable(self.schema.to_cells(source.frame()), names, sizes)
+        table = CellTable(source.cells(), names, sizes)
         d, n = len(names), table.n
         self.rho = zcdp_rho(self.epsilon, self.delta)
         self.use_tree = self._pairs_measured(n, self.rho, [int(k) for k in sizes])
