@@ -82,7 +82,11 @@ def tighter_accounting(dataset) -> dict:
     basic_units = sum(e.eps_units for e in spends)
     basic = units_to_float(basic_units, EPS_UNIT)
     delta_units = sum(e.delta_units for e in spends)
+    # The basic sum is a valid bound at the same total delta. The PLD can answer more, even infinity: a release
+    # entered by its (epsilon, delta) holds its delta as infinite loss, and the other PLDs' truncated tails
+    # (~1e-16) add to it, so the mass left for the rest is negative. The smaller of the two valid bounds is shown.
     eps = composed["pld_epsilon"]
+    eps = eps if eps is not None and eps < basic else basic
     rdp = composed["rdp_epsilon"]
     return {
         **base,
