@@ -87,12 +87,14 @@ LOW_BIN_SIGMAS = 3.0  # a numeric bin whose model count is below this many 1-way
 
 def low_bin_shares(
     schema: Schema, model: ModelTables, one_way: dict[str, tuple[np.ndarray, float]], rows: int, *, skip=frozenset()
-) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+) -> dict[int, tuple[np.ndarray, np.ndarray, float]]:
     """Per numeric column, its low bins (noisy 1-way count below ``LOW_BIN_SIGMAS`` x its noise std: ``one_way[a]``
     is (counts, std), the rule MST merges by) and how a row the model draws in any of them is spread among them:
     non-negative least squares on the noisy counts fitted rising then falling (:func:`~mechanisms.pgm.nonneg.
     unimodal_fit`), with the low bins' noisy total (unbiased, unlike the model's, whose non-negative fit keeps
-    every positive noise draw) capped by the model's. A money column's far tail holds bins whose estimate is mostly
+    every positive noise draw) capped by the model's; a row stays in the low bins with probability (noisy total /
+    model's total) and is otherwise drawn from the column's other cells as the model weighs them. A money column's
+    far tail holds bins whose estimate is mostly
     noise; drawn as estimated, a few noisy bins far out put rows at values no record has (census_like: a 99th
     percentile 4x the real one). The rows stay in "some low bin", so their relations to other columns are kept at
     that level, as MST's merged values are. Columns with fewer than two low bins, or only low bins, and the columns
@@ -111,7 +113,8 @@ def low_bin_shares(
         modelled = float(model.marginal((a,))[: col.n_bins][low].sum()) * rows
         total = min(max(float(y[low].sum()), 0.0), modelled)
         fitted = unimodal_fit(y, int(np.argmax(np.where(low, -np.inf, y))))
-        out[j] = (np.flatnonzero(low), nonnegative_shares(fitted[low], total))
+        keep = total / modelled if modelled > 0 else 1.0
+        out[j] = (np.flatnonzero(low), nonnegative_shares(fitted[low], total), keep)
     return out
 
 
@@ -469,9 +472,15 @@ class AIM(Mechanism):
         n = self._check_rows(n)
         rng = self.noise.rng
         cells = self.model.sample(n, rng)
-        for j, (low, shares) in (getattr(self, "low_bins", None) or {}).items():
-            rows = np.isin(cells[:, j], low)
-            cells[rows, j] = rng.choice(low, size=int(rows.sum()), p=shares)
+        for j, (low, shares, keep) in (getattr(self, "low_bins", None) or {}).items():
+            rows = np.flatnonzero(np.isin(cells[:, j], low))
+            stay = rng.random(rows.size) < keep
+            cells[rows[stay], j] = rng.choice(low, size=int(stay.sum()), p=shares)
+            if not stay.all():  # beyond the low bins' noisy total: drawn from the column's other cells
+                p = self.model.marginal((self.schema.names[j],)).copy()
+                p[low] = 0.0
+                if p.sum() > 0:
+                    cells[rows[~stay], j] = rng.choice(p.size, size=int((~stay).sum()), p=p / p.sum())
         return self.schema.from_cells(cells, rng)
 
     def privacy_cost(self) -> PrivacyCost:
@@ -532,8 +541,8 @@ class AIM(Mechanism):
         out["selected"] = [c for c, _ in self.selected]
         out["sigmas"] = [s for _, s in self.selected]
         out["low_bin_columns"] = sorted(self.low_bins)
-        for j, (low, shares) in self.low_bins.items():
-            out[f"low_bins_{j}"], out[f"low_shares_{j}"] = low, shares
+        for j, (low, shares, keep) in self.low_bins.items():
+            out[f"low_bins_{j}"], out[f"low_shares_{j}"], out[f"low_keep_{j}"] = low, shares, float(keep)
         return out
 
     def _load_summary(self, summary: dict[str, Any]) -> None:
@@ -541,6 +550,10 @@ class AIM(Mechanism):
         self.model = ModelTables.from_summary(summary, names, dict(zip(names, self.schema.cell_sizes)))
         self.selected = list(zip([list(c) for c in summary["selected"]], summary["sigmas"]))
         self.low_bins = {  # none in a summary stored without them: the model's own bins
-            int(j): (np.asarray(summary[f"low_bins_{j}"]), np.asarray(summary[f"low_shares_{j}"], dtype=np.float64))
+            int(j): (
+                np.asarray(summary[f"low_bins_{j}"]),
+                np.asarray(summary[f"low_shares_{j}"], dtype=np.float64),
+                float(summary[f"low_keep_{j}"]),
+            )
             for j in summary.get("low_bin_columns", [])
         }
