@@ -129,6 +129,7 @@ def one(
     canary_pairs: int = risk.DEFAULT_CANARY_PAIRS,
     broken_runs: int | None = None,
     broken_only: bool = False,
+    min_check_refits: int = risk.MIN_CHECK_REFITS,
 ) -> dict:
     schema, raw = load(table, rows, seed)
     params = {} if default_params else dict(PARAMS.get(mechanism, {}))
@@ -150,9 +151,11 @@ def one(
         "seed": seed,
         "release_seconds": None if rel_s is None else round(rel_s, 2),
         "time_budget": None if budget is None else round(budget, 2),
+        "min_check_refits": min_check_refits,
     }
     prepared = schema.prepare(raw)
     broken_args = (schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs, budget)
+    broken_args += (min_check_refits,)
     if broken_only:
         return {**head, **_broken(*broken_args)}
     rep = risk.risk_report(
@@ -167,6 +170,7 @@ def one(
         release_seconds=rel_s,
         time_budget=budget,
         canary_pairs=canary_pairs,
+        min_check_refits=min_check_refits,
     )
     out = {**head, "status": rep["status"], "reason": rep.get("reason")}
     if rep["status"] == "done":
@@ -195,7 +199,9 @@ def one(
     return out
 
 
-def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs, budget=None) -> dict:
+def _broken(
+    schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs, budget=None, min_check_refits=None
+) -> dict:
     """The report on the variant with every noise scale divided by 10, claiming ``epsilon``, within the
     same time budget as the honest report (when one is given)."""
     b = risk.risk_report(
@@ -211,6 +217,7 @@ def _broken(schema, prepared, mechanism, epsilon, delta, params, runs, seed, can
         noise_off_control=False,
         canary_pairs=canary_pairs,
         time_budget=budget,
+        min_check_refits=risk.MIN_CHECK_REFITS if min_check_refits is None else min_check_refits,
     )
     return {
         "broken_runs": b.get("runs"),
@@ -304,6 +311,12 @@ def main(argv=None) -> int:
         default=10.0,
         help="with --time-factor: the budget's floor in seconds (the web app: 10)",
     )
+    p.add_argument(
+        "--min-check-refits",
+        type=int,
+        default=risk.MIN_CHECK_REFITS,
+        help="measure-only refits that run whatever the time budget (the web app: risk.MIN_CHECK_REFITS)",
+    )
     p.add_argument("--canary-pairs", type=int, default=risk.DEFAULT_CANARY_PAIRS, help="target pairs per refit")
     p.add_argument("--broken-runs", type=int, default=None, help="refits of the broken variant (default: --runs)")
     p.add_argument("--default-params", action="store_true", help="the mechanisms' defaults, not the shorter PARAMS")
@@ -332,6 +345,7 @@ def main(argv=None) -> int:
                 canary_pairs=args.canary_pairs,
                 broken_runs=args.broken_runs,
                 broken_only=args.broken_only,
+                min_check_refits=args.min_check_refits,
             )
             line = json.dumps(res)
             print(line, flush=True)

@@ -50,9 +50,10 @@ Implementation check (white-box)
     proof needs (the rows blur it: a broken DP-MERF is invisible in its samples). After the attacked
     refits, measure-only refits (:meth:`Mechanism.measure`: DP-MERF skips its training, MST its final
     estimate) add coins: the first ``MIN_CHECK_REFITS`` whatever the time budget (on a wide table one
-    attacked refit can take all of it, and fewer cannot flag a 10x noise error there; each costs less
-    than the release), more while ``CHECK_SHARE`` of the budget lasts. Mechanisms whose summary is not
-    a set of noisy linear queries report the check as not available.
+    attacked refit can take all of it, and fewer cannot flag a 10x noise error there; each costs at
+    most the release's fit, AIM's being its whole fit), more while ``CHECK_SHARE`` of the budget
+    lasts. Mechanisms whose summary is not a set of noisy linear queries report the check as not
+    available.
 
 Attribute inference (the Anonymeter method, Giomi et al., PoPETs 2023)
     On the first run's synthetic table: the attacker knows every column of a target but a secret one

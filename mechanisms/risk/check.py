@@ -19,7 +19,7 @@ CHECK_PAIRS_FACTOR = 4  # the check's refits have up to this many times the targ
 CHECK_CANDIDATES = 4  # ... chosen among this many times as many of the most vulnerable records
 # measure-only refits that run whatever the time budget: on a wide table one attacked refit (fit, 100x sample,
 # attacks) can take the whole budget, and fewer check refits cannot flag a 10x noise error there
-# (docs/benchmarks/risk.md); each costs the release's measuring step alone, less than the release
+# (docs/benchmarks/risk.md); each costs at most the release's fit (MST skips its estimate, AIM refits whole)
 MIN_CHECK_REFITS = 10
 
 
@@ -35,15 +35,15 @@ def check_game(table: Table, game: Game, queries) -> tuple[np.ndarray, np.ndarra
 
 
 def check_refits(table: Table, c_pairs: np.ndarray, c_fixed: np.ndarray, run: Refits, res: Results) -> None:
-    """Measure-only refits until ``res.check_total``: the first ``MIN_CHECK_REFITS`` whatever the time
-    budget (the budget scales with the table: each costs less than a release), later ones when the
-    slowest so far would end within it."""
+    """Measure-only refits until ``res.check_total``: the first ``res.check_floor`` (default
+    ``MIN_CHECK_REFITS``) whatever the time budget (the budget scales with the table: each costs at
+    most a release's fit), later ones when the slowest so far would end within it."""
     check_seconds: list[float] = []
     at = min(res.done_fits / (res.total_fits + 1), 0.96)
     while res.scores["private"][WHITE_BOX] and res.check_done < res.check_total:
         elapsed = time.perf_counter() - run.t0
         over = run.time_budget is not None and elapsed + max(check_seconds, default=0.0) > run.time_budget
-        if over and res.check_done >= MIN_CHECK_REFITS:
+        if over and res.check_done >= res.check_floor:
             break
         ts = time.perf_counter()
         first_in = run.rng.random(len(c_pairs)) < 0.5

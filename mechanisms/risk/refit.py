@@ -108,6 +108,7 @@ class Results:
 
     total_fits: int
     check_total: int
+    check_floor: int = 0  # measure-only refits that run whatever the budget
     scores: dict[str, dict[str, list]] = field(
         default_factory=lambda: {
             k: {a: [] for a in BASE_ATTACKS + (WHITE_BOX,)} for k in ("private", "members", "noise off")

@@ -13,7 +13,7 @@ import pandas as pd
 from .. import registry
 from ..noise import Noise, ZeroNoise
 from ..schema import Schema
-from .check import CHECK_RUNS_PER_RUN, check_game, check_refits
+from .check import CHECK_RUNS_PER_RUN, MIN_CHECK_REFITS, check_game, check_refits
 from .game import (
     ATTACKS,
     WHITE_BOX,
@@ -66,6 +66,7 @@ def risk_report(
     sample_factor: float = SAMPLE_FACTOR,
     shadow: bool = True,
     check_runs: int | None = None,
+    min_check_refits: int = MIN_CHECK_REFITS,
 ) -> dict[str, Any]:
     """The risk report of ``mechanism`` at (``epsilon``, ``delta``) with ``params`` on ``prepared``
     (the table as :meth:`Schema.prepare` returns it). Never raises for bad input: a report with
@@ -80,7 +81,8 @@ def risk_report(
     whatever the budget (0: those alone).
 
     ``check_runs``: implementation-check refits after those (:meth:`Mechanism.measure`, the noisy
-    queries alone), default ``CHECK_RUNS_PER_RUN`` x ``runs``, fewer when the time budget ends first."""
+    queries alone), default ``CHECK_RUNS_PER_RUN`` x ``runs``, fewer when the time budget ends first;
+    the first ``min_check_refits`` of them run whatever the budget."""
     t0 = time.perf_counter()
     step = progress or (lambda f, s: None)
     claim = {
@@ -115,6 +117,7 @@ def risk_report(
     res = Results(
         total_fits=len(sequence),
         check_total=CHECK_RUNS_PER_RUN * runs if check_runs is None else max(int(check_runs), 0),
+        check_floor=max(int(min_check_refits), 0),
     )
     try:
         attacked_refits(table, game, run, sequence, res)

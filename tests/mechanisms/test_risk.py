@@ -206,9 +206,17 @@ def test_the_cli_prints_the_report_as_json(tmp_path, capsys):
 def test_a_time_budget_skips_refits_after_the_first(adult):
     schema, prepared = adult
     rep = risk.risk_report(
-        schema, prepared.iloc[:600], "baseline", epsilon=1.0, runs=3, noise=Noise.seeded(5), time_budget=0.0
+        schema,
+        prepared.iloc[:600],
+        "baseline",
+        epsilon=1.0,
+        runs=3,
+        noise=Noise.seeded(5),
+        time_budget=0.0,
+        min_check_refits=0,
     )
     assert rep["status"] == "done" and rep["runs"] == 1 and rep["runs_requested"] == 3
+    assert rep["implementation_check"]["measure_only_refits"] == 0  # no floor asked for: none past the budget
     assert rep["skipped_for_time"] == ["shadow", "noise off", "private", "private"]
     assert {c["release"] for c in rep["control"]} == {"members themselves"}  # the free control stays
 
