@@ -203,12 +203,14 @@ DPPORTAL_LOGIN_WINDOW_SECONDS = env_int("DPPORTAL_LOGIN_WINDOW_SECONDS", 900, mi
 DPPORTAL_LEFTOVER_SECONDS = env_int("DPPORTAL_LEFTOVER_SECONDS", 3600, minimum=60)
 
 # Upload limits (each checked while streaming, with a message naming the limit)
-DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 200 * 1024 * 1024, minimum=1)
-DPPORTAL_MAX_ROWS = env_int("DPPORTAL_MAX_ROWS", 2_000_000, minimum=1)
+DPPORTAL_MAX_UPLOAD_BYTES = env_int("DPPORTAL_MAX_UPLOAD_BYTES", 5 * 1024**3, minimum=1)
+DPPORTAL_MAX_ROWS = env_int("DPPORTAL_MAX_ROWS", 10_000_000, minimum=1)
 DPPORTAL_MAX_COLUMNS = env_int("DPPORTAL_MAX_COLUMNS", 200, minimum=1)
 DPPORTAL_MAX_FIELD_LENGTH = env_int("DPPORTAL_MAX_FIELD_LENGTH", 1000, minimum=1)
 DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, minimum=1)
 DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
+# ... and at most this many cells (rows x columns): the web process holds the draft's sample as text
+DPPORTAL_DRAFT_SAMPLE_CELLS = env_int("DPPORTAL_DRAFT_SAMPLE_CELLS", 2_000_000, minimum=1)
 # Memory one release job may plan to use (Mechanism.planned_memory_bytes), refused before reservation
 DPPORTAL_MAX_JOB_MEMORY_MB = env_int("DPPORTAL_MAX_JOB_MEMORY_MB", 8192, minimum=64)
 # The hard cap on each worker pool process's data memory (RLIMIT_DATA): the plan's limit plus room for the

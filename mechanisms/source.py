@@ -95,13 +95,27 @@ class TableSource:
         """Every kept column's cell index, n x d (the values of ``schema.to_cells(self.frame())``), encoded
         ``size`` rows at a time (module docstring) into the type of :func:`cell_dtype`."""
         out = np.empty((self.n, len(self.schema.kept)), dtype=cell_dtype(self.schema))
+        for start, block in self._encoded(size):
+            out[start : start + len(block)] = block
+        return out
+
+    def check(self, size: int = CELL_CHUNK_ROWS) -> None:
+        """Encode every record as :meth:`cells` does, keeping nothing: raises SchemaMismatch (naming the
+        problem) where a record does not fit the schema or the records do not add up to ``n``. Memory:
+        one chunk of ``size`` rows."""
+        for _ in self._encoded(size):
+            pass
+
+    def _encoded(self, size: int) -> Iterator[tuple[int, np.ndarray]]:
         singles = [Schema(columns=(c,), missing_markers=self.schema.missing_markers) for c in self.schema.kept]
+        dtype = cell_dtype(self.schema)
         seen = 0
         for raw in self._raw_chunks(size):
             self.schema.check_columns(list(raw.columns))
             if seen + len(raw) > self.n:  # more records than n: counted only, _check_n below refuses them
                 seen += len(raw)
                 continue
+            block = np.empty((len(raw), len(singles)), dtype=dtype)
             for j, single in enumerate(singles):
                 name = single.kept[0].name
                 codes, distinct = pd.factorize(raw[name].to_numpy(dtype=object), use_na_sentinel=False)
@@ -110,10 +124,10 @@ class TableSource:
                 except SchemaMismatch:
                     self.schema.prepare(raw)  # the whole chunk's message (how many rows, an example)
                     raise
-                out[seen : seen + len(raw), j] = distinct_cells[codes]
+                block[:, j] = distinct_cells[codes]
+            yield seen, block
             seen += len(raw)
         self._check_n(seen)
-        return out
 
     def _raw_chunks(self, size: int) -> Iterator[pd.DataFrame]:
         if self._frame is not None:

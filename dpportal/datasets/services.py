@@ -14,7 +14,13 @@ from mechanisms.schema import KINDS, MAX_SPECIAL, MISSING_CATEGORY, SCALES, Colu
 
 from .models import Dataset
 
-CHECK_CHUNK_ROWS = 100_000  # schema-fit check streams the file in chunks of this many rows
+CHECK_CHUNK_ROWS = 100_000  # schema-fit check streams the file in chunks of at most this many rows
+CHECK_CHUNK_CELLS = 1_000_000  # ... and of at most this many cells (~70 MB of text in the web process)
+
+
+def check_chunk_rows(columns: int) -> int:
+    """Rows per chunk of the schema-fit check: the web process holds one chunk of text at a time."""
+    return max(1, min(CHECK_CHUNK_ROWS, CHECK_CHUNK_CELLS // max(1, columns)))
 
 # Budget guidance by sensitivity of the data (after DP Creator's presets)
 BUDGET_PRESETS = {
@@ -424,8 +430,11 @@ def check_fits(dataset: Dataset, schema: Schema) -> None:
     if not dataset.has_raw:
         return  # raw file deleted: nothing left to check against
     broken = {}
+    rows = check_chunk_rows(len(dataset.header))
     try:
-        for chunk in dataset.source(schema).chunks(CHECK_CHUNK_ROWS):
+        if not schema.rules:  # every record encoded as the mechanisms will read it, nothing kept
+            dataset.source(schema).check(rows)
+        for chunk in dataset.source(schema).chunks(rows) if schema.rules else ():
             for rule in schema.rules:
                 broken[rule.label] = broken.get(rule.label, 0) + int(rule_violations(rule, chunk).sum())
     except SchemaMismatch as exc:

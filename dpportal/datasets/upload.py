@@ -4,7 +4,9 @@ Order of work, so that a refused upload leaves nothing behind:
 1. copy the request's file in chunks to a temporary file under ``UPLOAD_DIR/tmp`` (size limit);
 2. sniff the encoding (UTF-8 with or without BOM, else Windows-1252) and the delimiter;
 3. one streaming pass with the csv module: header, ragged rows, columns, rows, field length;
-4. a schema DRAFT from (a prefix of) the data: suggestions only, steward-only;
+4. a schema DRAFT from a prefix of the data (at most ``DPPORTAL_DRAFT_SAMPLE_ROWS`` rows and
+   ``DPPORTAL_DRAFT_SAMPLE_CELLS`` cells, so the web process holds a bounded sample whatever the file's
+   size): suggestions only, steward-only;
 5. move the file to its final name and create the Dataset row (file removed again on failure).
 """
 
@@ -242,9 +244,14 @@ def _check_header(header: list[str], limits: Limits) -> None:
         raise UploadError(str(exc)) from None
 
 
+def draft_rows(columns: int) -> int:
+    """Rows read to draft the schema: the row setting, capped by the cell setting for wide files."""
+    return max(1, min(settings.DPPORTAL_DRAFT_SAMPLE_ROWS, settings.DPPORTAL_DRAFT_SAMPLE_CELLS // max(1, columns)))
+
+
 def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
     try:
-        raw = read_raw_csv(path, nrows=settings.DPPORTAL_DRAFT_SAMPLE_ROWS, encoding=info.encoding, sep=info.delimiter)
+        raw = read_raw_csv(path, nrows=draft_rows(len(info.header)), encoding=info.encoding, sep=info.delimiter)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UploadError(f"the file could not be parsed as CSV: {str(exc).splitlines()[0]}") from None
     if list(raw.columns) != info.header:
