@@ -130,6 +130,7 @@ def one(
     broken_runs: int | None = None,
     broken_only: bool = False,
     min_check_refits: int = risk.MIN_CHECK_REFITS,
+    max_synthetic_cells: int = risk.MAX_SYNTHETIC_CELLS,
 ) -> dict:
     schema, raw = load(table, rows, seed)
     params = {} if default_params else dict(PARAMS.get(mechanism, {}))
@@ -152,10 +153,11 @@ def one(
         "release_seconds": None if rel_s is None else round(rel_s, 2),
         "time_budget": None if budget is None else round(budget, 2),
         "min_check_refits": min_check_refits,
+        "max_synthetic_cells": max_synthetic_cells,
     }
     prepared = schema.prepare(raw)
     broken_args = (schema, prepared, mechanism, epsilon, delta, params, broken_runs or runs, seed, canary_pairs, budget)
-    broken_args += (min_check_refits,)
+    broken_args += (min_check_refits, max_synthetic_cells)
     if broken_only:
         return {**head, **_broken(*broken_args)}
     rep = risk.risk_report(
@@ -171,6 +173,7 @@ def one(
         time_budget=budget,
         canary_pairs=canary_pairs,
         min_check_refits=min_check_refits,
+        max_synthetic_cells=max_synthetic_cells,
     )
     out = {**head, "status": rep["status"], "reason": rep.get("reason")}
     if rep["status"] == "done":
@@ -200,7 +203,18 @@ def one(
 
 
 def _broken(
-    schema, prepared, mechanism, epsilon, delta, params, runs, seed, canary_pairs, budget=None, min_check_refits=None
+    schema,
+    prepared,
+    mechanism,
+    epsilon,
+    delta,
+    params,
+    runs,
+    seed,
+    canary_pairs,
+    budget=None,
+    min_check_refits=None,
+    max_synthetic_cells=None,
 ) -> dict:
     """The report on the variant with every noise scale divided by 10, claiming ``epsilon``, within the
     same time budget as the honest report (when one is given)."""
@@ -218,6 +232,7 @@ def _broken(
         canary_pairs=canary_pairs,
         time_budget=budget,
         min_check_refits=risk.MIN_CHECK_REFITS if min_check_refits is None else min_check_refits,
+        max_synthetic_cells=risk.MAX_SYNTHETIC_CELLS if max_synthetic_cells is None else max_synthetic_cells,
     )
     return {
         "broken_runs": b.get("runs"),
@@ -317,6 +332,12 @@ def main(argv=None) -> int:
         default=risk.MIN_CHECK_REFITS,
         help="measure-only refits that run whatever the time budget (the web app: risk.MIN_CHECK_REFITS)",
     )
+    p.add_argument(
+        "--max-synthetic-cells",
+        type=int,
+        default=risk.MAX_SYNTHETIC_CELLS,
+        help="rows x columns drawn per attacked refit at most (0: only the 400,000-row cap)",
+    )
     p.add_argument("--canary-pairs", type=int, default=risk.DEFAULT_CANARY_PAIRS, help="target pairs per refit")
     p.add_argument("--broken-runs", type=int, default=None, help="refits of the broken variant (default: --runs)")
     p.add_argument("--default-params", action="store_true", help="the mechanisms' defaults, not the shorter PARAMS")
@@ -346,6 +367,7 @@ def main(argv=None) -> int:
                 broken_runs=args.broken_runs,
                 broken_only=args.broken_only,
                 min_check_refits=args.min_check_refits,
+                max_synthetic_cells=args.max_synthetic_cells,
             )
             line = json.dumps(res)
             print(line, flush=True)

@@ -33,10 +33,11 @@ MAX_SYNTHETIC_CELLS = 15 * MAX_SYNTHETIC_ROWS  # ... of at most this many cells 
 CHECK_SHARE = 0.4  # of a time budget, left to the implementation check when the mechanism offers it
 
 
-def synthetic_rows(n_train: int, columns: int, sample_factor: float) -> int:
+def synthetic_rows(n_train: int, columns: int, sample_factor: float, max_cells: int = MAX_SYNTHETIC_CELLS) -> int:
     """Synthetic rows drawn per attacked refit: ``sample_factor`` x the training size, at most
-    ``MAX_SYNTHETIC_ROWS`` and ``MAX_SYNTHETIC_CELLS`` cells, never fewer than the training size."""
-    cap = min(MAX_SYNTHETIC_ROWS, MAX_SYNTHETIC_CELLS // max(int(columns), 1))
+    ``MAX_SYNTHETIC_ROWS`` and ``max_cells`` cells (0: no cap on cells), never fewer than the
+    training size."""
+    cap = min(MAX_SYNTHETIC_ROWS, max_cells // max(int(columns), 1)) if max_cells else MAX_SYNTHETIC_ROWS
     return int(min(max(sample_factor, 1) * n_train, max(cap, n_train)))
 
 
@@ -98,6 +99,7 @@ class Refits:
     t0: float
     time_budget: float | None
     sample_factor: float
+    max_cells: int = MAX_SYNTHETIC_CELLS
 
 
 @dataclass
@@ -189,7 +191,7 @@ def attacked_refits(table: Table, game: Game, run: Refits, sequence: list[str], 
             params=run.params,
             noise=run.noises[kind],  # the fit's progress also lets a cancel stop it
             progress=lambda f, s: step(base + 0.9 * f / (res.total_fits + 1), label),
-            rows=synthetic_rows(len(members_idx), len(table.schema.names), run.sample_factor),
+            rows=synthetic_rows(len(members_idx), len(table.schema.names), run.sample_factor, run.max_cells),
         )
         res.fit_seconds.append(time.perf_counter() - tf)
         res.done_fits += 1

@@ -24,7 +24,16 @@ from .game import (
     summarise_attack,
     theoretical_advantage,
 )
-from .refit import SAMPLE_FACTOR, ProgressFn, Refits, Results, attacked_refits, kept_schema, synthetic_rows
+from .refit import (
+    MAX_SYNTHETIC_CELLS,
+    SAMPLE_FACTOR,
+    ProgressFn,
+    Refits,
+    Results,
+    attacked_refits,
+    kept_schema,
+    synthetic_rows,
+)
 from .shadow import shadow_classifier
 
 MIN_ROWS = 50  # fewer records: the halves are too small for any attack to say anything
@@ -64,6 +73,7 @@ def risk_report(
     time_budget: float | None = None,
     canary_pairs: int = DEFAULT_CANARY_PAIRS,
     sample_factor: float = SAMPLE_FACTOR,
+    max_synthetic_cells: int = MAX_SYNTHETIC_CELLS,
     shadow: bool = True,
     check_runs: int | None = None,
     min_check_refits: int = MIN_CHECK_REFITS,
@@ -82,7 +92,9 @@ def risk_report(
 
     ``check_runs``: implementation-check refits after those (:meth:`Mechanism.measure`, the noisy
     queries alone), default ``CHECK_RUNS_PER_RUN`` x ``runs``, fewer when the time budget ends first;
-    the first ``min_check_refits`` of them run whatever the budget."""
+    the first ``min_check_refits`` of them run whatever the budget.
+
+    ``max_synthetic_cells``: the cap on rows x columns drawn per attacked refit (0: rows alone capped)."""
     t0 = time.perf_counter()
     step = progress or (lambda f, s: None)
     claim = {
@@ -102,7 +114,8 @@ def risk_report(
     rng = noise.private_rng
     table = Table.sample(kschema, prepared, max_rows, rng)
     game = Game.split(table, canary_pairs, rng)
-    syn_rows = synthetic_rows(game.n_train, len(kschema.names), sample_factor)
+    max_cells = max(int(max_synthetic_cells), 0)
+    syn_rows = synthetic_rows(game.n_train, len(kschema.names), sample_factor, max_cells)
 
     # the first private refit, then the shadow refit, the noise-off control and the other private
     # refits; with a time budget, a refit that would likely end past it is skipped (the first always runs)
@@ -113,7 +126,7 @@ def risk_report(
         + ["private"] * (runs - 1)
     )
     noises = {"private": attack_noise or noise, "shadow": attack_noise or noise, "noise off": ZeroNoise(base=noise)}
-    run = Refits(mechanism, epsilon, delta, params, noises, rng, step, t0, time_budget, sample_factor)
+    run = Refits(mechanism, epsilon, delta, params, noises, rng, step, t0, time_budget, sample_factor, max_cells)
     res = Results(
         total_fits=len(sequence),
         check_total=CHECK_RUNS_PER_RUN * runs if check_runs is None else max(int(check_runs), 0),

@@ -518,3 +518,4 @@ def test_a_wide_table_draws_fewer_synthetic_rows_per_refit():
     assert risk.synthetic_rows(7_000, 39, 100) == 153_846
     assert risk.synthetic_rows(300_000, 39, 100) == 300_000
     assert risk.synthetic_rows(1_000, 39, 100) == 100_000
+    assert risk.synthetic_rows(7_000, 39, 100, max_cells=0) == 400_000  # rows alone capped
