@@ -428,7 +428,7 @@ class Mechanism:
     def fit(self, source: TableSource) -> "Mechanism":
         if self.fitted:
             raise RuntimeError("fit() may run once per mechanism object (each fit spends budget)")
-        self._fit(source)
+        self._fit(self._modelled_source(source))
         self.fitted = True
         return self
 
@@ -455,8 +455,15 @@ class Mechanism:
         private data like ``fit`` and spends like it; the object may not ``sample`` unless fitted."""
         if self.fitted or self.noisy_queries() is not None:
             raise RuntimeError("fit() or measure() may run once per mechanism object (each spends budget)")
-        self._measure_only(source)
+        self._measure_only(self._modelled_source(source))
         return self.noisy_queries()
+
+    def _modelled_source(self, source: TableSource) -> TableSource:
+        """``source`` read through the schema this mechanism models: a column a derive rule computes is
+        excluded there, so no reader of the source (``frame``, ``chunks``, ``cells``) ever encodes it."""
+        if source.schema is self.schema or source.schema == self.schema:
+            return source
+        return TableSource(self.schema, frame=source._frame, path=source._path, n=source.n, read_kw=source._read_kw)
 
     def _measure_only(self, source: TableSource) -> None:
         """The measuring part of ``fit``, setting what :meth:`noisy_queries` returns (default: all of it)."""

@@ -146,6 +146,19 @@ def test_the_mechanism_never_reads_the_computed_column(raw):
     assert not a["discharged"].equals(b["discharged"])
 
 
+@pytest.mark.parametrize("measure", [False, True])
+def test_fit_and_measure_read_the_source_through_the_modelled_schema(raw, measure):
+    """The source handed over holds the confirmed schema; whatever reads it inside the mechanism (frame,
+    chunks or the encoded cells) sees the modelled columns only."""
+    s = hospital_schema()
+    mech = build("baseline", s, epsilon=1.0, noise=Noise.seeded(0))
+    seen = []
+    mech._fit = seen.append  # the mechanism's own fit, replaced: what it would be handed
+    mech.measure(TableSource(s, frame=raw)) if measure else mech.fit(TableSource(s, frame=raw))
+    assert seen[0].schema.names == ["admitted", "ward", "stay_days"]
+    assert seen[0].cells().shape == (len(raw), 3) and list(seen[0].frame().columns) == seen[0].schema.names
+
+
 def test_a_computed_value_outside_its_bounds_is_redrawn_not_written():
     """discharged's upper bound is lowered to 2023-12-31: late admissions plus long stays fall past it.
     complete() clips them, which breaks the identity, and generation redraws those rows."""
