@@ -27,7 +27,7 @@ from . import derive
 from .accounting import PrivacyCost, check_delta, check_epsilon, short_repr
 from .noise import Noise
 from .schema import Schema
-from .source import TableSource, cells_bytes
+from .source import TableSource, cell_dtype, cells_bytes
 
 if TYPE_CHECKING:  # the guidance types read public inputs only; base does not import them at run time
     from .guidance.purposes import Errors, Setting
@@ -240,7 +240,7 @@ class Mechanism:
     gaussian_mode: ClassVar[bool] = False  # offers noise="gaussian" (zCDP, needs a delta); pure by default
     streaming: ClassVar[bool] = False  # reads the source only through chunks()
     # Reads the source only through cells() (chunked encoding) and then holds this many CellTable copies
-    # of it (int64 cells + int32 columns each); None: reads frame(), the whole table as text.
+    # of it (cells and columns in the compact cell type each); None: reads frame(), the whole table as text.
     cell_tables: ClassVar[int | None] = None
     # The model puts no probability on records that break a rule (structural zeros), so generation
     # redraws almost nothing: the draw plan (mechanisms.rules.draw_plan) then expects no rejection.
@@ -409,7 +409,8 @@ class Mechanism:
         if self.streaming:
             return 0
         if self.cell_tables is not None:
-            return cells_bytes(self.schema, n) + self.cell_tables * int(n) * len(self.schema.kept) * 12
+            per_table = 2 * int(n) * len(self.schema.kept) * cell_dtype(self.schema).itemsize  # cells + columns
+            return cells_bytes(self.schema, n) + self.cell_tables * per_table
         return table_bytes(self.schema, n)
 
     def check_memory(self, n: int, limit_bytes: int | None) -> None:

@@ -22,6 +22,7 @@ def check_chunk_rows(columns: int) -> int:
     """Rows per chunk of the schema-fit check: the web process holds one chunk of text at a time."""
     return max(1, min(CHECK_CHUNK_ROWS, CHECK_CHUNK_CELLS // max(1, columns)))
 
+
 # Budget guidance by sensitivity of the data (after DP Creator's presets)
 BUDGET_PRESETS = {
     "low": {"label": "Low harm: disclosure would not cause material harm", "epsilon": "1", "delta": "0.00001"},
