@@ -401,6 +401,12 @@ def goal_lines(rows: list[dict]) -> list[str]:
     for key, label, goal in GOALS:
         cells = " | ".join(_fmt(mine[k]["synthetic"].get(key)) for k in order)
         out.append(f"| {label} | {goal} | {_fmt(floor.get(key))} | {cells} |")
+    if not any(k[1] == "smartnoise" for k in order):
+        out += [
+            "",
+            "No SmartNoise column: its MST on census_like did not finish within 25 minutes on the shared 2-core "
+            "machine (`--models smartnoise`).",
+        ]
     worst = [
         f"{m}{names[k]}: mean {(mine[(m, k)].get('worst_mean_column') or {}).get('column', '-')}, "
         f"p99 {(mine[(m, k)].get('worst_p99_column') or {}).get('column', '-')}"
