@@ -20,15 +20,13 @@ from mechanisms.accounting import (
     PrivacyCost,
     SubsampledEvent,
     ZCDPEvent,
-    check_events,
-    compose_releases,
     event_from_dict,
     event_to_dict,
-    events_epsilon,
     gaussian_pld_epsilon,
     gaussian_rdp_epsilon,
     zcdp_epsilon,
 )
+from mechanisms.accountants import check_events, compose_releases, events_epsilon
 from mechanisms.noise import Noise
 from mechanisms.runner import build
 from mechanisms.source import TableSource

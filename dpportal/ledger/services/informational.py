@@ -34,11 +34,11 @@ def tighter_accounting(dataset) -> dict:
     """PLD and RDP composition (dp-accounting) of the spent releases, shown BESIDE the basic sum.
 
     A release enters by the typed privacy events its report carries (Gaussian and Laplace noise, noisy
-    max, zCDP parts: ``mechanisms.accounting.compose_releases``); a release without events the PLD can
+    max, zCDP parts: ``mechanisms.accountants.compose_releases``); a release without events the PLD can
     represent enters with its (epsilon, delta) worst-case PLD. The RDP figure needs events from every
     release. A release whose events account for more than its ledger epsilon is named. Informational only.
     """
-    from mechanisms.accounting import compose_releases, events_epsilon
+    from mechanisms.accountants import compose_releases, events_epsilon
 
     spends = list(
         LedgerEntry.objects.filter(dataset_id=dataset.pk, kind=LedgerEntry.SPEND)

@@ -306,7 +306,8 @@ def _mechanism_report(name: str) -> dict:
 
 
 def test_tighter_accounting_reads_the_typed_events_of_a_gaussian_and_a_laplace_release(budget, personas, make_release):
-    from mechanisms.accounting import compose_releases, event_from_dict
+    from mechanisms.accountants import compose_releases
+    from mechanisms.accounting import event_from_dict
 
     user = personas.owner
     services.set_caps(budget, epsilon="10", delta="1e-4", user=user)
