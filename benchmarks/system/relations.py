@@ -21,16 +21,20 @@ read back as strings. The floor is A itself against B: sampling error only, no p
 A run is ``mechanism[:k=v,k=v]``; ``recommended:ml`` and ``recommended:explore`` run what the release form
 recommends for that purpose on this table (mechanisms.guidance.recommend, public inputs only);
 ``recommended:explore:COLUMN[,COLUMN]`` what it recommends when the steward names those columns as the ones
-the table is cross-tabulated by first (the purpose's key columns, e.g. the label).
+the table is cross-tabulated by first (the purpose's key columns; ``label`` names the income label).
+``aim-label-pairs[:k=v]`` is an experiment, not a mechanism of the product: AIM with ``workload=target`` whose
+workload is the label's pairs (label, column) instead of its triples (label, column, column), for this run only.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -64,6 +68,23 @@ MIN_ROWS = 100
 # AIM with the paper's plan on credit_adult (T = 16 d lowered for n by aim.default_rounds: 393 at epsilon 1; one
 # marginal per round): the plan before the time budget
 PAPER_AIM = "aim:workload=target,target=adult_income,max_rounds=393,estimates=354"
+
+
+@contextlib.contextmanager
+def label_pairs_workload():
+    """AIM's ``target`` workload as the target's pairs (target, a) for every other column a, while the block runs
+    (the experiment ``aim-label-pairs``; the candidates are those pairs and the 1-way marginals)."""
+    from mechanisms.synthesizers import aim
+
+    triples = aim.workload_cliques
+
+    def pairs(names, workload, target):
+        if workload != "target":
+            return triples(names, workload, target)
+        return [tuple(sorted((target, a), key=names.index)) for a in names if a != target]
+
+    with mock.patch.object(aim, "workload_cliques", pairs):
+        yield
 
 
 def load(table: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, str]:
@@ -145,32 +166,42 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
         floor = floors.get((table, n, items[0]["seed"]))
         fitted = max(r.get("fitted_rows", n) for r in items)
         scale = f" (fitted on {fitted:,} rows drawn from them, scored on {n:,})" if fitted != n else ""
-        out += [f"## {table}, {n:,} rows{scale}, started {started}", ""]
+        eps = items[0].get("epsilon", 1.0)
+        at = f", epsilon {eps:g}" if eps != 1.0 else ""
+        out += [f"## {table}, {n:,} rows{scale}{at}, started {started}", ""]
         out += [
-            "| run | seconds | label relation gap (x floor) | TSTR ROC AUC | 2-way TVD |",
-            "|---|---|---|---|---|",
+            "| run | seconds | label relation gap (x floor) | TSTR ROC AUC | 2-way TVD | label-relation marginals |",
+            "|---|---|---|---|---|---|",
         ]
         if floor:
             out.append(
                 f"| real sample (the floor) | - | {floor['label_gap']:.4f} | {floor['tstr_auc']:.3f} | "
-                f"{floor['tvd_2way']:.4f} |"
+                f"{floor['tvd_2way']:.4f} | |"
             )
         for r in items:
             if "error" in r:
                 m = re.search(r"timed out after (\d+)", r["error"])
                 why = f"did not finish in {m.group(1)} s" if m else f"failed: {r['error'][:80]}"
-                out.append(f"| {_run_label(r)} | {why} | | | |")
+                out.append(f"| {_run_label(r)} | {why} | | | | |")
                 continue
             ratio = f" ({r['label_gap'] / floor['label_gap']:.1f}x)" if floor else ""
             out.append(
                 f"| {_run_label(r)} | {r['seconds']:.1f} | {r['label_gap']:.4f}{ratio} | {r['tstr_auc']:.3f} | "
-                f"{r['tvd_2way']:.4f} |"
+                f"{r['tvd_2way']:.4f} | {_relation_marginals(r)} |"
             )
         out.append("")
         out += _per_column(([floor] if floor else []) + [r for r in items if "error" not in r])
     text = "\n".join(out)
     doc.write_text(text)
     return text
+
+
+def _relation_marginals(r: dict) -> str:
+    """'k of m': of AIM's m selected marginals, k hold the label with one of its explanatory columns."""
+    rep = r.get("report") or {}
+    if "label_relation_marginals" not in rep:
+        return ""
+    return f"{rep['label_relation_marginals']} of {rep['selected']}"
 
 
 def _per_column(rows: list[dict]) -> list[str]:
@@ -207,6 +238,23 @@ def parse_run(spec: str) -> tuple[str, dict]:
     return name, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
 
 
+def _release(mechanism: str, schema: Schema, params: dict, fit_on: pd.DataFrame, args, stages: list):
+    t0 = time.perf_counter()
+    mech = build(
+        mechanism,
+        schema,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        noise=Noise.secure_backend(),
+        n=len(fit_on),
+        params=params,
+        progress=lambda f, s: stages.append((round(time.perf_counter() - t0, 2), s)),
+    )
+    t0 = time.perf_counter()
+    release = run(mech, TableSource.from_frame(schema, fit_on), len(fit_on))
+    return release, mech, time.perf_counter() - t0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--table", choices=TABLES, default=TABLES[0])
@@ -216,8 +264,8 @@ def main(argv=None) -> int:
         default=[
             "recommended:ml",
             "recommended:explore",
+            "recommended:explore:label",
             "mst",
-            "mst:key_columns=adult_income",
             PAPER_AIM,
         ],
     )
@@ -272,32 +320,30 @@ def main(argv=None) -> int:
         mechanism, params = parse_run(spec)
         if mechanism.startswith("recommended"):
             _, purpose, *keys = spec.split(":")
-            keys = tuple(k for k in ",".join(keys).split(",") if k)
+            keys = tuple(prefix + LABEL if k == "label" else k for k in ",".join(keys).split(",") if k)
             mechanism, params = recommended(
                 purpose, schema, len(fit_on), args.epsilon, args.delta, prefix + LABEL, keys
             )
         stages: list = []
-        mech = build(
-            mechanism,
-            schema,
-            epsilon=args.epsilon,
-            delta=args.delta,
-            noise=Noise.secure_backend(),
-            n=len(fit_on),
-            params=params,
-            progress=lambda f, s: stages.append((round(time.perf_counter() - t0, 2), s)),
-        )
-        t0 = time.perf_counter()
-        release = run(mech, TableSource.from_frame(schema, fit_on), len(fit_on))
-        seconds = time.perf_counter() - t0
+        experiment = label_pairs_workload() if mechanism == "aim-label-pairs" else contextlib.nullcontext()
+        if mechanism == "aim-label-pairs":
+            mechanism, params = "aim", {"workload": "target", "target": prefix + LABEL, **params}
+        with experiment:
+            release, mech, seconds = _release(mechanism, schema, params, fit_on, args, stages)
         syn = exported(schema, release.synthetic.iloc[: len(a)], guard=False)
         row = {**base, "run": spec, "mechanism": mechanism, "params": params, "seconds": round(seconds, 1)}
+        if spec.startswith("aim-label-pairs"):
+            row["mechanism"] = "aim-label-pairs"
         row["fitted_rows"] = len(fit_on)
         row.update(score(schema, syn, a, b, args.seed, prefix))
         report = mech.report()
         row["report"] = {k: v for k, v in report.items() if k in ("rounds", "batches", "plan", "rho_spent")}
-        if "selected" in report:  # how many of the selected marginals hold the label
-            row["report"]["label_marginals"] = sum(prefix + LABEL in c for c in report["selected"])
+        if "selected" in report:  # selected marginals holding the label with one of its explanatory columns
+            explanatory = {prefix + c for c in RELATION_COLUMNS}
+            row["report"]["selected"] = len(report["selected"])
+            row["report"]["label_relation_marginals"] = sum(
+                prefix + LABEL in c and bool(explanatory & set(c)) for c in report["selected"]
+            )
         row["started"] = started
         row["stages"] = stages
         row["timings"] = [[s, round(t, 2), k, round(m, 3)] for s, t, k, m in getattr(mech, "timings", [])]
