@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from mechanisms import registry, resources
 from mechanisms.accounting import exact
-from mechanisms.base import load_summary, save_summary
+from mechanisms.base import format_bytes, load_summary, save_summary
 from mechanisms.io import write_synthetic_csv
 from mechanisms.noise import Noise
 from mechanisms.rules import sample_conforming
@@ -165,6 +165,13 @@ def _fit_and_sample(release: Release, progress: Progress) -> RunnerRelease:
         progress=progress.band(*BAND_FIT),
     )
     source = release.dataset.source(schema)
+    log.info(  # the job's memory plan, checked against DPPORTAL_MAX_JOB_MEMORY_MB when the release was asked for
+        "release %s: %s on %s rows plans a peak of %s",
+        release.pk,
+        release.mechanism,
+        f"{source.n:,}",
+        format_bytes(mech.planned_memory_bytes(source.n)),
+    )
     result = run(mech, source, release.rows, on_data_access=lambda: mark_data_touched(release.pk))
     progress(BAND_SAMPLE, "synthetic rows drawn", force=True)
     return result
