@@ -12,9 +12,11 @@ Four kinds, written in the schema JSON under ``"rules"``:
   sum or difference of others (dates plus durations, totals): computed, not modelled (:mod:`mechanisms.derive`).
 
 Every rule may carry a ``"name"`` shown in messages. Rules are PUBLIC knowledge, like bounds: they are
-declared, never learned from the data, so using them costs no privacy. A mechanism's model is fitted as
-always; generation then draws from the model conditioned on the rules (rows that break a rule are
-redrawn: :func:`sample_conforming`), which is post-processing of the private model. Rules the public
+declared, never learned from the data, so using them costs no privacy. MST and AIM hold them inside
+their model as structural zeros (:mod:`mechanisms.pgm.constraints`; ``rules_in_model``); for the other
+mechanisms generation draws from the model conditioned on the rules (rows that break a rule are
+redrawn: :func:`sample_conforming`, also the guard for MST and AIM). Both are post-processing of the
+private measurements and the public schema. Rules the public
 domain cannot satisfy are refused when the schema is built (:func:`check_rules`), before any release is
 reserved.
 """
