@@ -370,7 +370,7 @@ def make_parser() -> argparse.ArgumentParser:
     k.add_argument("--params", default=None, help="the mechanism's parameters as a JSON object")
     k.add_argument("--runs", type=int, default=2, help="refits with the target pairs in or out (more: tighter, slower)")
     k.add_argument("--pairs", type=int, default=None, help="target pairs per refit (the most vulnerable records)")
-    k.add_argument("--seconds", type=float, default=None, help="time budget, past which only the check's first 10 refits run")
+    k.add_argument("--seconds", type=float, default=None, help="time budget (the check's first 10 refits run past it)")
     k.add_argument("--no-shadow", action="store_true", help="skip the shadow-model attack (saves one refit)")
     k.add_argument(
         "--check-runs",
