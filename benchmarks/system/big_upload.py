@@ -12,7 +12,7 @@ and asks for an MST release (epsilon 1, delta 1e-6, ``--release-rows`` rows). Me
 resident high-water mark (VmHWM): the web server's after the upload and after the schema check, and the
 largest of the worker's processes after the release. The job's memory plan (``planned_memory_bytes``, what
 the release's plan check compares with DPPORTAL_MAX_JOB_MEMORY_MB) is printed beside it.
-Writes benchmarks/out/big_upload-<rows>.json.
+Writes benchmarks/out/big_upload-<rows>.json; removes its temporary folder.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import http.client
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop(worker)
         stop(web)
+        shutil.rmtree(tmp, ignore_errors=True)  # the uploaded copies (and the table built here)
     print(json.dumps(result), flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"big_upload-{result.get('rows', a.rows)}.json").write_text(json.dumps(result, indent=2))
