@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL")}
     env.update(
         DPPORTAL_DATA_DIR=str(tmp / "data"),
-        DJANGO_SECRET_KEY="bench-big-" + os.urandom(8).hex(),
+        DJANGO_SECRET_KEY=os.urandom(32).hex(),  # a throwaway key per run
         DJANGO_SETTINGS_MODULE="dpportal.settings",
         PYTHONPATH=str(ROOT),
         DPPORTAL_THREADS_PER_JOB=str(available_cores()),
