@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.graphs import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ("accounts", "api", "dashboards", "datasets", "ledger", "releases")
 
@@ -73,37 +75,10 @@ def app_of(module: str) -> str:
 
 
 def cycles_inside_apps(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module whose modules share an app (Tarjan)."""
-    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if app_of(w) != app_of(v):
-                continue
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(edges):
-        if v.startswith("dpportal") and v not in index:
-            visit(v)
-    return found
+    """Import circles of more than one module whose modules share a dpportal app: the strongly connected
+    components of the graph of dpportal's imports that stay inside an app."""
+    inside = {v: {w for w in ws if app_of(w) == app_of(v)} for v, ws in edges.items() if v.startswith("dpportal")}
+    return cycles(inside)
 
 
 def private_imports(names: list[tuple[str, str, str]]) -> list[str]:
