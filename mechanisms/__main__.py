@@ -152,7 +152,9 @@ def cmd_schema(args) -> int:
     return 0
 
 
-def cmd_synthesize(args) -> int:
+def _confirmed_schema_and_noise(args):
+    """The confirmed schema of ``--schema`` and the noise source: the secure sampler, or seeded noise with a
+    warning that the output is then not differentially private."""
     schema = _load_schema(args.schema)
     if schema.draft:
         raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
@@ -162,6 +164,11 @@ def cmd_synthesize(args) -> int:
             "warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
             file=sys.stderr,
         )
+    return schema, noise
+
+
+def cmd_synthesize(args) -> int:
+    schema, noise = _confirmed_schema_and_noise(args)
     mech = build(
         args.mechanism, schema, epsilon=args.epsilon, delta=args.delta, params=_parse_params(args.param), noise=noise
     )
@@ -233,15 +240,7 @@ def cmd_tables(args) -> int:
     from .runner import seeded_report
     from .tables import TablesRelease
 
-    schema = _load_schema(args.schema)
-    if schema.draft:
-        raise CLIError('the schema is a draft: review it and set "draft": false to confirm it as public')
-    noise = Noise.seeded(args.seed) if args.seed is not None else Noise.secure_backend()
-    if args.seed is not None:
-        print(
-            "warning: --seed draws reproducible noise: the output is NOT differentially private (tests only)",
-            file=sys.stderr,
-        )
+    schema, noise = _confirmed_schema_and_noise(args)
     params = {"tables": ";".join(args.table), "nonnegative": args.nonnegative}
     mech = build(TablesRelease.name, schema, epsilon=args.epsilon, delta=args.delta, params=params, noise=noise)
     schema.check_columns(_check_data(args.data))
