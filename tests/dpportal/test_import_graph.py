@@ -12,55 +12,23 @@ Each check is also run on a small made-up graph that breaks it, to show it can f
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
 
-from tests.graphs import cycles
+from tests.graphs import cycles, imports
+from tests.graphs import sources as graphs_sources
 
-ROOT = Path(__file__).resolve().parents[2]
 APPS = ("accounts", "api", "dashboards", "datasets", "ledger", "releases")
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def _sources(top: str) -> dict[str, Path]:
-    return {_module_name(p): p for p in sorted((ROOT / top).rglob("*.py")) if "migrations" not in p.parts}
-
-
-def _imports(name: str, path: Path, known: set[str]) -> list[tuple[str, str]]:
-    """(module imported, name imported or "") for every import statement in the file."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            out += [(alias.name, "") for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                out.append((sub, "") if sub in known else (base, alias.name))
-    return out
 
 
 def graph(tops=("dpportal", "mechanisms")) -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
     """Module -> modules it imports (within the project), and every (importer, module, name) import."""
     sources = {}
     for top in tops:
-        sources.update(_sources(top))
+        sources.update(graphs_sources(top))
     known = set(sources)
     edges: dict[str, set[str]] = {m: set() for m in sources}
     names = []
     for module, path in sources.items():
-        for target, name in _imports(module, path, known):
+        for target, name in imports(module, path, known):
             names.append((module, target, name))
             while target and target not in known:
                 target = target.rpartition(".")[0]
