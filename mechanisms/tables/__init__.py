@@ -305,6 +305,7 @@ def tables_json(mech: TablesRelease) -> dict:
         "mechanism": mech.name,
         "rows": res.rows,
         "nonnegative": bool(nonneg),
+        "cost": "the release's own epsilon and delta: these tables are what it measured",
     }
 
 

@@ -197,6 +197,7 @@ def test_a_crosstabs_release_through_the_api_publishes_its_tables(world):
     assert r.status == "done", r.error
     listing = _api(world, world.owner, f"/api/releases/{pk}/tables/").json()
     assert listing["mechanism"] == "crosstabs" and listing["delta"] == 1e-6
+    assert "what it measured" in listing["cost"]  # these tables are what the release paid for, not free extras
     assert [(t["columns"], t["cells"]) for t in listing["tables"]] == [(["city", "income"], 8), (["age"], 4)]
     one = _api(world, world.owner, f"/api/releases/{pk}/tables/0/").json()
     se = {c["se"] for c in one["cells"]}
