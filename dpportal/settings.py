@@ -211,6 +211,9 @@ DPPORTAL_MAX_SYNTHETIC_ROWS = env_int("DPPORTAL_MAX_SYNTHETIC_ROWS", 1_000_000, 
 DPPORTAL_DRAFT_SAMPLE_ROWS = env_int("DPPORTAL_DRAFT_SAMPLE_ROWS", 200_000, minimum=1)
 # ... and at most this many cells (rows x columns): the web process holds the draft's sample as text
 DPPORTAL_DRAFT_SAMPLE_CELLS = env_int("DPPORTAL_DRAFT_SAMPLE_CELLS", 2_000_000, minimum=1)
+# Confirming a schema reads every record: in the request up to this many cells (rows x columns), else on a
+# worker with a progress page (dpportal/datasets/checks.py)
+DPPORTAL_SCHEMA_CHECK_INLINE_CELLS = env_int("DPPORTAL_SCHEMA_CHECK_INLINE_CELLS", 2_000_000, minimum=0)
 # Memory one release job may plan to use (Mechanism.planned_memory_bytes), refused before reservation
 DPPORTAL_MAX_JOB_MEMORY_MB = env_int("DPPORTAL_MAX_JOB_MEMORY_MB", 8192, minimum=64)
 # The hard cap on each worker pool process's data memory (RLIMIT_DATA): the plan's limit plus room for the

@@ -21,6 +21,7 @@ urlpatterns = [
     path("datasets/upload/", datasets.dataset_upload, name="dpportal-upload"),
     path("datasets/<int:pk>/", datasets.dataset_detail, name="dpportal-dataset"),
     path("datasets/<int:pk>/schema/", datasets.dataset_schema, name="dpportal-schema"),
+    path("datasets/<int:pk>/schema/check/", datasets.dataset_schema_check, name="dpportal-schema-check"),
     path("datasets/<int:pk>/schema.json", datasets.dataset_schema_export, name="dpportal-schema-export"),
     path("datasets/<int:pk>/schema/import/", datasets.dataset_schema_import, name="dpportal-schema-import"),
     path("datasets/<int:pk>/schema/dp-bounds/", datasets.dataset_schema_dp_bounds, name="dpportal-schema-dp-bounds"),

@@ -19,7 +19,7 @@ about 60 bytes for a cell held as a Python string): peak memory is that array pl
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -99,12 +99,13 @@ class TableSource:
             out[start : start + len(block)] = block
         return out
 
-    def check(self, size: int = CELL_CHUNK_ROWS) -> None:
+    def check(self, size: int = CELL_CHUNK_ROWS, progress: Callable[[int], None] | None = None) -> None:
         """Encode every record as :meth:`cells` does, keeping nothing: raises SchemaMismatch (naming the
         problem) where a record does not fit the schema or the records do not add up to ``n``. Memory:
-        one chunk of ``size`` rows."""
-        for _ in self._encoded(size):
-            pass
+        one chunk of ``size`` rows. ``progress(rows)`` is told the records checked after each chunk."""
+        for start, block in self._encoded(size):
+            if progress is not None:
+                progress(start + len(block))
 
     def _encoded(self, size: int) -> Iterator[tuple[int, np.ndarray]]:
         singles = [Schema(columns=(c,), missing_markers=self.schema.missing_markers) for c in self.schema.kept]

@@ -11,6 +11,7 @@ urlpatterns = [
     path("datasets/", views.datasets, name="dpportal-api-datasets"),
     path("datasets/<int:pk>/", views.dataset, name="dpportal-api-dataset"),
     path("datasets/<int:pk>/schema/", views.schema, name="dpportal-api-schema"),
+    path("datasets/<int:pk>/schema/check/", views.schema_check, name="dpportal-api-schema-check"),
     path("datasets/<int:pk>/recommendation/", views.recommendation, name="dpportal-api-recommendation"),
     path("datasets/<int:pk>/raw/", views.dataset_raw, name="dpportal-api-dataset-raw"),
     path("datasets/<int:pk>/budget/", views.budget, name="dpportal-api-budget"),

@@ -17,6 +17,7 @@ from dpportal.accounts.access import (
     require_steward,
     visible_datasets,
 )
+from dpportal.datasets import checks as schema_checks
 from dpportal.datasets import services as dataset_services
 from dpportal.datasets.upload import UploadError, parse_markers, store_upload
 from dpportal.ledger import services as ledger
@@ -74,6 +75,8 @@ def dataset_dict(dataset, *, for_owner: bool) -> dict:
         budget=ledger.remaining(dataset),
         supported_mechanisms=registry.supporting(dataset.confirmed_schema()) if dataset.schema else [],
     )
+    check = schema_checks.latest(dataset)
+    data["schema_check"] = schema_checks.check_dict(check) if check else None
     return data
 
 
@@ -180,8 +183,21 @@ def schema(request, pk):
         with refused(404):
             return JsonResponse(dataset_services.export_schema(d))
     with refused():
-        dataset_services.confirm_schema(d, dataset_services.parse_schema_json(json_body(request)))
+        check = schema_checks.request_confirmation(
+            d, dataset_services.parse_schema_json(json_body(request)), request.user
+        )
+    if check is not None:  # a big file: checked on a worker, followed at schema/check/ (docs/api.md)
+        return JsonResponse({"schema_check": schema_checks.check_dict(check)}, status=202)
     return JsonResponse(dataset_dict(d, for_owner=True))
+
+
+@api_view("GET")
+def schema_check(request, pk):
+    d = dataset_for_owner(request.user, pk)
+    check = schema_checks.latest(d)
+    if check is None:
+        raise ApiError("no schema check: this dataset's schema was never confirmed through a worker check", 404)
+    return JsonResponse(schema_checks.check_dict(check))
 
 
 @api_view("GET", "PUT")

@@ -8,9 +8,13 @@ class DatasetsConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_delete
 
-        from .models import Dataset
+        from dpportal import jobs
+
+        from . import checks
+        from .models import Dataset, SchemaCheck
 
         post_delete.connect(_remove_raw_file, sender=Dataset, dispatch_uid="dpportal-dataset-raw-file")
+        jobs.register(jobs.JobTable("schema check", SchemaCheck, checks.fail_stranded))  # swept by releases/sweeper
 
 
 def _remove_raw_file(sender, instance, **kwargs):

@@ -44,6 +44,11 @@ def delete_raw(dataset: Dataset) -> Dataset:
                 f"release(s) {busy} are still queued or running and read the raw data: "
                 "wait until they finish, then delete"
             )
+        checking = list(locked.schema_checks.filter(status__in=["pending", "running"]).values_list("pk", flat=True))
+        if checking:
+            raise RawDeleteRefused(
+                f"a schema check ({checking[0]}) is still reading the raw data: wait until it finishes, then delete"
+            )
         key = locked.file_path
         locked.raw_deleted_at = timezone.now()
         locked.file_path = ""

@@ -76,3 +76,45 @@ class Dataset(models.Model):
     def source(self, schema: Schema) -> TableSource:
         """The private table for a worker (n is public: counted at upload)."""
         return TableSource(schema, path=self.raw_path(), n=self.n_rows, read_kw=self.read_kw())
+
+
+class SchemaCheck(models.Model):
+    """A steward's schema checked against the stored file on a worker (``dpportal.datasets.checks``): every
+    record encoded as the mechanisms read it and every public rule counted. The schema becomes the
+    dataset's confirmed schema only when the check passes; ``error`` names why it did not."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STATUSES = [
+        (PENDING, "pending"),
+        (RUNNING, "running"),
+        (DONE, "done"),
+        (FAILED, "failed"),
+        (CANCELLED, "cancelled"),
+    ]
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="schema_checks")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    schema = models.JSONField()  # the schema checked (confirmed on success)
+    status = models.CharField(max_length=16, choices=STATUSES, default=PENDING)
+    progress = models.FloatField(default=0.0)  # 0..1
+    stage = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # written while it runs (dpportal/jobs.py)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)  # a newer check replaces this one
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"schema check {self.pk} of dataset {self.dataset_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.DONE, self.FAILED, self.CANCELLED)

@@ -418,8 +418,8 @@ def rules_text(schema: Schema | None) -> str:
     )
 
 
-def check_fits(dataset: Dataset, schema: Schema) -> None:
-    """Refuse a schema the file does not fit: every record must prepare (SchemaMismatch names why)."""
+def check_names(dataset: Dataset, schema: Schema) -> None:
+    """Refuse a schema whose columns are not the file's (no record read)."""
     unknown = [c.name for c in schema.columns if c.name not in dataset.header]
     if unknown:
         raise SchemaRejected(f"the schema names column(s) not in the file: {unknown[:10]}")
@@ -428,16 +428,32 @@ def check_fits(dataset: Dataset, schema: Schema) -> None:
         raise SchemaRejected(
             f"the schema does not describe column(s) {missing[:10]} of the file (declare them, or mark them excluded)"
         )
+
+
+def check_fits(dataset: Dataset, schema: Schema, *, progress=None, chunk_rows: int | None = None) -> None:
+    """Refuse a schema the file does not fit: every record must prepare (SchemaMismatch names why).
+    ``progress(fraction, stage)`` is told how far the read is after each chunk of ``chunk_rows`` rows
+    (default :func:`check_chunk_rows`, the web process's bound)."""
+    check_names(dataset, schema)
     if not dataset.has_raw:
         return  # raw file deleted: nothing left to check against
     broken = {}
-    rows = check_chunk_rows(len(dataset.header))
+    rows = chunk_rows or check_chunk_rows(len(dataset.header))
+    n = max(1, dataset.n_rows)
+
+    def told(seen: int) -> None:
+        if progress is not None:
+            progress(min(seen / n, 1.0), f"checked {seen:,} of {dataset.n_rows:,} rows")
+
     try:
         if not schema.rules:  # every record encoded as the mechanisms will read it, nothing kept
-            dataset.source(schema).check(rows)
+            dataset.source(schema).check(rows, progress=told)
+        seen = 0
         for chunk in dataset.source(schema).chunks(rows) if schema.rules else ():
             for rule in schema.rules:
                 broken[rule.label] = broken.get(rule.label, 0) + int(rule_violations(rule, chunk).sum())
+            seen += len(chunk)
+            told(seen)
     except SchemaMismatch as exc:
         raise SchemaRejected(f"the file does not fit this schema: {exc}") from None
     broken = {label: k for label, k in broken.items() if k}

@@ -5,7 +5,7 @@ import json
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -17,9 +17,9 @@ from dpportal.releases import services as release_services
 from dpportal.releases.models import Release
 from mechanisms.dates import UNITS
 from mechanisms.draft import natural_domain
-from mechanisms.schema import KINDS
+from mechanisms.schema import KINDS, Schema
 
-from . import services
+from . import checks, services
 from .forms import BudgetForm, GrantForm, SchemaImportForm, UploadForm
 from .upload import UploadError, parse_markers, store_upload
 
@@ -151,6 +151,11 @@ def dataset_schema(request, pk):
     dataset = dataset_for_owner(request.user, pk)
     schema = dataset.working_schema()
     error = None
+    check = checks.latest(dataset)
+    if check is not None and check.status == check.FAILED and request.method != "POST":
+        if dataset.schema_confirmed_at is None or check.created_at > dataset.schema_confirmed_at:
+            schema = Schema.from_dict(check.schema)  # the values the steward sent, with the problem
+            error = f"The schema was not confirmed: {check.error}"
     markers = schema.missing_markers if schema else dataset.missing_markers
     rows = _column_rows(dataset, schema, request.POST if request.method == "POST" else None)
     dp_bounds = release_services.latest_bounds(dataset)
@@ -178,10 +183,12 @@ def dataset_schema(request, pk):
                 request.POST.get("markers", ""), empty_is_missing=bool(request.POST.get("empty_is_missing"))
             )
             new = services.schema_from_post(dataset, request.POST, markers)
-            services.confirm_schema(dataset, new)
+            check = checks.request_confirmation(dataset, new, request.user)
         except (services.SchemaRejected, UploadError) as exc:
             error = str(exc)
         else:
+            if check is not None:  # a big file: every record is checked on a worker (checks.py)
+                return redirect("dpportal-schema-check", dataset.pk)
             messages.success(request, "Schema confirmed as public metadata.")
             return redirect("dpportal-dataset", dataset.pk)
     ctx = {
@@ -211,8 +218,22 @@ def dataset_schema(request, pk):
         "rules_text": request.POST.get("rules", "") if request.method == "POST" else services.rules_text(schema),
         "confirmed": bool(dataset.schema),
         "draft_source": dataset.draft_source,
+        "schema_check": check if check is not None and not check.is_finished else None,
     }
     return render(request, "datasets/schema.html", ctx)
+
+
+@login_required
+def dataset_schema_check(request, pk):
+    """The latest worker check of a schema against the file: its progress (JSON for the page's poller),
+    then the confirmed schema or the problem found."""
+    dataset = dataset_for_owner(request.user, pk)
+    check = checks.latest(dataset)
+    if check is None:
+        raise Http404("no schema check")
+    if "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse(checks.check_dict(check))
+    return render(request, "datasets/schema_check.html", {"dataset": dataset, "check": check})
 
 
 @login_required

@@ -63,6 +63,7 @@ def test_every_job_table_is_registered_for_the_sweep():
         "release": "releases.Release",
         "evaluation": "dashboards.Evaluation",
         "risk report": "dashboards.RiskReport",
+        "schema check": "datasets.SchemaCheck",
     }
 
 
