@@ -138,7 +138,19 @@ def page_context(
     if guide:
         _decorate(guide, hidden, purpose)
         _add_runtimes(guide, schema)
+        ctx["key_suggestion"] = _key_suggestion(guide, hidden, purpose)
     return ctx
+
+
+def _key_suggestion(guide: dict, hidden: dict, purpose: dict) -> dict | None:
+    """The key column suggested from the schema for "explore" (none named), with a link that names it: shown
+    beside the key-columns field for the steward to confirm, never applied by itself."""
+    suggestion = guide.get("suggested_key_columns")
+    if not suggestion:
+        return None
+    names = ",".join(suggestion["columns"])
+    query = {**hidden, "epsilon": purpose["epsilon"], "delta": purpose["delta"], "key_columns": names}
+    return {**suggestion, "text": names.replace(",", ", "), "use_query": urlencode(query)}
 
 
 def _add_runtimes(guide: dict, schema) -> None:

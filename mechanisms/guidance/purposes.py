@@ -8,11 +8,12 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..accounting import short_repr
-from ..schema import Schema
+from ..schema import MISSING_CATEGORY, Schema
 
 PURPOSES = ("explore", "marginals", "ml")
 MAX_KEY_COLUMNS = 3  # as MST's key_columns (mechanisms.synthesizers.mst.MAX_KEY_COLUMNS; a test checks they agree)
@@ -132,6 +133,48 @@ class Purpose:
             larger_than_memory=bool(larger_than_memory),
             key_columns=_names(key_columns),
         )
+
+
+# Suggesting a key column for "explore" (suggest_key_columns): words a label's name is made of, and the most
+# categories a suggested column may declare (a small key domain: every pair with it stays small).
+LABEL_WORDS = ("income", "label", "target", "class", "outcome", "y")
+SUGGEST_MAX_CATEGORIES = 5
+
+
+@dataclass(frozen=True)
+class KeySuggestion:
+    """A column to cross-tabulate by first, suggested from the confirmed schema alone for the steward to
+    confirm (it is never applied without them)."""
+
+    columns: tuple[str, ...]
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"columns": list(self.columns), "reason": self.reason}
+
+
+def suggest_key_columns(schema: Schema) -> KeySuggestion | None:
+    """The column an "explore" release is likely cross-tabulated by first, from the schema only (names, kinds,
+    declared categories; never data): a categorical column of 2 to SUGGEST_MAX_CATEGORIES declared categories
+    whose name holds a label word (LABEL_WORDS: 'income', 'adult_income', 'Class'; not 'workclass'), the last
+    such; else the last column when it has 2 categories (a table's label is usually last). None otherwise."""
+    kept = list(schema.kept)
+
+    def categories(c) -> int:
+        return len([x for x in c.categories or () if x != MISSING_CATEGORY]) if c.kind == "categorical" else 0
+
+    def words(name: str) -> set[str]:
+        return set(re.split(r"[^0-9a-z]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower())) - {""}
+
+    small = [c for c in kept if 2 <= categories(c) <= SUGGEST_MAX_CATEGORIES]
+    named = [c for c in small if words(c.name) & set(LABEL_WORDS)]
+    if named:
+        c = named[-1]
+        where = ", the table's last column" if c is kept[-1] else ""
+        return KeySuggestion((c.name,), f"{categories(c)} categories, named like a label{where}")
+    if small and small[-1] is kept[-1] and categories(kept[-1]) == 2:
+        return KeySuggestion((kept[-1].name,), "2 categories, the table's last column (where labels usually are)")
+    return None
 
 
 def and_list(names: Sequence[str]) -> str:

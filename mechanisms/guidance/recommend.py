@@ -46,7 +46,7 @@ from .. import registry
 from ..schema import Schema
 from . import model_quality
 from .predictors import GAUSSIAN, gaussian_mode, mean
-from .purposes import Errors, Prediction, Purpose, Setting, and_list
+from .purposes import Errors, KeySuggestion, Prediction, Purpose, Setting, and_list, suggest_key_columns
 
 # Fallback for a mechanism with no predictor.
 UNKNOWN_NOTE = "no accuracy model for this mechanism yet: run it on a small budget and check the dashboard"
@@ -101,6 +101,14 @@ class Recommendation:
         column = self.setting.schema.column(self.purpose.target)
         return model_quality.note(self.purpose.target, None if column.is_numeric else len(column.categories))
 
+    @property
+    def key_suggestion(self) -> KeySuggestion | None:
+        """For "explore" with no key column named: a column suggested from the schema alone, for the steward
+        to confirm (never applied by the recommendation itself)."""
+        if self.purpose.kind != "explore" or self.purpose.key_columns:
+            return None
+        return suggest_key_columns(self.setting.schema)
+
     def get(self, name: str) -> Prediction | None:
         return next((p for p in self.items if p.mechanism == name), None)
 
@@ -116,6 +124,7 @@ class Recommendation:
             "ranking": self.ranking,
             "public_inputs_only": True,
             "model_quality_note": self.model_note,
+            "suggested_key_columns": suggestion.to_dict() if (suggestion := self.key_suggestion) else None,
             "mechanisms": [p.to_dict() for p in self.items],
         }
 
@@ -432,6 +441,12 @@ def summary_text(result: Recommendation, smallest: float | None = None, target: 
         note = f"  ({p.reason})" if p.reason else ""
         variant = "".join(f" {k}={v}" for k, v in p.params.items())
         lines.append(f"  {p.status:<12} {p.mechanism:<16} {value}{note}{variant}")
+    if result.key_suggestion:
+        k = result.key_suggestion
+        lines.append(
+            f"Suggested from the schema, not applied: cross-tabulate by {and_list(k.columns)} first ({k.reason}); "
+            f"--key-columns {','.join(k.columns)} uses it."
+        )
     if result.model_note:
         lines.append(result.model_note)
         lines += [

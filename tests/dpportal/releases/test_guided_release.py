@@ -275,3 +275,35 @@ def test_train_a_model_shows_measured_model_accuracy_beside_the_predicted_error(
     assert all(m["model_quality"]["kind"] in ("measured", "chance", "none") for m in api["mechanisms"])
     explore = world.client(world.owner).get(NEW.format(world.dataset.pk), {"purpose": "explore"}).content.decode()
     assert "model-quality" not in explore
+
+
+LABELLED_CSV = "age,city,income\n" + "".join(
+    f"{20 + i % 50},{('Paris', 'Lyon')[i % 2]},{('low', 'high')[i % 3 == 0]}\n" for i in range(60)
+)
+LABELLED_SCHEMA = {
+    "missing_markers": [""],
+    "columns": [
+        {"name": "age", "kind": "integer", "lower": 18, "upper": 90, "bins": 8},
+        {"name": "city", "kind": "categorical", "categories": ["Paris", "Lyon"]},
+        {"name": "income", "kind": "categorical", "categories": ["low", "high"]},
+    ],
+}
+
+
+def test_a_key_column_suggested_from_the_schema_is_offered_beside_the_field_not_applied(world):
+    dataset = make_dataset(world.owner, LABELLED_CSV, LABELLED_SCHEMA)
+    client = world.client(world.owner)
+    page = client.get(NEW.format(dataset.pk), {"epsilon": "1"}).content.decode()
+    purpose_form = page.split('id="purpose-form"')[1].split("</form>")[0]
+    line = purpose_form.split('id="key-suggestion"')[1].split("</p>")[0]
+    assert "<strong>income</strong> (2 categories, named like a label, the table&#x27;s last column)" in line
+    assert 'name="key_columns" id="id_key_columns" value=""' in purpose_form  # not applied
+    assert "mean 2-way TVD over all pairs" in _section(page, "recommendation")
+    assert 'name="param_key_columns" value="income"' not in page
+    link = re.search(r'href="\?([^"]+)"', line).group(1).replace("&amp;", "&")
+    assert "key_columns=income" in link and "epsilon=1" in link
+    named = client.get(NEW.format(dataset.pk) + "?" + link).content.decode()
+    assert 'id="key-suggestion"' not in named  # named: nothing left to suggest
+    assert "mean 2-way TVD of income with every other column" in _section(named, "recommendation")
+    plain = client.get(NEW.format(world.dataset.pk)).content.decode()  # income numeric, no label-like column
+    assert 'id="key-suggestion"' not in plain

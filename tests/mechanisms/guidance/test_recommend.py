@@ -456,3 +456,45 @@ def test_an_ml_recommendation_above_a_lower_error_names_it_and_the_measure_that_
     assert keys == sorted(keys) and "models the other columns given income" in d["ranking"]
     explore = rec.recommend(ADULT, n=ADULT_N, epsilon=1, delta=1e-5)
     assert explore.to_dict()["ranking"].startswith("Sorted by predicted error, lowest first")
+
+
+def _cats(name: str, k: int) -> Column:
+    return Column(name, "categorical", categories=tuple(f"v{i}" for i in range(k)))
+
+
+@pytest.mark.parametrize(
+    "columns, suggested",
+    [
+        ((_cats("workclass", 2), _cats("sex", 3), _cats("adult_income", 2), _cats("age", 6)), "adult_income"),
+        ((_cats("Class", 2), _cats("sex", 2)), "Class"),  # named like a label: any place, camel case
+        ((_cats("outcome", 5), _cats("y", 2), _cats("a", 4)), "y"),  # the last label-named one
+        ((_cats("a", 4), _cats("default", 2)), "default"),  # a binary last column
+        ((_cats("workclass", 2), _cats("a", 3)), None),  # 'class' inside a word is not a label word
+        ((_cats("a", 2), _cats("label", 6)), None),  # too many categories: a large key domain
+        ((_cats("a", 2), _cats("b", 3)), None),  # a last column of 3 categories, not named like a label
+        ((_cats("target_group", 2), Column("x", "integer", lower=0, upper=9, bins=10)), "target_group"),
+        ((_cats("a", 2), Column("income", "continuous", lower=0, upper=1, bins=4)), None),  # numeric
+    ],
+)
+def test_a_key_column_is_suggested_for_explore_from_the_schema_alone(columns, suggested):
+    s = Schema(columns=columns)
+    got = rec.suggest_key_columns(s)
+    assert (got.columns if got else None) == ((suggested,) if suggested else None)
+
+
+def test_the_suggested_key_column_is_shown_not_applied():
+    plain = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5)
+    assert plain.key_suggestion.columns == ("income",)
+    assert plain.to_dict()["suggested_key_columns"] == {
+        "columns": ["income"],
+        "reason": "2 categories, named like a label, the table's last column",
+    }
+    # not applied: the metric is every pair's, MST measures no key pair
+    assert plain.metric == "mean 2-way TVD over all pairs" and plain.get("mst").params == {}
+    assert "--key-columns income uses it" in rec.summary_text(plain)
+    named = rec.recommend(
+        ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=rec.Purpose.parse("explore", key_columns="sex")
+    )
+    ml = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=rec.Purpose("ml", target="income"))
+    for other in (named, ml):  # the steward named a column, or the purpose names the label already
+        assert other.key_suggestion is None and other.to_dict()["suggested_key_columns"] is None
