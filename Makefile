@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale bench-relations bench-tables venv clean audit
+.PHONY: run test test-fast bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale bench-throughput bench-relations bench-tables venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -115,3 +115,9 @@ bench-tables: venv
 bench-scale: venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m benchmarks.system.scale --threads 1 --repeat 3
+
+# 1 then 2 workers, each with its own DATA_DIR (no shared disk: PostgreSQL, Redis and moto's S3 on loopback),
+# a mixed batch through the API -> jobs/hour, benchmarks/out/throughput.json (docs/operations.md)
+bench-throughput: venv
+	./scripts/ensure-system-packages.sh
+	$(PY) -m benchmarks.system.throughput $(THROUGHPUT_ARGS)
