@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test test-fast bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale bench-throughput bench-relations bench-tables venv clean audit
+.PHONY: run test test-fast dev-venv bench bench-docs bench-fidelity bench-quick bench-pgm bench-pgm-grid bench-pgm-repeat bench-venv bench-scale bench-throughput bench-relations bench-tables venv clean audit
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -12,19 +12,26 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
+# Tests, linting and the browser tools on top (requirements-dev.txt): make test and make test-fast only.
+$(VENV)/.dev-installed: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
 venv: $(VENV)/.installed
+
+dev-venv: $(VENV)/.dev-installed
 
 run: venv
 	PY=$(PY) PORT=$(PORT) ./scripts/run.sh
 
-test: venv
+test: dev-venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q
 
 # The suite without browsers, live servers, workers or system services (pytest markers in pytest.ini).
-test-fast: venv
+test-fast: dev-venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q -m "not browser and not services and not slow"
@@ -34,7 +41,7 @@ clean:
 
 # Privacy audits at full power (tests/privacy at fast settings run in `make test`); figures in
 # docs/privacy-model.md.
-audit: venv
+audit: dev-venv
 	DPPORTAL_AUDIT=full $(PY) -m pytest -q tests/privacy
 	DPPORTAL_AUDIT=full $(PY) -m tests.privacy.table
 
@@ -118,6 +125,6 @@ bench-scale: venv
 
 # 1 then 2 workers, each with its own DATA_DIR (no shared disk: PostgreSQL, Redis and moto's S3 on loopback),
 # a mixed batch through the API -> jobs/hour, benchmarks/out/throughput.json (docs/operations.md)
-bench-throughput: venv
+bench-throughput: dev-venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m benchmarks.system.throughput $(THROUGHPUT_ARGS)
