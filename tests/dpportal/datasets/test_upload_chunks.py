@@ -46,7 +46,7 @@ def test_a_file_of_several_chunks_is_checked_in_chunks_and_gives_the_one_shot_da
     source = d.source(SCHEMA)
     calls = []
     real = type(source).check
-    monkeypatch.setattr(type(source), "check", lambda self, size: calls.append(size) or real(self, size))
+    monkeypatch.setattr(type(source), "check", lambda self, size, **kw: calls.append(size) or real(self, size, **kw))
     confirm_schema(d, SCHEMA)
     assert calls == [37]
     one_shot = SCHEMA.to_cells(SCHEMA.prepare(read_raw_csv(d.raw_path())))
