@@ -25,6 +25,24 @@ column to every other column, so the tree is selected among the d - k other colu
 edges; a tree edge through a key column would measure a key pair twice). The model is then the tree with
 each key column joined to all columns: its junction tree's cliques are (key columns + one tree edge).
 
+**The tree conditioned on the key columns** (``key_in_tree``, the default where the key columns' cells
+multiply to at most ``KEY_TREE_MAX_CELLS`` = 16 in the schema; the tree-augmented naive Bayes of Friedman,
+Geiger & Goldszmidt 1997, with the key columns as the class): each tree edge (a, b) is measured WITH the key
+columns attached, as the marginal (keys, a, b), so the 3-way relation the model's cliques hold is measured
+rather than implied by (keys, a), (keys, b) and (a, b). Four equal phases of rho:
+
+1. the d 1-way marginals (as above, compression included);
+2. the key pairs;
+3. the tree of the other columns, by the exponential mechanism (Kruskal as above), each candidate edge
+   (a, b) scored || x_Kab - xhat_Kab ||_1, where xhat is the Private-PGM model of the noisy 1-way marginals
+   and key pairs: how badly what is already measured explains the edge's relation given the key columns;
+4. the tree's d - k - 1 marginals (keys, a, b).
+
+Up to 16 key cells multiply each measured tree marginal's cells by at most 16 (its noise grows with its
+cells, a fixed share of the phase each); more key cells would spread each triple too thin, so then (or with
+``key_in_tree=False``) the tree's pairs (a, b) are measured as above. The model's junction tree is the same
+either way (cliques keys + edge): model size, estimation time and memory are unchanged.
+
 Privacy (replace-one neighbours, n public), accounted in zCDP and converted to the steward's
 (epsilon, delta) by :func:`~mechanisms.accounting.zcdp_rho`:
 
@@ -42,6 +60,16 @@ Privacy (replace-one neighbours, n public), accounted in zCDP and converted to t
   pairs, each with sigma_2 = sqrt(m / (rho/3)) (zCDP composition: m x 1 / sigma_2^2 = rho/3), and the
   selection's third is split over its d - k - 1 steps. Where there is no tree to select (d - k < 2) the
   budget is halved between the 1-way marginals and the key pairs.
+* The tree conditioned on the key columns (``key_in_tree``): rho/4 each. The d 1-way marginals get
+  sigma_1 = sqrt(d / (rho/4)); the p = k (d - k) + k (k - 1) / 2 key pairs sigma_k = sqrt(p / (rho/4)); the
+  t = d - k - 1 tree marginals (keys, a, b) sigma_t = sqrt(t / (rho/4)) -- each a count vector whose L2
+  sensitivity is sqrt(2) whatever its arity (one record leaves one cell and enters one), so 1 / sigma^2
+  each and rho/4 per phase. The selection score || x_Kab - xhat_Kab ||_1: xhat is computed from the noisy
+  1-way and key-pair measurements only (post-processing of phases 1-2, the same on both neighbours), and
+  the record moves x_Kab by -1 in one cell and +1 in another, so the score moves by at most 2: each of the
+  t noisy-max steps has sensitivity 2 and rho/(4t). Total 4 x rho/4 = rho; the phases are chosen by
+  public inputs only (parameters, schema, n), and each phase's choices depend on earlier phases' DP
+  outputs only (adaptive zCDP composition).
 """
 
 from __future__ import annotations
@@ -88,6 +116,8 @@ COMPRESS_THRESHOLD_SIGMAS = 3.0  # the reference script's rule: noisy count belo
 MAX_PAIR_CELLS = 50_000_000  # all column pairs' exact counts are held for selection (int64: 400 MB)
 MAX_KEY_COLUMNS = 3  # each key column multiplies every clique of the model by its cells
 MAX_MODEL_MIB = 80.0  # the largest tree + key model (AIM's default limit, the paper's): estimation time and memory
+KEY_TREE_MAX_CELLS = 16  # key columns of at most this many cells together: the tree's edges measured with them
+KEY_TREE_PARTS = 4  # key_in_tree: 1-way marginals, key pairs, tree selection, tree marginals (keys, a, b)
 
 
 def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
@@ -118,10 +148,27 @@ def measured_pairs(d: int, keys: int) -> tuple[int, int]:
     return max(d - keys - 1, 0), keys * (d - keys) + keys * (keys - 1) // 2
 
 
-def budget_parts(d: int, keys: int) -> int:
+def budget_parts(d: int, keys: int, conditioned: bool = False) -> int:
     """Equal parts of rho when pairs are measured: 1-way marginals, tree selection, pairs; 2 when there
-    is no tree to select (d - keys < 2: the key pairs already join every column)."""
-    return 3 if measured_pairs(d, keys)[0] else 2
+    is no tree to select (d - keys < 2: the key pairs already join every column); 4 for the tree conditioned
+    on the key columns (``conditioned``: 1-way marginals, key pairs, selection, tree marginals)."""
+    if not measured_pairs(d, keys)[0]:
+        return 2
+    return KEY_TREE_PARTS if conditioned and keys else 3
+
+
+def key_cells(schema, keys: tuple[str, ...]) -> int:
+    """The key columns' cells multiplied (the schema's, before compression: public)."""
+    return math.prod(int(schema.column(a).n_cells) for a in keys) if keys else 1
+
+
+def tree_conditioned(schema, keys: tuple[str, ...], key_in_tree: bool) -> bool:
+    """Whether the tree's edges are measured with the key columns attached, (keys, a, b): asked for, key
+    columns named, at most ``KEY_TREE_MAX_CELLS`` key cells and a tree to select (at least 2 other columns).
+    Public inputs only."""
+    d = len(schema.names)
+    small = key_cells(schema, keys) <= KEY_TREE_MAX_CELLS
+    return bool(key_in_tree and keys and measured_pairs(d, len(keys))[0] and small)
 
 
 def compressed_sizes(n: int, rho: float, sizes: list[int], *, parts: int = 3) -> list[int]:
@@ -137,12 +184,15 @@ def compressed_sizes(n: int, rho: float, sizes: list[int], *, parts: int = 3) ->
     return [min(int(k), clear + 1) for k in sizes]
 
 
-def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool = True, keys: int = 0) -> bool:
+def tree_is_informative(
+    n: int, rho: float, sizes: list[int], *, compress: bool = True, keys: int = 0, conditioned: bool = False
+) -> bool:
     """Whether the spanning tree's 2-way measurements can say anything at this n and budget.
 
     The d - 1 tree pairs get sigma_2 = sqrt((d - 1) / (rho / 3)) each (replace-one; with ``keys`` key
     columns the m tree and key pairs of :func:`measured_pairs`, sigma_2 = sqrt(m / (rho / parts)),
-    :func:`budget_parts`). When sigma_2 is more
+    :func:`budget_parts`; with the tree ``conditioned`` on the key columns, the larger of the key pairs' and
+    the tree marginals' sigma, each phase a quarter). When sigma_2 is more
     than 2.5 times the mean count of a 2-way cell, n / (mean cells of a column pair), the pairs are mostly
     noise, and the third of the budget spent selecting them and the third measuring them are lost: then
     (``tree='auto'``) MST measures the 1-way marginals only, with the whole budget. Public inputs only (n,
@@ -157,7 +207,9 @@ def tree_is_informative(n: int, rho: float, sizes: list[int], *, compress: bool 
     measured = sum(measured_pairs(d, keys))
     if measured == 0:
         return False
-    parts = budget_parts(d, keys)
+    parts = budget_parts(d, keys, conditioned)
+    if parts == KEY_TREE_PARTS:  # the key pairs and the tree marginals, each their own quarter
+        measured = max(measured_pairs(d, keys))
     sizes = compressed_sizes(n, rho, sizes, parts=parts) if compress else list(sizes)
     pairs = [a * b for a, b in itertools.combinations(sizes, 2)]
     sigma2 = sigma_for_rho(rho / parts / measured)
@@ -176,6 +228,56 @@ def key_model_mib(names: list[str], sizes: list[int], keys: tuple[str, ...]) -> 
     star = [(rest[0], a) for a in rest[1:]]
     cliques = star + key_pairs_for(names, keys) + [(a,) for a in names]
     return JunctionTreeSize(names, sizes).size_mb(cliques)
+
+
+def _scores_given(
+    mbi, model, comp: CellTable, pairs: list[tuple[str, str]], keys: tuple[str, ...], zeros
+) -> dict[tuple[str, str], float]:
+    """|| x_Kab - xhat_Kab ||_1 for each pair (a, b) of non-key columns, K the key columns: x the exact
+    counts, xhat the model's (``model``: Private-PGM's estimate from the 1-way marginals and the key pairs).
+
+    In that model every clique is a 1-way marginal or holds a key column and one other column, so a and b
+    are independent given K: xhat_Kab = xhat_Ka xhat_Kb / xhat_K, one broadcast product per pair from the
+    model's d - k marginals (keys, a) (Private-PGM's, :func:`~mechanisms.pgm.candidate_marginals`). Pairs
+    that declared rules join (a structural zero's clique on non-key columns links a to b) are computed
+    by Private-PGM on (keys, a, b) instead. The exact counts are bincounts of one flat index per pair
+    (not cached: hundreds of triples). Post-processing of the noisy measurements, plus the exact counts
+    that make the score (sensitivity 2, the module's docstring)."""
+    names = sorted({a for e in pairs for a in e}, key=comp.names.index)
+    shape_k = [comp.sizes[k] for k in keys]
+    cells_k = math.prod(shape_k)
+    fitted = candidate_marginals(mbi, model, [tuple(keys)] + [tuple(keys) + (a,) for a in names], comp.n)
+    p_k = fitted[tuple(keys)].reshape(cells_k)
+    given = {a: fitted[tuple(keys) + (a,)].reshape(cells_k, comp.sizes[a]) for a in names}
+    inv_k = np.divide(1.0, p_k, out=np.zeros_like(p_k), where=p_k > 0)
+    linked = {a: a for a in names}  # components of the non-key columns joined by the rules' cliques
+
+    def root(a):
+        while linked[a] != a:
+            a = linked[a]
+        return a
+
+    for z in zeros:
+        cols = [a for a in z.clique if a in linked]
+        for a, b in zip(cols, cols[1:]):
+            linked[root(a)] = root(b)
+    joined = [e for e in pairs if root(e[0]) == root(e[1])]
+    exact_model = candidate_marginals(mbi, model, [tuple(keys) + e for e in joined], comp.n) if joined else {}
+    flat_k = np.zeros(comp.n, dtype=np.int64)
+    for k in keys:  # C order, as CellTable.counts
+        flat_k = flat_k * comp.sizes[k] + comp.cells[:, comp.index[k]]
+    out = {}
+    for a, b in pairs:
+        na, nb = comp.sizes[a], comp.sizes[b]
+        flat = (flat_k * na + comp.cells[:, comp.index[a]]) * nb + comp.cells[:, comp.index[b]]
+        exact = np.bincount(flat, minlength=cells_k * na * nb)
+        clique = tuple(keys) + (a, b)
+        if clique in exact_model:
+            xhat = exact_model[clique]
+        else:
+            xhat = (given[a][:, :, None] * (given[b] * inv_k[:, None])[:, None, :]).ravel()
+        out[(a, b)] = float(np.abs(exact - xhat).sum())
+    return out
 
 
 class MST(Mechanism):
@@ -225,6 +327,15 @@ class MST(Mechanism):
             "cost beyond the split)",
             maximum=MAX_KEY_COLUMNS,
         ),
+        ParamSpec(
+            "key_in_tree",
+            "bool",
+            True,
+            "With key columns of at most 16 cells together: measure each spanning-tree edge (a, b) with the key "
+            "columns attached, (keys, a, b), chosen by how badly the key pairs explain it (a quarter of the budget "
+            "each to the 1-way marginals, the key pairs, the selection and the tree); off: the tree's pairs (a, b) "
+            "alone (no privacy cost beyond the split)",
+        ),
     )
 
     @classmethod
@@ -259,7 +370,11 @@ class MST(Mechanism):
             )
 
     def _parts(self) -> int:
-        return budget_parts(len(self.schema.names), len(self.params["key_columns"]))
+        return budget_parts(len(self.schema.names), len(self.params["key_columns"]), self._conditioned())
+
+    def _conditioned(self) -> bool:
+        """Whether the tree's edges are measured with the key columns attached (:func:`tree_conditioned`)."""
+        return tree_conditioned(self.schema, self.params["key_columns"], self.params["key_in_tree"])
 
     def _pairs_measured(self, n: int, rho: float, sizes: list[int]) -> bool:
         """Whether this fit measures pairs (tree and key pairs): ``tree='always'``, or the rule of
@@ -268,7 +383,7 @@ class MST(Mechanism):
         if sum(measured_pairs(len(sizes), keys)) == 0:
             return False
         return self.params["tree"] == "always" or tree_is_informative(
-            n, rho, sizes, compress=self.params["compress"], keys=keys
+            n, rho, sizes, compress=self.params["compress"], keys=keys, conditioned=self._conditioned()
         )
 
     # -- fit: the only step that reads private data ------------------------------------------------
@@ -328,8 +443,26 @@ class MST(Mechanism):
 
         edges: list[tuple[str, str]] = []
         pairs: list[tuple[str, str]] = []
-        sigma2 = None
-        if self.use_tree:
+        sigma2 = sigma_key = None
+        self.conditioned = self.use_tree and self._conditioned()
+        self.rho_select = 0.0
+        if self.conditioned:  # four quarters: 1-way marginals, key pairs, selection, tree marginals (keys, a, b)
+            pairs = key_pairs_for(names, keys)
+            sigma_key = sigma_for_rho(self.rho / parts / len(pairs))
+            self.progress(0.15, "measuring the key pairs")
+            for e in pairs:
+                log.add(Measurement(e, measure(self.noise, comp.counts(e), sigma_key), sigma_key))
+            self.spent.append(len(pairs) * rho_of_measurement(sigma_key))
+            self.progress(0.25, "selecting the spanning tree given the key columns")
+            rest = [a for a in names if a not in keys]
+            edges = self._select_tree(mbi, comp, log, self.rho / parts, rest, keys=keys)
+            sigma2 = sigma_for_rho(self.rho / parts / len(edges))
+            self.progress(0.45, "measuring the tree's marginals with the key columns")
+            for a, b in edges:
+                clique = tuple(keys) + (a, b)
+                log.add(Measurement(clique, measure(self.noise, comp.counts(clique), sigma2), sigma2))
+            self.spent.append(len(edges) * rho_of_measurement(sigma2))
+        elif self.use_tree:
             rest = [a for a in names if a not in keys]
             if len(rest) > 1:
                 self.progress(0.15, "selecting the spanning tree")
@@ -345,7 +478,7 @@ class MST(Mechanism):
             raise AssertionError(f"mst spent rho={math.fsum(self.spent)} > {self.rho}")
         self.edges = edges
         self.key_pairs = pairs
-        self.sigmas = (sigma1, sigma2)
+        self.sigmas = (sigma1, sigma2) if sigma_key is None else (sigma1, sigma2, sigma_key)
         self.measurements, self.measured_rows = log, n  # read-only: mechanisms.tables publishes them
         self._noisy_queries = log.noisy_queries(names, self._compressed_sizes(), cell_map=self._compress_cells)
         return mbi, log, names, n
@@ -369,7 +502,7 @@ class MST(Mechanism):
             if col.is_numeric and col.n_bins > 2:
                 bins, kept = y[: col.n_bins], s[: col.n_bins]
                 mode = int(np.argmax(np.where(kept, bins, -np.inf))) if kept.any() else int(np.argmax(bins))
-                y[: col.n_bins] = unimodal_fit(bins, mode)
+                y[: col.n_bins] = unimodal_fit(bins, mode, free=~kept)
             total = float(self.model.marginal((a,))[-1]) * n
             out.append(nonnegative_shares(y[~s], total))
         return out
@@ -398,13 +531,18 @@ class MST(Mechanism):
         return Measurement((attr,), values, sigma, weights)
 
     def _select_tree(
-        self, mbi, comp: CellTable, log: Measurements, rho_select: float, names: list[str]
+        self, mbi, comp: CellTable, log: Measurements, rho_select: float, names: list[str], keys: tuple[str, ...] = ()
     ) -> list[tuple[str, str]]:
-        """A spanning tree of ``names`` (all columns but the key columns), d' - 1 noisy-max steps."""
-        one_way_model = estimate(mbi, comp.sizes, comp.names, log, total=comp.n, iters=2500, zeros=self.zeros)
+        """A spanning tree of ``names`` (all columns but the key columns), d' - 1 noisy-max steps. Each pair
+        (a, b) is scored || x - xhat ||_1 on (a, b), or with ``keys`` on (keys, a, b) (:func:`_scores_given`),
+        xhat the Private-PGM model of the measurements so far (``log``: the 1-way marginals, and the key pairs)."""
+        model = estimate(mbi, comp.sizes, comp.names, log, total=comp.n, iters=2500, zeros=self.zeros)
         pairs = list(itertools.combinations(names, 2))
-        fitted = candidate_marginals(mbi, one_way_model, pairs, comp.n)
-        score = {e: float(np.abs(comp.counts(e) - fitted[e]).sum()) for e in pairs}
+        if keys:
+            score = _scores_given(mbi, model, comp, pairs, keys, self.zeros)
+        else:
+            fitted = candidate_marginals(mbi, model, pairs, comp.n)
+            score = {e: float(np.abs(comp.counts(e) - fitted[e]).sum()) for e in pairs}
         parent = {a: a for a in names}
 
         def root(a):
@@ -423,6 +561,7 @@ class MST(Mechanism):
             tree.append((a, b))
             parent[root(a)] = root(b)
         self.spent.append(rho_select)
+        self.rho_select = rho_select
         return tree
 
     # -- post-processing -------------------------------------------------------------------------
@@ -480,8 +619,8 @@ class MST(Mechanism):
             [m.sigma for m in log.items], sensitivity=math.sqrt(2), discrete=True, label="marginals"
         )
         edges = getattr(self, "edges", None) or []
-        if edges:  # spent[1]: the tree's selection, len(edges) equal noisy-max steps
-            step = exponential_epsilon(sensitivity=QUALITY_L1_SENSITIVITY, rho=self.spent[1] / len(edges))
+        if edges:  # the tree's selection: len(edges) equal noisy-max steps
+            step = exponential_epsilon(sensitivity=QUALITY_L1_SENSITIVITY, rho=self.rho_select / len(edges))
             events += (ExponentialEvent(step, count=len(edges), label="spanning-tree selection"),)
         return events
 
@@ -492,6 +631,13 @@ class MST(Mechanism):
                 "only the 1-way marginals and the 2-way marginals of one spanning tree of column pairs are "
                 "measured: relations outside the tree (and all higher-order ones) come from the model's "
                 "conditional-independence assumptions"
+            )
+        if getattr(self, "conditioned", self._conditioned()):
+            return (
+                f"only the 1-way marginals, the 2-way marginals of every pair with a key column ({', '.join(keys)}) "
+                "and, for each edge (a, b) of one spanning tree of the other columns, the marginal of the key columns "
+                "with a and b are measured: other relations come from the model's conditional-independence "
+                "assumptions (given the key columns, each column depends on the others only through the tree)"
             )
         return (
             f"only the 1-way marginals and the 2-way marginals of every pair with a key column ({', '.join(keys)}) "
@@ -507,7 +653,10 @@ class MST(Mechanism):
             return {}
         pairs = getattr(self, "key_pairs", None)
         pairs = key_pairs_for(self.schema.names, keys) if pairs is None else pairs
-        return {"key_columns": list(keys), "key_pairs": [list(e) for e in pairs]}
+        out = {"key_columns": list(keys), "key_pairs": [list(e) for e in pairs]}
+        conditioned = getattr(self, "conditioned", None)
+        out["key_in_tree"] = self._conditioned() if conditioned is None else conditioned
+        return out
 
     def _rho_split(self) -> str:
         """How rho was spent: after a fit, what happened (pairs measured or not); before it, the plan."""
@@ -515,6 +664,12 @@ class MST(Mechanism):
         ones = "all on the 1-way marginals"
         if not keys:
             plan, measured = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs", "the spanning tree was measured"
+        elif self._parts() == KEY_TREE_PARTS:
+            plan = (
+                "1/4 one-way, 1/4 key pairs, 1/4 tree selection given the key columns, 1/4 the tree's marginals "
+                "with the key columns (an equal share each)"
+            )
+            measured = "the key pairs and the spanning tree of the other columns with the key columns were measured"
         elif self._parts() == 3:
             plan = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs and key pairs (an equal share each)"
             measured = "the spanning tree of the other columns and the key pairs were measured"
@@ -535,7 +690,7 @@ class MST(Mechanism):
     def report(self) -> dict:
         if not hasattr(self, "edges"):
             return {}
-        return {
+        out = {
             "tree_measured": bool(self.edges),
             "tree_edges": [list(e) for e in self.edges],
             "key_pairs": [list(e) for e in self.key_pairs],
@@ -543,6 +698,11 @@ class MST(Mechanism):
             "sigma_two_way": self.sigmas[1],
             "compressed_cells": [self._compressed_size(j) for j in range(len(self.supports))],
         }
+        if len(self.sigmas) == 3:  # the tree conditioned on the key columns: sigma_two_way is the tree marginals'
+            keys = list(self.params["key_columns"])
+            out["tree_marginals"] = [keys + list(e) for e in self.edges]
+            out["sigma_key_pairs"] = self.sigmas[2]
+        return out
 
     def summary(self) -> dict[str, Any]:
         out = self.model.to_summary()
@@ -570,3 +730,4 @@ class MST(Mechanism):
         self.edges = [tuple(e) for e in summary["edges"]]
         self.key_pairs = [tuple(e) for e in summary.get("key_pairs", [])]  # none stored: no key columns
         self.sigmas = tuple(summary["sigmas"])
+        self.conditioned = len(self.sigmas) == 3  # the key pairs' sigma stored: the tree given the key columns

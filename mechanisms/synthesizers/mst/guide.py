@@ -33,10 +33,12 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
     f = float(params.get("neighbour_factor", REPLACE_ONE_L2))
     rho = zcdp_rho(s.epsilon, s.delta)
     keys = _key_columns(s, params)
+    conditioned = _conditioned(s, params)
     if f == REPLACE_ONE_L2 and params.get("tree", "auto") == "auto":
         from . import tree_is_informative  # no JAX: the mechanism loads Private-PGM inside fit only
 
-        if not tree_is_informative(s.n, rho, list(s.sizes), keys=keys):  # MST measures the 1-way marginals only
+        # MST measures the 1-way marginals only
+        if not tree_is_informative(s.n, rho, list(s.sizes), keys=keys, conditioned=conditioned):
             e = predict_independent_histograms(s, {"noise_type": GAUSSIAN})
             return Errors(
                 e.one_way,
@@ -45,7 +47,7 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
                 priors=e.priors,
             )
     if keys and f == REPLACE_ONE_L2 and s.d > 1:
-        return _with_key_columns(s, rho, keys)
+        return _with_key_columns(s, rho, keys, conditioned)
     sigma = f * math.sqrt(max(s.d, 1) / (2 * rho / 3))
     return gaussian_errors(
         s,
@@ -69,18 +71,29 @@ def _key_columns(s: Setting, params: dict) -> int:
     return len(spec.coerce(params.get("key_columns"), s.schema))
 
 
-def _with_key_columns(s: Setting, rho: float, keys: int) -> Errors:
+def _conditioned(s: Setting, params: dict) -> bool:
+    """Whether the release measures the tree with the key columns attached (mst.tree_conditioned)."""
+    from . import MST, tree_conditioned
+
+    keys = next(p for p in MST.params if p.name == "key_columns").coerce(params.get("key_columns"), s.schema)
+    key_in_tree = next(p for p in MST.params if p.name == "key_in_tree")
+    return tree_conditioned(s.schema, keys, key_in_tree.coerce(params.get("key_in_tree", True), s.schema))
+
+
+def _with_key_columns(s: Setting, rho: float, keys: int, conditioned: bool = False) -> Errors:
     """Roughly: the 1-way marginals keep sigma_1 = sqrt(d / (rho/parts)); the m tree and key pairs
     (mst.measured_pairs) share the pairs' part, sigma_2 = sqrt(m / (rho/parts)), and that larger sigma is
-    predicted on every pair, with m pairs inside the model's cliques for the sampling share. The off-tree
-    penalty stays on every pair: the smaller error of the key pairs themselves (measured, not implied) is
-    not modelled, so the prediction is pessimistic about them."""
+    predicted on every pair, with m pairs inside the model's cliques for the sampling share. With the tree
+    ``conditioned`` on the key columns the key pairs and the tree have a quarter each: the larger count of
+    the two sets gives sigma_2. The off-tree penalty stays on every pair: the smaller error of the key pairs
+    themselves (measured, not implied) is not modelled, so the prediction is pessimistic about them."""
     from . import budget_parts, measured_pairs
 
-    parts = budget_parts(s.d, keys)
+    parts = budget_parts(s.d, keys, conditioned)
     m = sum(measured_pairs(s.d, keys))
+    per_part = max(measured_pairs(s.d, keys)) if conditioned else m
     sigma1 = REPLACE_ONE_L2 * math.sqrt(s.d / (2 * rho / parts))
-    sigma2 = REPLACE_ONE_L2 * math.sqrt(m / (2 * rho / parts))
+    sigma2 = REPLACE_ONE_L2 * math.sqrt(per_part / (2 * rho / parts))
     note = f"Gaussian noise sigma = {sigma1:.3g} on every 1-way cell, {sigma2:.3g} on the {m} tree and key pairs"
     priors = [f"off-tree pairs: conditional-independence penalty {MST_TREE_PENALTY}"]
     two = gaussian_errors(
@@ -131,6 +144,11 @@ STEWARD_HELP = {
     "kept: each such pair is measured, not only the tree's. More pairs share the same budget, so each "
     "is a little noisier; the model grows with the key columns' categories (time and memory), and a "
     "model too large is refused before any budget is spent. No extra privacy cost.",
+    "key_in_tree": "With key columns of at most 16 categories together (e.g. a yes/no label): the tree of the "
+    "other columns is chosen and measured together with the key columns, so how each pair of columns relates "
+    "within each key value is kept (better for models predicting the key column). A quarter of the budget each "
+    "to single columns, the key pairs, choosing the tree and the tree. Off: the tree's pairs alone. No extra "
+    "privacy cost.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.

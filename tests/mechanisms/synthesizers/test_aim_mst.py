@@ -107,7 +107,8 @@ def test_aim_without_noise_reproduces_the_measured_marginals():
     "name,params",
     [
         ("mst", {}),
-        ("mst", {"key_columns": "b"}),  # the tree of a, c, d and the key pairs share the last third
+        ("mst", {"key_columns": "b"}),  # quarters: 1-way, key pairs, the tree of a, c, d given b, its marginals
+        ("mst", {"key_columns": "b", "key_in_tree": False}),  # the tree's pairs and the key pairs share a third
         ("mst", {"key_columns": ["a", "b", "c"]}),  # no tree to select: halves for 1-way and key pairs
         ("aim", {"max_rounds": 5, "iters": 200}),
     ],
@@ -129,7 +130,13 @@ def test_every_draw_is_accounted_and_spends_exactly_the_budget(name, params):
 
 
 @pytest.mark.parametrize(
-    "name,params", [("mst", {}), ("mst", {"key_columns": "b"}), ("aim", {"max_rounds": 5, "iters": 200})]
+    "name,params",
+    [
+        ("mst", {}),
+        ("mst", {"key_columns": "b"}),
+        ("mst", {"key_columns": "b", "key_in_tree": False}),
+        ("aim", {"max_rounds": 5, "iters": 200}),
+    ],
 )
 def test_a_miscalibrated_variant_is_caught(name, params, monkeypatch):
     """Mutant: the add/remove calibration (sensitivity 1) used under replace-one."""

@@ -1,7 +1,9 @@
 """MST's key columns (mechanisms/synthesizers/mst/): a label's relation to a column the spanning tree leaves out
-is kept when the label is a key column (and lost without it); the parameter is validated with clear messages;
-a model too large is refused before any budget; the key pairs are recorded and survive the summary. Budget
-accounting with key columns: tests/mechanisms/synthesizers/test_aim_mst.py (RecordingNoise)."""
+is kept when the label is a key column (and lost without it); with key_in_tree the tree's edges are measured with
+the key columns attached, (keys, a, b), and a relation between two columns that differs by label value is kept
+(and lost with the tree's pairs alone); the parameter is validated with clear messages; a model too large is
+refused before any budget; the key pairs are recorded and survive the summary. Budget accounting with key
+columns: tests/mechanisms/synthesizers/test_aim_mst.py (RecordingNoise)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,14 @@ from mechanisms.noise import Noise
 from mechanisms.runner import build
 from mechanisms.schema import Column, Schema
 from mechanisms.source import TableSource
-from mechanisms.synthesizers.mst import MAX_MODEL_MIB, key_model_mib, key_pairs_for, measured_pairs
+from mechanisms.synthesizers.mst import (
+    KEY_TREE_MAX_CELLS,
+    MAX_MODEL_MIB,
+    key_model_mib,
+    key_pairs_for,
+    measured_pairs,
+    tree_conditioned,
+)
 from tests.mechanisms.npz import through_npz
 
 FOUR = ("0", "1", "2", "3")
@@ -82,14 +91,79 @@ def test_the_key_pairs_are_recorded_and_round_trip_through_the_summary():
     assert mech.report()["key_pairs"] == pairs
     details = mech.privacy_cost().details
     assert details["key_columns"] == ["y"] and details["key_pairs"] == pairs
-    assert details["rho_split"].startswith("1/3 one-way, 1/3 tree selection, 1/3 tree pairs and key pairs")
+    assert details["rho_split"].startswith("1/4 one-way, 1/4 key pairs, 1/4 tree selection given the key columns")
+    assert details["key_in_tree"] is True
     assert any("every pair with a key column (y)" in c for c in mech.privacy_cost().caveats)
     assert len(mech.noisy_queries()) == 5 + 3 + 4  # 1-way marginals, the tree of the 4 others, the key pairs
     again = type(mech).from_summary(
         SCHEMA, through_npz(mech.summary()), epsilon=EPS, delta=DELTA, params=mech.params, noise=Noise.seeded(9)
     )
     assert again.key_pairs == mech.key_pairs and again.report()["key_pairs"] == pairs
+    assert again.report()["tree_marginals"] == mech.report()["tree_marginals"]
     assert _label_gap(_raw(), again.sample(N)) < 0.03
+
+
+def _raw_within(n=N, seed=0) -> pd.DataFrame:
+    """y is a fair coin; given y = 1, b copies a (95%), given y = 0 it is independent of a: P(b = a) is 0.96 or
+    0.25 by label, and only the marginal (y, a, b) says so. c is independent of everything; (a, b) is the
+    strongest pair, so it is in any tree."""
+    rng = np.random.default_rng(seed)
+    y, a, c = rng.integers(0, 2, n), rng.integers(0, 4, n), rng.integers(0, 4, n)
+    b = np.where((y == 1) & (rng.random(n) < 0.95), a, rng.integers(0, 4, n))
+    return pd.DataFrame({name: v.astype(str) for name, v in zip("yabc", (y, a, b, c))})
+
+
+WITHIN = Schema(
+    columns=(
+        Column("y", "categorical", categories=("0", "1")),
+        *(Column(name, "categorical", categories=FOUR) for name in "abc"),
+    )
+)
+
+
+def _agreement(frame: pd.DataFrame) -> pd.Series:
+    """P(b = a | y) by value of y."""
+    return frame["a"].eq(frame["b"]).groupby(frame["y"]).mean()
+
+
+def _fit_within(seed: int, **params):
+    mech = build("mst", WITHIN, epsilon=EPS, delta=DELTA, params={"iters": 1000, **params}, noise=Noise.seeded(seed))
+    return mech.fit(TableSource.from_frame(WITHIN, _raw_within()))
+
+
+def test_the_tree_given_the_key_column_measures_its_edges_with_the_key_and_keeps_their_relation_by_label():
+    raw = _raw_within()
+    tan = _fit_within(4, key_columns="y")
+    measured = {m.clique for m in tan.measurements.items}
+    assert tan.conditioned and len(tan.edges) == 2 and {"a", "b"} in [set(e) for e in tan.edges]
+    assert {("y",) + e for e in tan.edges} <= measured  # each tree edge measured with the key column attached
+    assert {("y", a) for a in "abc"} <= measured and not {e for e in measured if len(e) == 2 and "y" not in e}
+    assert {len(c) for c in tan.model.cliques} == {3}  # Private-PGM's cliques: (y, a, b) for each tree edge
+    assert all("y" in c for c in tan.model.cliques)
+    sigma1, sigma_tree, sigma_key = tan.sigmas  # a quarter of rho each: 4, 3 key pairs, 2 tree marginals
+    rho = accounting.zcdp_rho(EPS, DELTA)
+    assert (sigma1, sigma_key, sigma_tree) == pytest.approx([math.sqrt(m / (rho / 4)) for m in (4, 3, 2)])
+    assert math.isclose(sum(tan.spent), rho, rel_tol=1e-9) and tan.rho_select == pytest.approx(rho / 4)
+    real, kept = _agreement(raw), _agreement(tan.sample(N))
+    assert abs(kept["1"] - real["1"]) < 0.03 and abs(kept["0"] - real["0"]) < 0.03  # 0.96 and 0.25
+
+    pairs = _fit_within(4, key_columns="y", key_in_tree=False)  # the tree's pairs (a, b) alone: no 3-way relation
+    assert not pairs.conditioned and len(pairs.sigmas) == 2
+    assert {e for e in pairs.edges} <= {m.clique for m in pairs.measurements.items}
+    assert pairs.privacy_cost().details["rho_split"].startswith("1/3 one-way, 1/3 tree selection, 1/3 tree pairs")
+    lost = _agreement(pairs.sample(N))
+    assert lost["1"] < real["1"] - 0.2 and lost["0"] > real["0"] + 0.2  # the check can fail: both near 0.6
+
+
+def test_the_tree_is_conditioned_only_on_at_most_16_key_cells_and_a_tree_to_select():
+    assert KEY_TREE_MAX_CELLS == 16
+    assert tree_conditioned(SCHEMA, ("y",), True) and not tree_conditioned(SCHEMA, ("y",), False)
+    assert tree_conditioned(SCHEMA, ("x", "u"), True)  # 4 x 4 = 16 cells
+    assert not tree_conditioned(SCHEMA, ("y", "x", "u"), True)  # 32 cells: the tree's pairs alone
+    assert not tree_conditioned(SCHEMA, (), True)
+    assert not tree_conditioned(Schema(columns=SCHEMA.columns[:3]), ("y", "z"), True)  # one other column: no tree
+    three = build("mst", SCHEMA, epsilon=EPS, delta=DELTA, params={"key_columns": "y,x,u"})
+    assert three.privacy_cost().details["key_in_tree"] is False
 
 
 @pytest.mark.parametrize(
@@ -173,7 +247,11 @@ def test_the_predictor_spreads_the_pairs_share_over_the_key_pairs():
 
     setting = Setting(_wide([5] * 20), 30_000, 1.0, 1e-6)
     plain = mst.MST.predict_accuracy(setting, {})
-    keyed = mst.MST.predict_accuracy(setting, {"key_columns": "c0"})
+    keyed = mst.MST.predict_accuracy(setting, {"key_columns": "c0", "key_in_tree": False})
     assert "on the 37 tree and key pairs" in keyed.modelled  # 18 tree edges + 19 key pairs
     assert keyed.one_way == plain.one_way  # the 1-way share is unchanged
     assert keyed.two_way(1, 2) > plain.two_way(1, 2)  # each pair's share is about half
+    given = mst.MST.predict_accuracy(setting, {"key_columns": "c0"})  # 5 key cells: the tree given the key
+    rho = accounting.zcdp_rho(1.0, 1e-6)
+    assert f"{math.sqrt(2) * math.sqrt(19 / (2 * rho / 4)):.3g} on the 37 tree and key pairs" in given.modelled
+    assert given.one_way > plain.one_way  # a quarter of rho for the 1-way marginals instead of a third
