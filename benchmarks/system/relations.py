@@ -14,6 +14,9 @@ read back as strings. The floor is A itself against B: sampling error only, no p
 * **models trained on the file** (TSTR): gradient boosting trained on the file predicts the label of B's
   rows, ROC AUC (the floor: trained on A).
 * **2-way TVD**: mechanisms.evaluation.fidelity at full resolution (numeric columns in 20 quantile bins).
+* **the schema's cells** (no noise): A encoded to the schema's cells and decoded as a release decodes them
+  (numbers drawn inside their bins, special values exact), scored like a file: what the drafted bins alone
+  cost the label gap, apart from the noise and the model.
 
     python -m benchmarks.system.relations [--runs aim:workload=target,target=adult_income mst ...]
         [--peers aim mst] [--epsilon 1] [--seed 0] [--out docs/data/relations.jsonl] [--peer-timeout 1800]
@@ -108,6 +111,13 @@ def label_gap(reference: pd.DataFrame, other: pd.DataFrame, prefix: str = "adult
     return float(np.mean(list(per.values()))), per
 
 
+def through_cells(schema: Schema, frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """``frame`` as a perfect model of the schema's cells would write it: each row encoded to its cells and
+    decoded (numeric values drawn inside their bin, special values exact), exported as the download is."""
+    cells = schema.to_cells(schema.prepare(frame.astype(str)))
+    return exported(schema, schema.from_cells(cells, np.random.default_rng(seed)), guard=False)
+
+
 def recommended(
     purpose: str, schema: Schema, n: int, epsilon: float, delta: float, label: str, keys: tuple[str, ...] = ()
 ) -> tuple[str, dict]:
@@ -137,6 +147,7 @@ def score(schema: Schema, synthetic: pd.DataFrame, a: pd.DataFrame, b: pd.DataFr
 
 
 DOC = ROOT / "docs" / "benchmarks" / "relations.md"
+CELLS_LABEL = "real sample through the schema's cells (no noise)"
 # what the blocks below show, in plain terms (written with the blocks they cite; each figure one release)
 FINDINGS = [
     "## What limits the label's relations",
@@ -201,10 +212,12 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
     for r in rows:
         blocks.setdefault((r.get("started", ""), r["table"], r["rows"]), []).append(r)
     floors = {(r["table"], r["rows"], r["seed"]): r for r in rows if r["run"].startswith("floor")}
+    coarse = {(r["table"], r["rows"], r["seed"]): r for r in rows if r["run"].startswith("cells")}
     for (started, table, n), items in blocks.items():
         if not started:
             continue
         floor = floors.get((table, n, items[0]["seed"]))
+        cells = coarse.get((table, n, items[0]["seed"]))
         fitted = max(r.get("fitted_rows", n) for r in items)
         scale = f" (fitted on {fitted:,} rows drawn from them, scored on {n:,})" if fitted != n else ""
         eps = items[0].get("epsilon", 1.0)
@@ -219,6 +232,11 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
                 f"| real sample (the floor) | - | {floor['label_gap']:.4f} | {floor['tstr_auc']:.3f} | "
                 f"{floor['tvd_2way']:.4f} | |"
             )
+        if floor and cells:
+            out.append(
+                f"| {CELLS_LABEL} | - | {cells['label_gap']:.4f} ({cells['label_gap'] / floor['label_gap']:.1f}x) "
+                "| | | |"
+            )
         for r in items:
             if "error" in r:
                 m = re.search(r"timed out after (\d+)", r["error"])
@@ -231,7 +249,7 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
                 f"{r['tvd_2way']:.4f} | {_relation_marginals(r)} |"
             )
         out.append("")
-        out += _per_column(([floor] if floor else []) + [r for r in items if "error" not in r])
+        out += _per_column([r for r in (floor, cells) if r] + [r for r in items if "error" not in r])
     text = "\n".join(out)
     doc.write_text(text)
     return text
@@ -259,7 +277,9 @@ def _per_column(rows: list[dict]) -> list[str]:
         "|---|" + "---|" * len(cols),
     ]
     for r in rows:
-        name = "real sample (the floor)" if r["run"].startswith("floor") else _run_label(r)
+        name = {"floor": "real sample (the floor)", "cells": CELLS_LABEL}.get(r["run"].split()[0], None) or _run_label(
+            r
+        )
         gaps = [r["label_gap_columns"].get(c, float("nan")) for c in cols]
         out.append(f"| {name} | " + " | ".join(f"{g:.3f}" for g in gaps) + " |")
     return out + [""]
@@ -358,8 +378,16 @@ def main(argv=None) -> int:
         "tstr_auc": round(tstr_auc(schema, a, b), 4),
         **{k: round(fidelity.report(schema, b, a, a, seed=args.seed)["synthetic"][k], 4) for k in ("tvd_2way",)},
     }
-    rows = [floor]
+    cells_gap, cells_per = label_gap(b, through_cells(schema, a), prefix)
+    coarsened = {  # what the schema's cells alone cost: A encoded to its cells and decoded, no noise, no model
+        **base,
+        "run": "cells (real sample A through the schema's cells)",
+        "label_gap": round(cells_gap, 4),
+        "label_gap_columns": {k: round(v, 4) for k, v in cells_per.items()},
+    }
+    rows = [floor, coarsened]
     print(json.dumps(floor), flush=True)
+    print(json.dumps(coarsened), flush=True)
     started = time.strftime("%Y-%m-%d %H:%M")
     for spec in args.runs:
         mechanism, params = parse_run(spec)

@@ -56,3 +56,57 @@ def test_the_page_names_the_key_column_and_shows_each_columns_gap(tmp_path):
     )
     assert "| real sample (the floor) | 0.010 | 0.020 |" in text
     assert "| aim, recommended for explore with label named as key column | 0.030 | 0.010 |" in text
+
+
+def test_the_schemas_cells_row_keeps_categories_and_bins_numbers_and_reads_on_the_page(tmp_path):
+    import pandas as pd
+
+    from mechanisms.schema import Column, Schema
+
+    schema = Schema(
+        columns=(
+            Column("adult_sex", "categorical", categories=("F", "M")),
+            Column("adult_hours-per-week", "integer", lower=0, upper=99, bins=10, special=(40,)),
+        )
+    )
+    frame = pd.DataFrame({"adult_sex": ["F", "M"] * 50, "adult_hours-per-week": ["40", "23"] * 50})
+    out = relations.through_cells(schema, frame)
+    assert out["adult_sex"].tolist() == frame["adult_sex"].tolist()  # categories exact
+    hours = out["adult_hours-per-week"].astype(int)
+    assert (hours[::2] == 40).all()  # a special value exact
+    assert hours[1::2].between(20, 29).all() and hours[1::2].nunique() > 1  # inside its bin, spread
+    base = {"table": "credit_adult", "rows": 100, "columns": 2, "epsilon": 1.0, "seed": 0}
+    gaps = {"adult_sex": 0.01, "adult_hours-per-week": 0.02}
+    rows = [
+        {
+            **base,
+            "run": "floor (real sample A)",
+            "label_gap": 0.01,
+            "label_gap_columns": gaps,
+            "tstr_auc": 0.9,
+            "tvd_2way": 0.03,
+        },
+        {
+            **base,
+            "run": "cells (real sample A through the schema's cells)",
+            "label_gap": 0.015,
+            "label_gap_columns": {"adult_sex": 0.01, "adult_hours-per-week": 0.03},
+        },
+        {
+            **base,
+            "run": "mst",
+            "mechanism": "mst",
+            "params": {},
+            "seconds": 1.0,
+            "label_gap": 0.05,
+            "label_gap_columns": gaps,
+            "tstr_auc": 0.8,
+            "tvd_2way": 0.1,
+            "started": "2026-01-01 00:00",
+        },
+    ]
+    data = tmp_path / "runs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = relations.write_doc(data, tmp_path / "page.md")
+    assert "| real sample through the schema's cells (no noise) | - | 0.0150 (1.5x) | | | |" in text
+    assert "| real sample through the schema's cells (no noise) | 0.010 | 0.030 |" in text
