@@ -21,7 +21,7 @@ verified). Privacy risk reports are off (``DPPORTAL_RISK_REPORT=0``) unless ``--
     python -m benchmarks.system.throughput --jobs 40 --workers 1,2,4
 
 Needs redis-server and PostgreSQL binaries (scripts/ensure-system-packages.sh) and moto
-(requirements.txt). Writes benchmarks/out/throughput.json.
+(requirements-dev.txt). Writes benchmarks/out/throughput.json.
 """
 
 from __future__ import annotations
