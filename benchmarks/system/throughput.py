@@ -37,6 +37,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from benchmarks.system.scale import (
+    CONFIRM,
     PASSWORD,
     ROOT,
     Api,
@@ -53,8 +54,6 @@ from benchmarks.system.scale import (
 from tests.s3server import CREDENTIALS, keys, make_bucket, moto_server
 
 OUT = ROOT / "benchmarks" / "out" / "throughput.json"
-# Small releases with a large predicted error ask for a confirmation (400 without it): sent with each.
-CONFIRM = {"confirm_high_error": True, "confirm_would_fail": True}
 # One cycle of the batch: (kind, request body, or "draw" for a draw of the round's seed release).
 # Epsilons are exact decimals so the ledger check is exact; AIM's max_rounds is adult's 15 kept columns
 # plus 2 rounds of 2-way marginals.
