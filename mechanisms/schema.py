@@ -35,7 +35,7 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -147,6 +147,9 @@ class Column:
     # Dates (mechanisms.dates): an integer count of `granularity` units since 1970, written with `date_format`
     date_format: str | None = None
     granularity: str | None = None
+    # Why a date format loaded from a stored, confirmed schema fails the round trip (Schema.from_stored); never
+    # written to JSON: confirming the schema again refuses it until the steward fixes the format
+    date_problem: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -243,7 +246,8 @@ class Column:
             raise SchemaError(f"column {self.name!r}: a date column needs both a format and a granularity")
         try:
             dates.check_granularity(self.granularity)
-            dates.check_format(self.date_format, self.granularity, self.lower, self.upper)
+            if self.date_problem is None:
+                dates.check_format(self.date_format, self.granularity, self.lower, self.upper)
         except dates.DateError as exc:
             raise SchemaError(f"column {self.name!r}: {exc}") from None
 
@@ -383,8 +387,9 @@ class Column:
         return d
 
     @classmethod
-    def _from_date_dict(cls, d: dict) -> "Column":
-        """A date column of the schema JSON (ISO bounds) as the integer column it is inside."""
+    def _from_date_dict(cls, d: dict, stored: bool = False) -> "Column":
+        """A date column of the schema JSON (ISO bounds) as the integer column it is inside; ``stored``: a format
+        that fails the round trip is kept with the reason in ``date_problem`` (Schema.from_stored)."""
         name, granularity = d.get("name"), d.get("granularity", "day")
         unknown = set(d) - {"name", "kind", "lower", "upper", "granularity", "format", "bins", "fill", "special"}
         if unknown:
@@ -395,6 +400,13 @@ class Column:
             if not isinstance(special, list):
                 raise SchemaError(f"column {name!r}: special must be a list of dates")
             lower, upper = (units(d[k]) if d.get(k) is not None else None for k in ("lower", "upper"))
+            fmt = d.get("format", "%Y-%m-%d")
+            problem = None
+            if stored:
+                try:
+                    dates.check_format(fmt, granularity, lower, upper)
+                except dates.DateError as exc:
+                    problem = str(exc)
             return cls(
                 name=name,
                 kind="integer",
@@ -403,18 +415,19 @@ class Column:
                 bins=d.get("bins", DEFAULT_BINS),
                 fill=units(d["fill"]) if d.get("fill") is not None else None,
                 special=tuple(units(v) for v in special),
-                date_format=d.get("format", "%Y-%m-%d"),
+                date_format=fmt,
                 granularity=granularity,
+                date_problem=problem,
             )
         except dates.DateError as exc:
             raise SchemaError(f"column {name!r}: {exc}") from None
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Column":
+    def from_dict(cls, d: dict, stored: bool = False) -> "Column":
         if not isinstance(d, dict):
             raise SchemaError(f"each column must be an object, got {type(d).__name__}")
         if d.get("kind") == "date":
-            return cls._from_date_dict(d)
+            return cls._from_date_dict(d, stored=stored)
         unknown = set(d) - {
             "name",
             "kind",
@@ -523,7 +536,19 @@ class Schema:
         return json.dumps(self.to_dict(), **kw)
 
     @classmethod
-    def from_dict(cls, d: Any) -> "Schema":
+    def from_stored(cls, d: Any) -> "Schema":
+        """A schema stored when it was confirmed (a dataset's, a release's): as :meth:`from_dict`, except that a date
+        format failing the round trip that confirmation now requires is kept, with the reason in the column's
+        ``date_problem`` (:meth:`date_problems`), so that a schema confirmed under older rules still loads;
+        confirming it again refuses the format until the steward fixes it."""
+        return cls.from_dict(d, stored=True)
+
+    def date_problems(self) -> dict[str, str]:
+        """Column name -> why its date format fails the round trip, for the columns of a stored schema."""
+        return {c.name: c.date_problem for c in self.columns if c.date_problem is not None}
+
+    @classmethod
+    def from_dict(cls, d: Any, stored: bool = False) -> "Schema":
         if not isinstance(d, dict):
             raise SchemaError("schema must be a JSON object")
         cols = d.get("columns")
@@ -542,7 +567,7 @@ class Schema:
         except rules_mod.RuleError as exc:
             raise SchemaError(str(exc)) from None
         return cls(
-            columns=tuple(Column.from_dict(c) for c in cols),
+            columns=tuple(Column.from_dict(c, stored=stored) for c in cols),
             missing_markers=tuple(markers),
             draft=bool(d.get("draft", False)),
             missing_output=d.get("missing_output"),

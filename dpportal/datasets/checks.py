@@ -69,6 +69,7 @@ def request_confirmation(dataset: Dataset, schema: Schema, user=None) -> SchemaC
     when the schema is refused here (invalid, or columns that are not the file's)."""
     schema = schema.confirmed()
     services.check_names(dataset, schema)
+    services.refuse_date_problems(schema)
     if checked_inline(dataset):
         _supersede(dataset, "a schema confirmed since")
         services.confirm_schema(dataset, schema)

@@ -63,14 +63,14 @@ class Dataset(models.Model):
         return {"encoding": self.encoding, "sep": self.delimiter}
 
     def confirmed_schema(self) -> Schema | None:
-        return Schema.from_dict(self.schema) if self.schema else None
+        return Schema.from_stored(self.schema) if self.schema else None
 
     def working_schema(self) -> Schema | None:
         """What the schema page edits: the confirmed schema, else the draft."""
         if self.schema:
-            return Schema.from_dict(self.schema)
+            return Schema.from_stored(self.schema)
         if self.schema_draft:
-            return Schema.from_dict(self.schema_draft)
+            return Schema.from_stored(self.schema_draft)
         return None
 
     def source(self, schema: Schema) -> TableSource:

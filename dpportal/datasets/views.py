@@ -83,6 +83,7 @@ def dataset_detail(request, pk):
         ctx["analysts"] = dataset.analysts.order_by("username")
         ctx["grant_form"] = GrantForm()
         ctx["dashboard_url"] = reverse("dpportal-dataset-dashboard", args=[dataset.pk])
+        ctx["date_notes"] = services.date_format_notes(dataset.confirmed_schema())
     return render(request, "datasets/detail.html", ctx)
 
 

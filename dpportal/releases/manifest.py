@@ -32,7 +32,7 @@ def manifest(release: Release, *, for_owner: bool) -> dict:
         "rows": release.rows,
         "files": {
             "synthetic.csv": "exact values: category labels as confirmed, missing values written as "
-            f"{Schema.from_dict(release.schema).missing_text!r}, numbers as declared",
+            f"{Schema.from_stored(release.schema).missing_text!r}, numbers as declared",
             "synthetic-spreadsheet.csv": SPREADSHEET_NOTE,
         },
         "drawn_from_release": release.parent_id,

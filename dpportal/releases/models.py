@@ -116,7 +116,7 @@ class Release(models.Model):
         )
 
     def public_schema(self) -> Schema:
-        return Schema.from_dict(self.schema)
+        return Schema.from_stored(self.schema)
 
     def output_path(self) -> Path:
         """The synthetic table on this machine (fetched from the object store when missing: dpportal/storage.py)."""

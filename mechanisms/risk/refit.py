@@ -46,7 +46,7 @@ def kept_schema(schema: Schema) -> Schema:
     d = schema.to_dict()
     d["columns"] = [c for c in d["columns"] if c.get("kind") != "excluded"]
     d["draft"] = False
-    return Schema.from_dict(d)
+    return Schema.from_stored(d)
 
 
 def fit_and_sample(
