@@ -31,6 +31,10 @@ from .schema import (
 
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
+# ... when the range is also at most this many times what a reference release resolves (below): a column of
+# values has its rows on a few of them (hours per week: 40 holds half), so the cells that clear MST's merge
+# threshold are its common values, and the rest are merged and drawn from their own noisy counts.
+VALUE_CELLS_OVER_RESOLVABLE = 2
 DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
 # ... and at most the cells a reference release can resolve: n / (3 sigma) for the 1-way noise of MST at
 # epsilon 1, delta 1e-6 on a table of this width (below it, MST merges cells anyway and the finer ones only
@@ -38,12 +42,19 @@ DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-re
 REFERENCE_EPSILON, REFERENCE_DELTA = 1.0, 1e-6
 # Draft heuristics (suggestions only). Their reasons:
 CODE_NAME = re.compile(r"(^|[^a-z])(code|codes|recode|cd|id|zip|fips|naics|sic|icd|soc)([^a-z]|$)", re.IGNORECASE)
-SPECIAL_MIN_SHARE = 0.01  # a value holding at least 1% (and RARE_K rows) of a wide numeric column is a point mass
-MAX_DRAFT_SPECIAL = 3
+SPECIAL_MIN_SHARE = 0.005  # a value holding at least 0.5% (and RARE_K rows) of a wide numeric column is a point mass
+MAX_DRAFT_SPECIAL = 9  # ... the commonest ones (payments heap on 1,000, 1,500, 2,000, ...), a top code besides
 SPECIAL_OVER_MEDIAN = 3  # ... and at least 3x the median count of a value (uniform noise is no point mass)
 RARE_K = 10  # categories (and special values) seen in fewer rows than this are flagged or not suggested
 LOG_MEDIAN_SHARE = 0.1  # median within 10% of the range from the log pivot (0 or the lower bound): log bins
 MAX_DRAFT_DECIMALS = 6
+# A long tail of a few rows: the bound is suggested where TAIL_ROWS rows lie beyond it (rounded outward to
+# TAIL_DIGITS significant digits) when that cuts at least TAIL_CUT of the range. The rows beyond are written
+# at the bound (a top code): a bound at the maximum publishes one person's value, and its empty cells take
+# the noise of every release (a money column's top bins at 1.7M drew 53 rows where the data holds 2).
+TAIL_ROWS = RARE_K
+TAIL_CUT = 0.25
+TAIL_DIGITS = 2
 STEP_EXCEPTIONS = 0.001  # share of values that may break a suggested step (rounded to it in the output)
 
 
@@ -183,10 +194,13 @@ def _draft_numeric(
     name: str, present: pd.Series, finite: pd.Series, *, integer: bool, has_missing: bool, max_cells: int
 ) -> Column:
     lo, hi = suggested_bounds(name, finite, integer=integer)
+    if natural_domain(name, lo, hi, integer=integer) is None:
+        lo, hi = tail_bounds(finite, lo, hi, integer=integer)
     kind = "integer" if integer else "continuous"
     fill = lo if has_missing else None
     span = int(hi - lo) + 1 if integer else 0
-    if integer and span <= min(MAX_VALUE_CELLS, max_cells):
+    value_cells = min(MAX_VALUE_CELLS, VALUE_CELLS_OVER_RESOLVABLE * max_cells)
+    if integer and span <= value_cells:
         return Column(name=name, kind=kind, lower=lo, upper=hi, bins=max(DEFAULT_BINS, span), fill=fill)
     counts = finite.value_counts()
     least = max(SPECIAL_MIN_SHARE * len(finite), RARE_K, SPECIAL_OVER_MEDIAN * float(counts.median()))
@@ -197,7 +211,7 @@ def _draft_numeric(
     pivot = 0.0 if lo < 0 < hi else lo
     skewed = len(rest) > 0 and abs(float(rest.median()) - pivot) / (hi - lo) < LOG_MEDIAN_SHARE
     step = _draft_step(finite, lo) if integer else None
-    if step is not None and (hi - lo) / step + 1 <= min(MAX_VALUE_CELLS, max_cells):
+    if step is not None and (hi - lo) / step + 1 <= value_cells:
         return Column(name=name, kind=kind, lower=lo, upper=hi, bins=int((hi - lo) / step) + 1, fill=fill, step=step)
     decimals = None
     if not integer:
@@ -267,6 +281,34 @@ def suggested_bounds(name: str, finite: pd.Series, *, integer: bool) -> tuple[fl
     if integer:
         return float(math.floor(lo)), float(math.ceil(hi))
     return float(lo), float(hi)
+
+
+def tail_bounds(finite: pd.Series, lo: float, hi: float, *, integer: bool) -> tuple[float, float]:
+    """Bounds ``lo``, ``hi`` (the data's extremes) brought in over a long tail of a few rows: where
+    ``TAIL_ROWS`` rows lie beyond the TAIL_ROWS-th most extreme value, rounded outward to ``TAIL_DIGITS``
+    significant digits, when that cuts at least ``TAIL_CUT`` of the range (payments up to 1,684,259 with
+    the tenth largest at 384,986: 390,000). A top code at the maximum (:func:`top_code`) stays the bound.
+    The rows beyond are written at the bound, as a census top-codes them. A SUGGESTION from the data."""
+    values = np.sort(finite.to_numpy(dtype=float))
+    if len(values) < 20 * TAIL_ROWS:
+        return lo, hi
+    new_hi = min(_round_out(values[-TAIL_ROWS], up=True), hi)
+    new_lo = max(_round_out(values[TAIL_ROWS - 1], up=False), lo)
+    if top_code(finite) is not None or hi - new_hi < TAIL_CUT * (new_hi - lo):
+        new_hi = hi
+    if lo - new_lo > -TAIL_CUT * (hi - new_lo):
+        new_lo = lo
+    if integer:
+        new_lo, new_hi = float(math.floor(new_lo)), float(math.ceil(new_hi))
+    return (new_lo, new_hi) if new_hi > new_lo else (lo, hi)
+
+
+def _round_out(v: float, *, up: bool) -> float:
+    """``v`` rounded away from the bulk (up for an upper bound) to ``TAIL_DIGITS`` significant digits."""
+    if v == 0:
+        return 0.0
+    unit = 10.0 ** (math.floor(math.log10(abs(v))) - TAIL_DIGITS + 1)
+    return float((math.ceil if up else math.floor)(v / unit) * unit)
 
 
 def top_code(finite: pd.Series, counts: pd.Series | None = None) -> float | None:

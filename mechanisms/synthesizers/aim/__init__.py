@@ -76,7 +76,7 @@ from ...pgm import (
     structural_zeros,
 )
 from ...pgm import model_cliques as jtree_cliques
-from ...pgm.nonneg import nonnegative_shares, unimodal_fit
+from ...pgm.nonneg import merged_fit, nonnegative_shares
 from ...schema import Schema
 from ...source import TableSource
 from . import guide
@@ -112,7 +112,7 @@ def low_bin_shares(
             continue
         modelled = float(model.marginal((a,))[: col.n_bins][low].sum()) * rows
         total = min(max(float(y[low].sum()), 0.0), modelled)
-        fitted = unimodal_fit(y, int(np.argmax(np.where(low, -np.inf, y))))
+        fitted = merged_fit(y, ~low, int(np.argmax(np.where(low, -np.inf, y))))
         keep = total / modelled if modelled > 0 else 1.0
         out[j] = (np.flatnonzero(low), nonnegative_shares(fitted[low], total), keep)
     return out

@@ -108,7 +108,7 @@ from ...pgm import (
     sigma_for_rho,
     structural_zeros,
 )
-from ...pgm.nonneg import nonnegative_shares, unimodal_fit
+from ...pgm.nonneg import merged_fit, nonnegative_shares
 from ...source import TableSource
 from . import guide
 
@@ -502,7 +502,7 @@ class MST(Mechanism):
             if col.is_numeric and col.n_bins > 2:
                 bins, kept = y[: col.n_bins], s[: col.n_bins]
                 mode = int(np.argmax(np.where(kept, bins, -np.inf))) if kept.any() else int(np.argmax(bins))
-                y[: col.n_bins] = unimodal_fit(bins, mode, free=~kept)
+                y[: col.n_bins] = merged_fit(bins, kept, mode)
             total = float(self.model.marginal((a,))[-1]) * n
             out.append(nonnegative_shares(y[~s], total))
         return out
