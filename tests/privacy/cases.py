@@ -27,7 +27,7 @@ import pandas as pd
 from mechanisms import registry
 from mechanisms.noise import Noise
 from mechanisms.schema import Column, Schema
-from tests.privacy.harness import Call, Case, Claim
+from tests.privacy.harness import Call, Case, Claim, summary_sampler
 
 ONE_CAT = Schema(columns=(Column("c", "categorical", categories=("a", "b", "c")),))
 TWO_CATS = Schema(
@@ -278,6 +278,80 @@ _PGM_CASES = {
     ),
 }
 CASES.update({name: case for name, case in _PGM_CASES.items() if name in registry.names()})
+
+# MST with a key column and the tree given it (key_in_tree): y (2 cells) is the key column; a, b, c have 2, 3 and 4
+# cells, so the tree marginals (y, a, b), (y, a, c), (y, b, c) have different sizes and a tree chosen differently on
+# D and D' ends the common path (never compares two cliques). Record 0 is (y=0, a=x, b=x, c=x); its replacement
+# differs in every column, so every marginal moves by (+1, -1).
+KEYED = Schema(
+    columns=(
+        Column("y", "categorical", categories=("0", "1")),
+        Column("a", "categorical", categories=("x", "y")),
+        Column("b", "categorical", categories=("x", "y", "z")),
+        Column("c", "categorical", categories=("x", "y", "z", "w")),
+    )
+)
+KEYED_PARAMS = {"iters": 100, "compress": False, "key_columns": "y", "tree": "always"}
+
+
+def _keyed_frame() -> pd.DataFrame:
+    """a drives b (the tree's first edge, given y), b drives c."""
+    y = ["0", "1"] * 20
+    a = ["x"] * 20 + ["y"] * 20
+    b = ["x"] * 18 + ["z"] * 2 + ["y"] * 20
+    c = ["x"] * 17 + ["w"] * 3 + ["y"] * 10 + ["z"] * 10
+    return pd.DataFrame({"y": y, "a": a, "b": b, "c": c})
+
+
+def _tree_phase_sampler(case: Case, seed: int):
+    """The tree marginals (y, a, b) of MST's key_in_tree on the worst-case neighbours, audited against their own
+    phase's claim: rho/4 of the release's rho over the t = 2 tree marginals, a Gaussian release of
+    mu = sqrt(2 rho / 4) (each marginal sqrt(2) / sigma_t, sigma_t = sqrt(t / (rho/4))). The 1-way marginals and
+    key pairs before it are the path held fixed; the tree must be the same on D and D' (else the case is void)."""
+    from mechanisms.accounting import zcdp_rho
+
+    pairs = case.worst_pair(seed)
+    tree = [(a, b) for a, b in pairs if a.values.size >= 2 * 2 * 3]  # (y, u, v): 12, 16 or 24 cells
+    assert len(pairs) == 4 + 3 + 2 and len(tree) == 2, "the tree differs on D and D': the case audits nothing"
+    noise = Noise.seeded(10_000 + seed)
+    claim = Claim("mu", math.sqrt(2 * zcdp_rho(case.epsilon, case.delta) / 4))
+    return summary_sampler(tree, 0, noise), summary_sampler(tree, 1, noise), claim
+
+
+def _tree_marginals_one_fewer(monkeypatch):
+    """Mutant: the tree marginals' sigma computed for t - 1 = 1 measurement instead of t = 2 (std / sqrt 2)."""
+    mod = importlib.import_module("mechanisms.synthesizers.mst")
+    real = mod.measure
+    monkeypatch.setattr(
+        mod,
+        "measure",
+        lambda noise, counts, sigma: real(noise, counts, sigma / math.sqrt(2) if np.size(counts) >= 12 else sigma),
+    )
+
+
+_KEYED_CANDIDATES = [(0, {"y": "1", "a": "y", "b": "z", "c": "w"}), (0, {"y": "1", "a": "y", "b": "y", "c": "y"})]
+_KEYED_CASES = {
+    "mst-key-in-tree": Case(
+        "mst",
+        KEYED,
+        _keyed_frame(),
+        _KEYED_CANDIDATES,
+        mutant=_halve_measurement_noise("mechanisms.synthesizers.mst"),
+        delta=1e-5,
+        params=KEYED_PARAMS,
+    ),
+    "mst-key-in-tree-marginals": Case(
+        "mst",
+        KEYED,
+        _keyed_frame(),
+        _KEYED_CANDIDATES,
+        mutant=_tree_marginals_one_fewer,
+        delta=1e-5,
+        params=KEYED_PARAMS,
+        sampler=_tree_phase_sampler,
+    ),
+}
+CASES.update({name: case for name, case in _KEYED_CASES.items() if case.mechanism in registry.names()})
 
 
 # -- Gaussian (zCDP) modes of baseline and density-lp: active once the mechanisms have ``noise_type`` ----

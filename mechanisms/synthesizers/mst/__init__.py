@@ -117,7 +117,8 @@ MAX_PAIR_CELLS = 50_000_000  # all column pairs' exact counts are held for selec
 MAX_KEY_COLUMNS = 3  # each key column multiplies every clique of the model by its cells
 MAX_MODEL_MIB = 80.0  # the largest tree + key model (AIM's default limit, the paper's): estimation time and memory
 KEY_TREE_MAX_CELLS = 16  # key columns of at most this many cells together: the tree's edges measured with them
-KEY_TREE_PARTS = 4  # key_in_tree: 1-way marginals, key pairs, tree selection, tree marginals (keys, a, b)
+# key_in_tree: shares of rho of the 1-way marginals, key pairs, tree selection, tree marginals (keys, a, b)
+KEY_TREE_SHARES = (0.25, 0.25, 0.25, 0.25)
 
 
 def compress_support(y: np.ndarray, sigma: float) -> np.ndarray:
@@ -148,13 +149,13 @@ def measured_pairs(d: int, keys: int) -> tuple[int, int]:
     return max(d - keys - 1, 0), keys * (d - keys) + keys * (keys - 1) // 2
 
 
-def budget_parts(d: int, keys: int, conditioned: bool = False) -> int:
-    """Equal parts of rho when pairs are measured: 1-way marginals, tree selection, pairs; 2 when there
-    is no tree to select (d - keys < 2: the key pairs already join every column); 4 for the tree conditioned
-    on the key columns (``conditioned``: 1-way marginals, key pairs, selection, tree marginals)."""
+def budget_parts(d: int, keys: int, conditioned: bool = False) -> float:
+    """rho over the 1-way marginals' share when pairs are measured: 3 (equal thirds: 1-way marginals, tree
+    selection, pairs); 2 when there is no tree to select (d - keys < 2: the key pairs already join every column);
+    1 / KEY_TREE_SHARES[0] for the tree conditioned on the key columns (``conditioned``)."""
     if not measured_pairs(d, keys)[0]:
         return 2
-    return KEY_TREE_PARTS if conditioned and keys else 3
+    return 1 / KEY_TREE_SHARES[0] if conditioned and keys else 3
 
 
 def key_cells(schema, keys: tuple[str, ...]) -> int:
@@ -171,7 +172,7 @@ def tree_conditioned(schema, keys: tuple[str, ...], key_in_tree: bool) -> bool:
     return bool(key_in_tree and keys and measured_pairs(d, len(keys))[0] and small)
 
 
-def compressed_sizes(n: int, rho: float, sizes: list[int], *, parts: int = 3) -> list[int]:
+def compressed_sizes(n: int, rho: float, sizes: list[int], *, parts: float = 3) -> list[int]:
     """A public upper bound on each column's cell count after compression: the tree's 1-way measurements
     have sigma_1 = sqrt(d / (rho / parts)), the noisy counts sum to about n, so at most n / (3 sigma_1)
     values clear the 3-sigma threshold, plus the merged cell (fewer than two: the column stays whole). Only
@@ -208,11 +209,15 @@ def tree_is_informative(
     if measured == 0:
         return False
     parts = budget_parts(d, keys, conditioned)
-    if parts == KEY_TREE_PARTS:  # the key pairs and the tree marginals, each their own quarter
-        measured = max(measured_pairs(d, keys))
     sizes = compressed_sizes(n, rho, sizes, parts=parts) if compress else list(sizes)
     pairs = [a * b for a, b in itertools.combinations(sizes, 2)]
-    sigma2 = sigma_for_rho(rho / parts / measured)
+    if conditioned and keys:  # the key pairs and the tree marginals, each their own share
+        tree, key_pairs = measured_pairs(d, keys)
+        sigma2 = max(
+            sigma_for_rho(rho * KEY_TREE_SHARES[1] / key_pairs), sigma_for_rho(rho * KEY_TREE_SHARES[3] / tree)
+        )
+    else:
+        sigma2 = sigma_for_rho(rho / parts / measured)
     return sigma2 <= TREE_NOISE_LIMIT * n / (sum(pairs) / len(pairs))
 
 
@@ -369,7 +374,7 @@ class MST(Mechanism):
                 f"name fewer key columns or ones with fewer categories, or declare fewer categories or bins"
             )
 
-    def _parts(self) -> int:
+    def _parts(self) -> float:
         return budget_parts(len(self.schema.names), len(self.params["key_columns"]), self._conditioned())
 
     def _conditioned(self) -> bool:
@@ -448,15 +453,16 @@ class MST(Mechanism):
         self.rho_select = 0.0
         if self.conditioned:  # four quarters: 1-way marginals, key pairs, selection, tree marginals (keys, a, b)
             pairs = key_pairs_for(names, keys)
-            sigma_key = sigma_for_rho(self.rho / parts / len(pairs))
+            shares = KEY_TREE_SHARES
+            sigma_key = sigma_for_rho(self.rho * shares[1] / len(pairs))
             self.progress(0.15, "measuring the key pairs")
             for e in pairs:
                 log.add(Measurement(e, measure(self.noise, comp.counts(e), sigma_key), sigma_key))
             self.spent.append(len(pairs) * rho_of_measurement(sigma_key))
             self.progress(0.25, "selecting the spanning tree given the key columns")
             rest = [a for a in names if a not in keys]
-            edges = self._select_tree(mbi, comp, log, self.rho / parts, rest, keys=keys)
-            sigma2 = sigma_for_rho(self.rho / parts / len(edges))
+            edges = self._select_tree(mbi, comp, log, self.rho * shares[2], rest, keys=keys)
+            sigma2 = sigma_for_rho(self.rho * shares[3] / len(edges))
             self.progress(0.45, "measuring the tree's marginals with the key columns")
             for a, b in edges:
                 clique = tuple(keys) + (a, b)
@@ -664,7 +670,7 @@ class MST(Mechanism):
         ones = "all on the 1-way marginals"
         if not keys:
             plan, measured = "1/3 one-way, 1/3 tree selection, 1/3 tree pairs", "the spanning tree was measured"
-        elif self._parts() == KEY_TREE_PARTS:
+        elif self._conditioned():
             plan = (
                 "1/4 one-way, 1/4 key pairs, 1/4 tree selection given the key columns, 1/4 the tree's marginals "
                 "with the key columns (an equal share each)"

@@ -84,16 +84,20 @@ def _with_key_columns(s: Setting, rho: float, keys: int, conditioned: bool = Fal
     """Roughly: the 1-way marginals keep sigma_1 = sqrt(d / (rho/parts)); the m tree and key pairs
     (mst.measured_pairs) share the pairs' part, sigma_2 = sqrt(m / (rho/parts)), and that larger sigma is
     predicted on every pair, with m pairs inside the model's cliques for the sampling share. With the tree
-    ``conditioned`` on the key columns the key pairs and the tree have a quarter each: the larger count of
-    the two sets gives sigma_2. The off-tree penalty stays on every pair: the smaller error of the key pairs
+    ``conditioned`` on the key columns the key pairs and the tree have their own shares (mst.KEY_TREE_SHARES): the
+    larger of their two sigmas is sigma_2. The off-tree penalty stays on every pair: the smaller error of the key pairs
     themselves (measured, not implied) is not modelled, so the prediction is pessimistic about them."""
-    from . import budget_parts, measured_pairs
+    from . import KEY_TREE_SHARES, budget_parts, measured_pairs
 
     parts = budget_parts(s.d, keys, conditioned)
     m = sum(measured_pairs(s.d, keys))
-    per_part = max(measured_pairs(s.d, keys)) if conditioned else m
     sigma1 = REPLACE_ONE_L2 * math.sqrt(s.d / (2 * rho / parts))
-    sigma2 = REPLACE_ONE_L2 * math.sqrt(per_part / (2 * rho / parts))
+    if conditioned:
+        tree, key_pairs = measured_pairs(s.d, keys)
+        per_rho = max(key_pairs / KEY_TREE_SHARES[1], tree / KEY_TREE_SHARES[3])
+        sigma2 = REPLACE_ONE_L2 * math.sqrt(per_rho / (2 * rho))
+    else:
+        sigma2 = REPLACE_ONE_L2 * math.sqrt(m / (2 * rho / parts))
     note = f"Gaussian noise sigma = {sigma1:.3g} on every 1-way cell, {sigma2:.3g} on the {m} tree and key pairs"
     priors = [f"off-tree pairs: conditional-independence penalty {MST_TREE_PENALTY}"]
     two = gaussian_errors(
