@@ -3,10 +3,12 @@
 Order of work, so that a refused upload leaves nothing behind:
 1. copy the request's file in chunks to a temporary file under ``UPLOAD_DIR/tmp`` (size limit);
 2. sniff the encoding (UTF-8 with or without BOM, else Windows-1252) and the delimiter;
-3. one streaming pass with the csv module: header, ragged rows, columns, rows, field length;
-4. a schema DRAFT from a prefix of the data (at most ``DPPORTAL_DRAFT_SAMPLE_ROWS`` rows and
-   ``DPPORTAL_DRAFT_SAMPLE_CELLS`` cells, so the web process holds a bounded sample whatever the file's
-   size): suggestions only, steward-only;
+3. one streaming pass with the csv module, its C loop doing the per-record work (``inspect_csv``):
+   header, ragged rows, columns, rows, field length, and a uniform random sample of rows for the draft
+   (at most ``DPPORTAL_DRAFT_SAMPLE_ROWS`` rows and ``DPPORTAL_DRAFT_SAMPLE_CELLS`` cells, so the web process
+   holds a bounded sample whatever the file's size); an irregular file is read again record by record to
+   name its first bad row;
+4. a schema DRAFT from that sample: suggestions only, steward-only;
 5. move the file to its final name and create the Dataset row (file removed again on failure).
 """
 
@@ -14,12 +16,17 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
+import itertools
+import math
 import os
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import transaction
@@ -65,6 +72,7 @@ class Inspection:
     delimiter: str
     header: list[str]
     n_rows: int
+    sample: pd.DataFrame | None = None  # the draft's uniform random sample of rows, every cell as text
 
 
 def _mb(n: int) -> str:
@@ -192,20 +200,211 @@ def sniff_delimiter(path: Path, encoding: str) -> str:
         return best if counts[best] > 0 else ","
 
 
-def inspect_csv(path: Path, limits: Limits) -> Inspection:
+SEGMENT_RECORDS = 1_000_000  # records counted between two checks of the running tallies (fast pass)
+
+
+def inspect_csv(path: Path, limits: Limits, rng: np.random.Generator | None = None) -> Inspection:
+    """Encoding, delimiter, header, row count and the draft's sample, with every limit checked.
+
+    One pass where the csv module's C loop does the per-record work: ``Counter(map(len, reader))`` tallies
+    the records' field counts, the module's field-size limit refuses a field over ``max_field_length``,
+    and the draft's uniform sample is drawn as the records go by (:func:`_sample_and_count`). Any irregular
+    record (a field count other than the header's, an over-long field, a CSV error) sends the file to
+    :func:`_first_problem`, the record-by-record reading that names the first bad row; a regular file over
+    the row limit is refused once the tally passes it."""
     encoding = sniff_encoding(path)
     delimiter = sniff_delimiter(path, encoding)
-    csv.field_size_limit(max(limits.max_field_length + 1, 1024))
+    csv.field_size_limit(limits.max_field_length)
+    with open(path, encoding=encoding, newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
+        try:
+            header = _read_header(reader, limits)
+        except csv.Error as exc:
+            raise _csv_problem(exc, reader, limits, row=None) from None
+    k = draft_rows(len(header))
+    scanned = _scan_unquoted(path, encoding, delimiter, len(header), limits, k, rng)
+    if scanned is not None:
+        counts, sample = scanned
+        sample = sample_frame(sample, len(header), sep=delimiter, skipinitialspace=True)
+    else:
+        with open(path, encoding=encoding, newline="") as fh:
+            reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
+            next(reader)
+            try:
+                counts, sample = _sample_and_count(reader, len(header), limits, k, rng)
+                sample = sample_frame(sample, len(header), sep=",", skipinitialspace=False)
+            except csv.Error:
+                counts, sample = None, None
+    if counts is None or set(counts) - {0, len(header)}:
+        _first_problem(path, encoding, delimiter, limits)  # raises UploadError naming the first bad row
+        raise UploadError("the file is not valid CSV")  # not reached: the slow reading found the problem
+    n_rows = counts[len(header)]
+    if n_rows > limits.max_rows:
+        raise UploadError(f"the file has more than {limits.max_rows:,} data rows (the row limit)")
+    if n_rows == 0:
+        raise UploadError("the file has a header but no data rows")
+    sample.columns = header
+    return Inspection(encoding=encoding, delimiter=delimiter, header=header, n_rows=n_rows, sample=sample)
+
+
+def sample_frame(text: str, width: int, **read_kw) -> pd.DataFrame:
+    """The sampled records (CSV lines) as text cells, read as the mechanisms read the file (read_raw_csv;
+    its parser shares one string object among a column's equal cells: about half the memory of the csv
+    module's rows)."""
+    if not text.strip():
+        return pd.DataFrame(columns=list(range(width)), dtype=object)
+    return read_raw_csv(io.StringIO(text), header=None, names=list(range(width)), **read_kw)
+
+
+SCAN_BLOCK = 2 * 1024 * 1024  # bytes of the file held at once by the unquoted scan (~20x that at the peak)
+
+
+def _scan_unquoted(path: Path, encoding: str, delimiter: str, width: int, limits: Limits, k: int, rng):
+    """The fast pass of a file without quote characters, on its bytes with numpy: every line is a record,
+    its fields are its delimiters plus one (the delimiter, the quote, CR and LF are single bytes in both
+    accepted encodings, and no other byte of a UTF-8 text equals them). Returns ``(tally, sample)`` as
+    :func:`_sample_and_count` does, or None where only the csv module can tell (a quote, a lone CR, or a
+    field of more than ``max_field_length`` bytes, which may still be within the limit in characters).
+    The sample is a bottom-k sample: each record gets a uniform key and the ``k`` smallest keys are kept
+    (the draft's suggestions only: numpy's generator, see :func:`_sample_and_count`)."""
+    rng = rng if rng is not None else np.random.default_rng()
+    sep, quote = ord(delimiter), ord('"')
+    keys = np.empty(0)
+    lines: list[bytes] = []
+    n_rows = 0
+    carry = b""
+    first = True
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(SCAN_BLOCK)
+            buf = carry + block
+            if not block:
+                if not buf:
+                    break
+                buf += b"\n"  # the last line, without its newline
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                carry = buf
+                continue
+            carry, buf = buf[cut:], buf[:cut]
+            r = np.frombuffer(buf, dtype=np.uint8)
+            if (r == quote).any():
+                return None
+            cr = np.flatnonzero(r == 13)
+            if len(cr) and (r[cr + 1] != 10).any():
+                return None  # a lone CR ends a record for the csv module
+            nl = np.flatnonzero(r == 10)
+            starts = np.concatenate(([0], nl[:-1] + 1))
+            ends = nl - (r[np.maximum(nl - 1, 0)] == 13) * (nl > starts)
+            if first:  # the header, read by the csv module
+                starts, ends, first = starts[1:], ends[1:], False
+            marks = np.flatnonzero((r == sep) | (r == 10) | (r == 13))
+            longest = int(np.diff(marks, prepend=-1).max()) - 1 if len(marks) else 0
+            if longest > limits.max_field_length:
+                return None
+            fields = np.searchsorted(marks, ends) - np.searchsorted(marks, starts) + 1  # delimiters + 1
+            data = ends > starts  # an empty line is no record (the csv module skips it)
+            if (fields[data] != width).any():
+                return Counter({0: 1, -1: 1}), ""  # an irregular record: named by _first_problem
+            n_rows += int(data.sum())
+            if n_rows > limits.max_rows:
+                return Counter({width: n_rows}), ""
+            starts, ends = starts[data], ends[data]
+            new = rng.random(len(starts))
+            bar = np.partition(keys, k - 1)[k - 1] if len(keys) >= k else np.inf
+            pick = np.flatnonzero(new < bar)
+            keys = np.concatenate((keys, new[pick]))
+            lines += [buf[a:b] for a, b in zip(starts[pick].tolist(), ends[pick].tolist())]
+            if len(keys) > k:
+                keep = np.sort(np.argpartition(keys, k - 1)[:k])
+                keys = keys[keep]  # sorted positions: the kept lines stay in file order
+                lines = [lines[i] for i in keep.tolist()]
+    text = b"\n".join(lines)
+    del lines
+    return Counter({width: n_rows}), text.decode(encoding)
+
+
+def _read_header(reader, limits: Limits) -> list[str]:
+    header = next(reader, None)
+    if not header or all(not h.strip() for h in header):
+        raise UploadError("the file has no header row (the first line must name the columns)")
+    header = [h.strip() for h in header]
+    _check_header(header, limits)
+    return header
+
+
+def _sample_and_count(reader, width: int, limits: Limits, k: int, rng: np.random.Generator | None):
+    """The tally of field counts over every record (``{fields: records}``; blank lines are records of 0
+    fields) and a uniform random sample of ``k`` records, in one pass (Li's reservoir "Algorithm L": the
+    records between two kept ones are skipped in C by ``islice``, so the Python loop turns about
+    k (1 + ln(N / k)) times, not N). Stops early (returning the tally so far) once a record is irregular
+    or the data rows pass the row limit: the caller names the problem.
+
+    The sample feeds the schema DRAFT only (suggestions the steward must confirm as public knowledge; no
+    mechanism reads it), so it uses numpy's generator, not the OpenDP samplers of mechanisms/noise.py."""
+    rng = rng if rng is not None else np.random.default_rng()
+
+    def uniform() -> float:  # in (0, 1]: its logarithm is finite
+        return 1.0 - rng.random()
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="")
+
+    def line(row: list[str]) -> str:  # a kept record as one CSV line (one string, not one per cell)
+        out.seek(0)
+        out.truncate()
+        writer.writerow(row)
+        return out.getvalue()
+
+    counts: Counter = Counter()
+    sample: list[str] = []
+    while len(sample) < k:
+        want = min(10_000, k - len(sample))
+        rows = list(itertools.islice(reader, want))
+        counts.update(map(len, rows))
+        sample += [line(r) for r in rows]
+        if len(rows) < want or set(counts) - {0, width} or counts[width] > limits.max_rows:
+            return counts, "\n".join(sample)
+    w = math.exp(math.log(uniform()) / k)
+    while True:
+        skip = int(math.log(uniform()) / math.log1p(-w)) if w < 1.0 else 0
+        while skip > 0:  # the skipped records are counted in segments, the tallies checked between them
+            step = min(skip, SEGMENT_RECORDS)
+            before = counts.total()
+            counts.update(map(len, itertools.islice(reader, step)))
+            if counts.total() - before < step or set(counts) - {0, width} or counts[width] > limits.max_rows:
+                return counts, "\n".join(sample)  # the end of the file, or a problem to name
+            skip -= step
+        row = next(reader, None)
+        if row is None or (len(row) != width and row):
+            counts.update([len(row)] if row is not None else [])
+            return counts, "\n".join(sample)
+        counts[len(row)] += 1
+        sample[int(rng.integers(k))] = line(row)
+        w *= math.exp(math.log(uniform()) / k)
+
+
+def _csv_problem(exc: csv.Error, reader, limits: Limits, *, row: int | None) -> UploadError:
+    where = f"row {row} (line {reader.line_num})" if row is not None else f"line {reader.line_num}"
+    if "field larger than field limit" in str(exc):
+        return UploadError(
+            f"{where} has a field longer than {limits.max_field_length:,} characters; the limit is "
+            f"{limits.max_field_length:,} characters per field"
+        )
+    return UploadError(f"the file is not valid CSV near line {reader.line_num}: {exc}")
+
+
+def _first_problem(path: Path, encoding: str, delimiter: str, limits: Limits) -> None:
+    """Read record by record to the first bad one and raise its UploadError (an irregular file only)."""
+    csv.field_size_limit(limits.max_field_length)
     n_rows = 0
     with open(path, encoding=encoding, newline="") as fh:
         reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
         try:
-            header = next(reader, None)
-            if not header or all(not h.strip() for h in header):
-                raise UploadError("the file has no header row (the first line must name the columns)")
-            header = [h.strip() for h in header]
-            _check_header(header, limits)
-            width = len(header)
+            width = len(_read_header(reader, limits))
+        except csv.Error as exc:
+            raise _csv_problem(exc, reader, limits, row=None) from None
+        try:
             for row in reader:
                 if not row:
                     continue  # blank line (pandas skips them too)
@@ -217,22 +416,8 @@ def inspect_csv(path: Path, limits: Limits) -> Inspection:
                     )
                 if n_rows > limits.max_rows:
                     raise UploadError(f"the file has more than {limits.max_rows:,} data rows (the row limit)")
-                longest = max(map(len, row))
-                if longest > limits.max_field_length:
-                    raise UploadError(
-                        f"row {n_rows} has a field of {longest:,} characters; the limit is "
-                        f"{limits.max_field_length:,} characters per field"
-                    )
         except csv.Error as exc:
-            if "field larger than field limit" in str(exc):
-                raise UploadError(
-                    f"line {reader.line_num} has a field longer than the limit of "
-                    f"{limits.max_field_length:,} characters"
-                ) from None
-            raise UploadError(f"the file is not valid CSV near line {reader.line_num}: {exc}") from None
-    if n_rows == 0:
-        raise UploadError("the file has a header but no data rows")
-    return Inspection(encoding=encoding, delimiter=delimiter, header=header, n_rows=n_rows)
+            raise _csv_problem(exc, reader, limits, row=n_rows + 1) from None
 
 
 def _check_header(header: list[str], limits: Limits) -> None:
@@ -250,12 +435,14 @@ def draft_rows(columns: int) -> int:
 
 
 def draft_for(path: Path, info: Inspection, markers: list[str]) -> dict:
+    """The schema DRAFT from the inspection's uniform sample of rows (suggestions only, steward-only)."""
     try:
-        raw = read_raw_csv(path, nrows=draft_rows(len(info.header)), encoding=info.encoding, sep=info.delimiter)
+        head = read_raw_csv(path, nrows=1, encoding=info.encoding, sep=info.delimiter)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UploadError(f"the file could not be parsed as CSV: {str(exc).splitlines()[0]}") from None
-    if list(raw.columns) != info.header:
+    if list(head.columns) != info.header:
         raise UploadError("the header could not be read consistently (check quoting in the first line)")
+    raw = info.sample
     try:
         draft = draft_schema(raw, missing_markers=markers)
         return {**draft.to_dict(), "rare_categories": rare_categories(raw, draft), "rare_k": RARE_K}
