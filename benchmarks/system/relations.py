@@ -223,6 +223,10 @@ def write_doc(path: Path = OUT, doc: Path = DOC) -> str:
         eps = items[0].get("epsilon", 1.0)
         at = f", epsilon {eps:g}" if eps != 1.0 else ""
         out += [f"## {table}, {n:,} rows{scale}{at}, started {started}", ""]
+        drafted = items[0].get("relation_cells")
+        if drafted:
+            cells_text = ", ".join(f"{_short(c)} {k}" for c, k in drafted.items())
+            out += [f"Cells of the drafted schema: {cells_text}.", ""]
         out += [
             "| run | seconds | label relation gap (x floor) | TSTR ROC AUC | 2-way TVD | label-relation marginals |",
             "|---|---|---|---|---|---|",
@@ -269,7 +273,7 @@ def _per_column(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     cols = list(rows[0]["label_gap_columns"])
-    short = [c.split("_", 1)[1] if c.startswith("adult_") else c for c in cols]
+    short = [_short(c) for c in cols]
     out = [
         "Label relation gap per column:",
         "",
@@ -283,6 +287,10 @@ def _per_column(rows: list[dict]) -> list[str]:
         gaps = [r["label_gap_columns"].get(c, float("nan")) for c in cols]
         out.append(f"| {name} | " + " | ".join(f"{g:.3f}" for g in gaps) + " |")
     return out + [""]
+
+
+def _short(column: str) -> str:
+    return column.split("_", 1)[1] if column.startswith("adult_") else column
 
 
 def _run_label(r: dict) -> str:
@@ -368,6 +376,10 @@ def main(argv=None) -> int:
         "columns": len(schema.names),
         "epsilon": args.epsilon,
         "seed": args.seed,
+        # the drafted cells of the numeric explanatory columns (the draft decides how finely their values are kept)
+        "relation_cells": {
+            c.name: c.n_cells for c in schema.kept if c.is_numeric and c.name in {prefix + x for x in RELATION_COLUMNS}
+        },
     }
     floor_gap, floor_per = label_gap(b, a, prefix)
     floor = {

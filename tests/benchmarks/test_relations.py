@@ -76,6 +76,7 @@ def test_the_schemas_cells_row_keeps_categories_and_bins_numbers_and_reads_on_th
     assert (hours[::2] == 40).all()  # a special value exact
     assert hours[1::2].between(20, 29).all() and hours[1::2].nunique() > 1  # inside its bin, spread
     base = {"table": "credit_adult", "rows": 100, "columns": 2, "epsilon": 1.0, "seed": 0}
+    base["relation_cells"] = {"adult_hours-per-week": 11}
     gaps = {"adult_sex": 0.01, "adult_hours-per-week": 0.02}
     rows = [
         {
@@ -110,3 +111,4 @@ def test_the_schemas_cells_row_keeps_categories_and_bins_numbers_and_reads_on_th
     text = relations.write_doc(data, tmp_path / "page.md")
     assert "| real sample through the schema's cells (no noise) | - | 0.0150 (1.5x) | | | |" in text
     assert "| real sample through the schema's cells (no noise) | 0.010 | 0.030 |" in text
+    assert "Cells of the drafted schema: hours-per-week 11." in text
