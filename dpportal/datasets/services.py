@@ -6,6 +6,7 @@ import json
 import math
 from fractions import Fraction
 
+import pandas as pd
 from django.utils import timezone
 
 from mechanisms import bounds, categories, safejson
@@ -456,6 +457,8 @@ def check_fits(dataset: Dataset, schema: Schema, *, progress=None, chunk_rows: i
             told(seen)
     except SchemaMismatch as exc:
         raise SchemaRejected(f"the file does not fit this schema: {exc}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:  # read by pandas, as the mechanisms read it
+        raise SchemaRejected(f"the file could not be read as CSV: {str(exc).splitlines()[0]}") from None
     broken = {label: k for label, k in broken.items() if k}
     if broken:
         raise SchemaRejected(

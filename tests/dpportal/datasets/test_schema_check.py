@@ -138,3 +138,21 @@ def test_a_check_whose_worker_vanished_is_failed_by_the_sweep(world, big, settin
     assert Dataset.objects.get(pk=big.pk).schema is None
     tasks.check_schema_task.apply(args=[check.pk])  # a late delivery does not run a failed check
     assert SchemaCheck.objects.get(pk=check.pk).status == "failed"
+
+
+def test_a_file_pandas_cannot_read_is_a_400_not_a_500(world, monkeypatch):
+    """The file is read as the mechanisms read it (pandas); a parser error there names the problem."""
+    import pandas as pd
+
+    from mechanisms.source import TableSource
+
+    def broken(self, size, progress=None):
+        raise pd.errors.ParserError("Error tokenizing data. C error: EOF inside string starting at row 5\nmore")
+
+    d = make_dataset(world.owner, schema=None, budget=None)
+    monkeypatch.setattr(TableSource, "check", broken)
+    resp = _put(world, d, SMALL_SCHEMA)
+    assert resp.status_code == 400
+    assert resp.json()["error"] == (
+        "the file could not be read as CSV: Error tokenizing data. C error: EOF inside string starting at row 5"
+    )
