@@ -17,10 +17,19 @@ Algorithm (per column)
        many (no categories) rather than refused while counting: whether a job fails never depends on one
        record.
 
+Missing markers chosen privately (``labels="auto"``)
+    A file spells "missing" one way; a second marker among a text column's values (a census code "NA" beside
+    the file's "?") is a category. With ``labels="auto"`` each non-empty missing marker is a public key of its
+    own in every column's histogram (the empty cell stays the key "missing"), noised like the labels; then,
+    as post-processing: the marker with the largest noisy count summed over the columns is the file's
+    missing marker, and any other marker whose noisy count in a column clears the threshold is released as a
+    label of that column. The choice reads the DP counts only, never a schema drafted from the data.
+
 Privacy (replace-one neighbours, n public)
-    Replacing one record changes one label per column (a missing cell counts under the key "missing",
-    present in both tables): one count goes down by 1 and one up by 1. For the labels present in both
-    tables the count vector moves by at most 2 in L1, and discrete Laplace noise of
+    Replacing one record changes one label per column (a missing cell counts under the key "missing", or
+    under its marker's key with ``labels="auto"``: public keys present in both tables): one count goes
+    down by 1 and one up by 1. For the labels present in both tables the count vector moves by at most 2
+    in L1, and discrete Laplace noise of
     scale 2 / epsilon_column makes it epsilon_column-DP. A label present in only one of the two tables has
     count 1 there; there are at most two such labels (the replaced record's old label and its new one), and
     each is released with probability P[1 + Z >= t] <= exp(-(t - 1) / b) <= delta_column / 2, so their
@@ -89,6 +98,9 @@ def _merge(parts: list[pd.Series]) -> pd.Series:
     return pd.concat(parts).groupby(level=0, sort=False).sum().astype(np.int64)
 
 
+AUTO = "auto"  # labels=AUTO: the missing markers kept as labels are chosen from the noisy counts
+
+
 def discover_categories(
     chunks: Iterable[pd.DataFrame],
     columns: Sequence[str],
@@ -97,11 +109,17 @@ def discover_categories(
     delta: float,
     noise: Noise,
     markers: Sequence[str],
-    labels: dict[str, Sequence[str]] | None = None,
+    labels: dict[str, Sequence[str]] | str | None = None,
 ) -> dict:
     """The released labels of each column (see the module docstring) and the public parameters.
     ``labels``: per column, the missing markers that are labels there (the steward's choice when asking,
-    e.g. a census code "NA" beside the file's "?"): counted and released like any label."""
+    e.g. a census code "NA" beside the file's "?"): counted and released like any label; or ``"auto"``: the
+    choice made from the noisy counts (module docstring), reported as ``missing_marker`` and per column
+    ``marker_labels``."""
+    if labels == AUTO:
+        return _discover_auto(chunks, columns, epsilon=epsilon, delta=delta, noise=noise, markers=markers)
+    if isinstance(labels, str):
+        raise ValueError(f"labels must be a mapping of column to markers or {AUTO!r}, got {labels!r}")
     if not columns:
         raise ValueError("choose at least one column")
     if not (epsilon > 0 and 0 < delta < 1):
@@ -131,6 +149,63 @@ def discover_categories(
         "delta_per_column": delta_col,
         "scale": scale,
         "threshold": t,
+    }
+
+
+def _discover_auto(
+    chunks: Iterable[pd.DataFrame],
+    columns: Sequence[str],
+    *,
+    epsilon: float,
+    delta: float,
+    noise: Noise,
+    markers: Sequence[str],
+) -> dict:
+    """:func:`discover_categories` with every non-empty marker a key of its own (``labels="auto"``)."""
+    if not columns:
+        raise ValueError("choose at least one column")
+    if not (epsilon > 0 and 0 < delta < 1):
+        raise ValueError(f"discovery needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon!r}, delta={delta!r}")
+    keys = [m for m in dict.fromkeys(markers) if m]
+    eps_col, delta_col = epsilon / len(columns), delta / len(columns)
+    scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
+    t = threshold(scale=scale, delta=delta_col)
+    counted = label_counts(chunks, columns, markers, dict.fromkeys(columns, keys))
+    noisy: dict[str, tuple[pd.Index, np.ndarray, dict[str, int], int]] = {}
+    for c, (counts, n_empty) in counted.items():
+        marker_n = [int(counts.get(m, 0)) for m in keys]
+        rest = counts[~counts.index.isin(keys)]
+        # one histogram: the labels', each marker's and, last, the empty cells' count
+        z = noise.laplace_int(np.concatenate([rest.to_numpy(dtype=np.int64), marker_n, [n_empty]]), scale=scale)
+        noisy[c] = (rest.index, z[: len(rest)], dict(zip(keys, map(int, z[len(rest) : -1]))), int(z[-1]))
+    # post-processing: the file's marker has the largest noisy count over the columns; others clearing t are labels
+    totals = {m: sum(v[2][m] for v in noisy.values()) for m in keys}
+    main = max(keys, key=lambda m: totals[m]) if keys else None
+    out = {}
+    for c, (index, z, marker_z, empty_z) in noisy.items():
+        as_label = [m for m in keys if m != main and marker_z[m] >= t]
+        keep = z >= t
+        found = list(index[keep]) + as_label
+        values = list(z[keep]) + [marker_z[m] for m in as_label]
+        too_many = len(found) > MAX_LABELS
+        missing_z = empty_z + sum(v for m, v in marker_z.items() if m not in as_label)
+        out[c] = {
+            "categories": [] if too_many else ordered_labels(found),
+            "noisy_counts": {} if too_many else {lab: int(v) for lab, v in zip(found, values)},
+            MISSING_KEY: missing_z >= t,
+            "missing_noisy_count": missing_z,
+            "marker_labels": [] if too_many else as_label,
+        }
+        if too_many:
+            out[c]["too_many"] = True
+    return {
+        "columns": out,
+        "epsilon_per_column": eps_col,
+        "delta_per_column": delta_col,
+        "scale": scale,
+        "threshold": t,
+        "missing_marker": main,
+        "marker_noisy_totals": totals,
     }
 
 

@@ -98,3 +98,49 @@ def test_a_marker_named_as_a_label_of_a_column_is_counted_as_a_label_there():
     assert named["columns"]["origin"]["categories"] == ["Cuban", "NA"] and not named["columns"]["origin"]["missing"]
     plain = categories.discover_categories([codes], ["origin"], noise=Noise.seeded(0), **kw)
     assert plain["columns"]["origin"]["categories"] == ["Cuban"] and plain["columns"]["origin"]["missing"]
+
+
+def census_markers() -> pd.DataFrame:
+    """'?' writes missing values across the file; 'NA' is a code of hispanic origin (76 rows), and a column
+    with no 'NA' at all."""
+    n = 2000
+    state = np.array(["CA", "NY", "TX", "?"])[np.arange(n) % 4]
+    origin = np.array(["Mexican"] * 1200 + ["NA"] * 76 + ["None"] * 664 + ["?"] * 60)
+    job = np.array(["clerk", "nurse", "?", ""])[np.arange(n) % 4]
+    return pd.DataFrame({"state": state, "origin": origin, "job": job})
+
+
+def test_auto_marker_labels_come_from_the_noisy_counts_alone():
+    out = categories.discover_categories(
+        [census_markers()],
+        ["state", "origin", "job"],
+        epsilon=3.0,
+        delta=1e-6,
+        noise=Noise.seeded(0),
+        markers=["", "?", "NA"],
+        labels="auto",
+    )
+    cols = out["columns"]
+    assert out["missing_marker"] == "?"  # the marker with the largest noisy count over the columns
+    assert "NA" in cols["origin"]["categories"] and cols["origin"]["marker_labels"] == ["NA"]
+    assert "?" not in cols["origin"]["categories"] and cols["origin"]["missing"]
+    assert cols["state"]["marker_labels"] == [] and cols["state"]["missing"]
+    assert cols["job"]["missing"] and cols["job"]["categories"] == ["clerk", "nurse"]  # "?" and "" both missing
+    col = categories.column_from_discovery("origin", cols["origin"])
+    assert "NA" in col.categories
+    # a function of the noisy counts only: the same noise on a file whose "NA" rows were "?" keeps no label
+    swapped = census_markers().replace({"origin": {"NA": "?"}})
+    again = categories.discover_categories(
+        [swapped],
+        ["state", "origin", "job"],
+        epsilon=3.0,
+        delta=1e-6,
+        noise=Noise.seeded(0),
+        markers=["", "?", "NA"],
+        labels="auto",
+    )
+    assert again["columns"]["origin"]["marker_labels"] == []
+    with pytest.raises(ValueError, match="labels must be"):
+        categories.discover_categories(
+            [census_markers()], ["state"], epsilon=1.0, delta=1e-6, noise=Noise.seeded(0), markers=["?"], labels="x"
+        )
