@@ -225,14 +225,14 @@ def inspect_csv(path: Path, limits: Limits, rng: np.random.Generator | None = No
     scanned = _scan_unquoted(path, encoding, delimiter, len(header), limits, k, rng)
     if scanned is not None:
         counts, sample = scanned
-        sample = sample_frame(sample, len(header), sep=delimiter, skipinitialspace=True)
+        sample = sample_frame(sample, len(header), encoding=encoding, sep=delimiter, skipinitialspace=True)
     else:
         with open(path, encoding=encoding, newline="") as fh:
             reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
             next(reader)
             try:
                 counts, sample = _sample_and_count(reader, len(header), limits, k, rng)
-                sample = sample_frame(sample, len(header), sep=",", skipinitialspace=False)
+                sample = sample_frame(sample, len(header), encoding="utf-8", sep=",", skipinitialspace=False)
             except csv.Error:
                 counts, sample = None, None
     if counts is None or set(counts) - {0, len(header)}:
@@ -247,13 +247,13 @@ def inspect_csv(path: Path, limits: Limits, rng: np.random.Generator | None = No
     return Inspection(encoding=encoding, delimiter=delimiter, header=header, n_rows=n_rows, sample=sample)
 
 
-def sample_frame(text: str, width: int, **read_kw) -> pd.DataFrame:
-    """The sampled records (CSV lines) as text cells, read as the mechanisms read the file (read_raw_csv;
-    its parser shares one string object among a column's equal cells: about half the memory of the csv
-    module's rows)."""
-    if not text.strip():
+def sample_frame(data: bytes, width: int, **read_kw) -> pd.DataFrame:
+    """The sampled records (CSV lines, encoded) as text cells, read as the mechanisms read the file
+    (read_raw_csv; its parser shares one string object among a column's equal cells: about half the memory
+    of the csv module's rows; given bytes, not text, it holds no second copy of them)."""
+    if not data.strip():
         return pd.DataFrame(columns=list(range(width)), dtype=object)
-    return read_raw_csv(io.StringIO(text), header=None, names=list(range(width)), **read_kw)
+    return read_raw_csv(io.BytesIO(data), header=None, names=list(range(width)), **read_kw)
 
 
 SCAN_BLOCK = 2 * 1024 * 1024  # bytes of the file held at once by the unquoted scan (~20x that at the peak)
@@ -305,10 +305,10 @@ def _scan_unquoted(path: Path, encoding: str, delimiter: str, width: int, limits
             fields = np.searchsorted(marks, ends) - np.searchsorted(marks, starts) + 1  # delimiters + 1
             data = ends > starts  # an empty line is no record (the csv module skips it)
             if (fields[data] != width).any():
-                return Counter({0: 1, -1: 1}), ""  # an irregular record: named by _first_problem
+                return Counter({0: 1, -1: 1}), b""  # an irregular record: named by _first_problem
             n_rows += int(data.sum())
             if n_rows > limits.max_rows:
-                return Counter({width: n_rows}), ""
+                return Counter({width: n_rows}), b""
             starts, ends = starts[data], ends[data]
             new = rng.random(len(starts))
             bar = np.partition(keys, k - 1)[k - 1] if len(keys) >= k else np.inf
@@ -319,9 +319,7 @@ def _scan_unquoted(path: Path, encoding: str, delimiter: str, width: int, limits
                 keep = np.sort(np.argpartition(keys, k - 1)[:k])
                 keys = keys[keep]  # sorted positions: the kept lines stay in file order
                 lines = [lines[i] for i in keep.tolist()]
-    text = b"\n".join(lines)
-    del lines
-    return Counter({width: n_rows}), text.decode(encoding)
+    return Counter({width: n_rows}), b"\n".join(lines)
 
 
 def _read_header(reader, limits: Limits) -> list[str]:
@@ -364,7 +362,7 @@ def _sample_and_count(reader, width: int, limits: Limits, k: int, rng: np.random
         counts.update(map(len, rows))
         sample += [line(r) for r in rows]
         if len(rows) < want or set(counts) - {0, width} or counts[width] > limits.max_rows:
-            return counts, "\n".join(sample)
+            return counts, "\n".join(sample).encode()
     w = math.exp(math.log(uniform()) / k)
     while True:
         skip = int(math.log(uniform()) / math.log1p(-w)) if w < 1.0 else 0
@@ -373,12 +371,12 @@ def _sample_and_count(reader, width: int, limits: Limits, k: int, rng: np.random
             before = counts.total()
             counts.update(map(len, itertools.islice(reader, step)))
             if counts.total() - before < step or set(counts) - {0, width} or counts[width] > limits.max_rows:
-                return counts, "\n".join(sample)  # the end of the file, or a problem to name
+                return counts, "\n".join(sample).encode()  # the end of the file, or a problem to name
             skip -= step
         row = next(reader, None)
         if row is None or (len(row) != width and row):
             counts.update([len(row)] if row is not None else [])
-            return counts, "\n".join(sample)
+            return counts, "\n".join(sample).encode()
         counts[len(row)] += 1
         sample[int(rng.integers(k))] = line(row)
         w *= math.exp(math.log(uniform()) / k)

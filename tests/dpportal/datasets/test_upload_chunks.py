@@ -101,7 +101,7 @@ def test_the_sample_is_uniform_over_the_whole_file(broken, monkeypatch):
     for seed in range(300):
         reader = csv.reader(io.StringIO(_records(5000)))
         counts, sample = upload._sample_and_count(reader, 2, limits, 100, np.random.default_rng(seed))
-        rows = [line.split(",") for line in sample.splitlines()]
+        rows = [line.split(",") for line in sample.decode().splitlines()]
         assert counts == {2: 5000} and len({r[0] for r in rows}) == 100
         tenths += np.bincount([int(r[0]) // 500 for r in rows], minlength=10)
     uniform = bool(np.all(np.abs(tenths - 3000) < 250))
@@ -130,7 +130,7 @@ def test_the_unquoted_scan_samples_uniformly_and_counts_like_the_csv_module(brok
     for seed in range(300):
         rng = _SortedDraws(seed) if broken else np.random.default_rng(seed)
         counts, sample = upload._scan_unquoted(path, "utf-8-sig", ",", 2, limits, 100, rng)
-        rows = [line.split(",") for line in sample.splitlines()]
+        rows = [line.split(",") for line in sample.decode().splitlines()]
         assert counts == {2: 5000} and len({r[0] for r in rows}) == 100 and all(r[1] == "x" for r in rows)
         tenths += np.bincount([int(r[0]) // 500 for r in rows], minlength=10)
     uniform = bool(np.all(np.abs(tenths - 3000) < 250))
