@@ -194,10 +194,7 @@ def schema(request, pk):
 @api_view("GET")
 def schema_check(request, pk):
     d = dataset_for_owner(request.user, pk)
-    check = schema_checks.latest(d)
-    if check is None:
-        raise ApiError("no schema check: this dataset's schema was never confirmed through a worker check", 404)
-    return JsonResponse(schema_checks.check_dict(check))
+    return JsonResponse(schema_checks.check_dict(schema_checks.latest(d), dataset=d))
 
 
 @api_view("GET", "PUT")

@@ -137,8 +137,18 @@ def fail_stranded(check_id: int, now=None) -> bool:
     return jobs.fail_stranded(SchemaCheck, check_id, now, advice=STRANDED_ADVICE)
 
 
-def check_dict(check: SchemaCheck) -> dict:
-    """A check's state for the page's poller and the API (progress in percent, as for releases)."""
+def check_dict(check: SchemaCheck | None, *, dataset: Dataset | None = None) -> dict:
+    """A check's state for the page's poller and the API (progress in percent, as for releases); with no
+    check (``dataset`` given), status "none": every confirmation of it so far was checked in the request."""
+    if check is None:
+        return {
+            "id": None,
+            "dataset": dataset.pk,
+            "status": "none",
+            "finished": True,
+            "schema_confirmed": bool(dataset.schema),
+            "url": f"/api/datasets/{dataset.pk}/schema/check/",
+        }
     data = {
         "id": check.pk,
         "dataset": check.dataset_id,

@@ -67,7 +67,11 @@ def dataset_detail(request, pk):
     n_hidden = releases.filter(hidden=True).count() if owner else 0
     if owner and not show_hidden:
         releases = releases.filter(hidden=False)
-    releases = list(releases.select_related("parent", "evaluation") if owner else releases.select_related("parent"))
+    if owner:  # the quality column: the evaluations' scores, not their whole results
+        from dpportal.dashboards.services import with_digest
+
+        releases = with_digest(releases)
+    releases = list(releases.select_related("parent"))
     ctx = {
         "dataset": dataset,
         "is_owner": owner,
@@ -230,8 +234,8 @@ def dataset_schema_check(request, pk):
     then the confirmed schema or the problem found."""
     dataset = dataset_for_owner(request.user, pk)
     check = checks.latest(dataset)
-    if check is None:
-        raise Http404("no schema check")
+    if check is None:  # every confirmation so far was checked in the request
+        return redirect("dpportal-schema", dataset.pk)
     if "application/json" in request.headers.get("Accept", ""):
         return JsonResponse(checks.check_dict(check))
     return render(request, "datasets/schema_check.html", {"dataset": dataset, "check": check})

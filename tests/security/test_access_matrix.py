@@ -122,6 +122,7 @@ MATRIX: dict[str, list[Case]] = {
         Case("get", "/api/datasets/{d}/schema/", api_owner()),
         Case("put", "/api/datasets/{d}/schema/", api_owner(), SCHEMA_JSON, "application/json"),
     ],
+    "api/datasets/<int:pk>/schema/check/": [Case("get", "/api/datasets/{d}/schema/check/", api_owner())],
     "api/datasets/<int:pk>/raw/": [
         Case("get", "/api/datasets/{d}/raw/", everyone(405)),
         Case("delete", "/api/datasets/{d}/raw/", api_owner()),
@@ -188,6 +189,7 @@ MATRIX: dict[str, list[Case]] = {
         Case("get", "/datasets/{d}/schema/", web_owner()),
         Case("post", "/datasets/{d}/schema/", web_owner(), {"markers": "?"}),
     ],
+    "datasets/<int:pk>/schema/check/": [Case("get", "/datasets/{d}/schema/check/", web_owner(302))],
     "datasets/<int:pk>/schema.json": [Case("get", "/datasets/{d}/schema.json", web_owner())],
     "datasets/<int:pk>/schema/dp-bounds/": [
         Case(
