@@ -291,9 +291,9 @@ def _use_dp_bounds(rows: list[dict], dp_bounds: dict, dp_categories: dict | None
         )
     return (
         f"Used the private estimates for {len(hit)} column(s): {_names(hit)}: their values now come from "
-        "the estimates alone. Their kinds, the missing markers kept as categories, the marker that writes "
-        "missing values and any suggested rules are still suggestions from the data: keep them only as "
-        "public knowledge. Nothing is saved until you confirm the schema."
+        "the estimates alone (a missing marker kept as a category is chosen from the noisy counts). Their kinds, "
+        "the marker that writes missing values and any suggested rules are still suggestions from the data: keep "
+        "them only as public knowledge. Nothing is saved until you confirm the schema."
     )
 
 

@@ -48,9 +48,9 @@ def plan_bounds(dataset, user, *, columns, epsilon, delta=None) -> Release:
         c for c in columns if working is not None and c in working.names and working.column(c).kind == "categorical"
     ]
     delta = _discovery_delta(delta, categorical)
-    # markers the steward keeps as categories of a column (a code "NA" beside the file's "?"): labels there
-    marker_labels = {c: [m for m in markers if m and m in working.column(c).categories] for c in categorical}
-    marker_labels = {c: ms for c, ms in marker_labels.items() if ms}
+    # which missing markers are labels of a column (a code "NA" beside the file's "?") is chosen from the
+    # discovery's noisy counts (mechanisms.categories, labels="auto"), never from the drafted schema
+    marker_labels = "auto"
     # what the job may know: the columns and the missing markers (no bounds: that is what it estimates)
     snapshot = {"bounds_request": True, "columns": [{"name": c} for c in columns], "missing_markers": markers}
     try:

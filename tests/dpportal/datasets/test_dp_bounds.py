@@ -181,9 +181,11 @@ CODES = "origin,city\n" + "".join(
 def test_a_marker_kept_as_a_category_is_discovered_as_a_label_and_missing_cells_as_missing(world):
     d = make_dataset(world.owner, text=CODES, schema=None, budget=("1", "0.00001"))
     assert "NA" in d.schema_draft["columns"][0]["categories"]  # the file writes missing as "?"
-    r = _run(release_services.plan_bounds(d, world.owner, columns=["origin"], epsilon="0.5", delta="0.000002"))
-    assert r.params["marker_labels"] == {"origin": ["NA"]}
+    # the file's own marker is judged over the columns discovered together: "?" 1,500 cells, "NA" 500
+    r = _run(release_services.plan_bounds(d, world.owner, columns=["origin", "city"], epsilon="0.5", delta="0.000002"))
+    assert r.params["marker_labels"] == "auto"  # chosen from the noisy counts, not from the draft
     found = r.report["details"]["categories"]["origin"]
+    assert found["marker_labels"] == ["NA"]
     assert found["categories"] == ["Cuban", "Mexican", "NA"] and found["missing"]  # 500 "?" cells
     post = {"markers": "?, NA", "empty_is_missing": "1", "bulk": "use_dp", "col-0-kind": "categorical"}
     post |= {"col-1-kind": "categorical", "col-1-categories": "Paris"}
