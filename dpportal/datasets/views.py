@@ -144,7 +144,7 @@ def _bound_note(name: str, sug: dict) -> str:
     note = (
         f"the natural range of {natural[2]}"
         if natural and (natural[0], natural[1]) == (lo, hi)
-        else "the data's minimum and maximum"
+        else "the data's minimum and maximum, or where fewer than 10 rows lie beyond (a thin tail, top-coded)"
     )
     if hi in (sug.get("special") or ()):
         note += f"; {hi:g} looks like a top code (many rows at the maximum, far above the rest)"
