@@ -269,7 +269,7 @@ def _scan_unquoted(path: Path, encoding: str, delimiter: str, width: int, limits
     (the draft's suggestions only: numpy's generator, see :func:`_sample_and_count`)."""
     rng = rng if rng is not None else np.random.default_rng()
     sep, quote = ord(delimiter), ord('"')
-    keys = np.empty(0)
+    keys, pos = np.empty(0), np.empty(0, dtype=np.int64)  # the kept records' keys and record numbers
     lines: list[bytes] = []
     n_rows = 0
     carry = b""
@@ -296,30 +296,45 @@ def _scan_unquoted(path: Path, encoding: str, delimiter: str, width: int, limits
             nl = np.flatnonzero(r == 10)
             starts = np.concatenate(([0], nl[:-1] + 1))
             ends = nl - (r[np.maximum(nl - 1, 0)] == 13) * (nl > starts)
+            fields = np.add.reduceat(r == sep, starts, dtype=np.int32) + 1  # a line's delimiters, plus one
             if first:  # the header, read by the csv module
-                starts, ends, first = starts[1:], ends[1:], False
-            marks = np.flatnonzero((r == sep) | (r == 10) | (r == 13))
-            longest = int(np.diff(marks, prepend=-1).max()) - 1 if len(marks) else 0
-            if longest > limits.max_field_length:
-                return None
-            fields = np.searchsorted(marks, ends) - np.searchsorted(marks, starts) + 1  # delimiters + 1
+                starts, ends, fields, first = starts[1:], ends[1:], fields[1:], False
+            if len(starts) and int((ends - starts).max()) > limits.max_field_length:  # a field may be too long
+                marks = np.flatnonzero((r == sep) | (r == 10) | (r == 13))
+                if int(np.diff(marks, prepend=-1).max()) - 1 > limits.max_field_length:
+                    return None
             data = ends > starts  # an empty line is no record (the csv module skips it)
             if (fields[data] != width).any():
                 return Counter({0: 1, -1: 1}), b""  # an irregular record: named by _first_problem
-            n_rows += int(data.sum())
-            if n_rows > limits.max_rows:
-                return Counter({width: n_rows}), b""
             starts, ends = starts[data], ends[data]
             new = rng.random(len(starts))
-            bar = np.partition(keys, k - 1)[k - 1] if len(keys) >= k else np.inf
-            pick = np.flatnonzero(new < bar)
-            keys = np.concatenate((keys, new[pick]))
-            lines += [buf[a:b] for a, b in zip(starts[pick].tolist(), ends[pick].tolist())]
-            if len(keys) > k:
-                keep = np.sort(np.argpartition(keys, k - 1)[:k])
-                keys = keys[keep]  # sorted positions: the kept lines stay in file order
-                lines = [lines[i] for i in keep.tolist()]
-    return Counter({width: n_rows}), b"\n".join(lines)
+            pick = np.flatnonzero(new < (keys.max() if len(keys) >= k else np.inf))
+            if len(pick):
+                keys, pos = _keep_smallest(keys, pos, lines, new[pick], n_rows + pick, buf, starts, ends, pick, k)
+            n_rows += len(starts)
+            if n_rows > limits.max_rows:
+                return Counter({width: n_rows}), b""
+    return Counter({width: n_rows}), b"\n".join(lines[i] for i in np.argsort(pos).tolist())
+
+
+def _keep_smallest(keys, pos, lines, new_keys, new_pos, buf, starts, ends, pick, k):
+    """The reservoir after a block: of the kept records and the block's candidates, the ``k`` with the
+    smallest keys; a candidate that gets in takes a leaving record's slot (``lines`` changed in place)."""
+    every = np.concatenate((keys, new_keys))
+    win = np.argpartition(every, k - 1)[:k] if len(every) > k else np.arange(len(every))
+    held = len(keys)
+    entering = win[win >= held] - held
+    leaving = np.ones(held, dtype=bool)
+    leaving[win[win < held]] = False
+    slots = np.concatenate((np.flatnonzero(leaving), np.arange(held, len(win))))
+    keys = np.concatenate((keys, np.empty(len(win) - held)))
+    pos = np.concatenate((pos, np.empty(len(win) - held, dtype=np.int64)))
+    lines.extend([b""] * (len(win) - held))
+    keys[slots], pos[slots] = new_keys[entering], new_pos[entering]
+    at = pick[entering]
+    for slot, a, b in zip(slots.tolist(), starts[at].tolist(), ends[at].tolist()):
+        lines[slot] = buf[a:b]
+    return keys, pos
 
 
 def _read_header(reader, limits: Limits) -> list[str]:
