@@ -3,8 +3,9 @@
 Order of work, so that a refused upload leaves nothing behind:
 1. copy the request's file in chunks to a temporary file under ``UPLOAD_DIR/tmp`` (size limit);
 2. sniff the encoding (UTF-8 with or without BOM, else Windows-1252) and the delimiter;
-3. one streaming pass with the csv module, its C loop doing the per-record work (``inspect_csv``):
-   header, ragged rows, columns, rows, field length, and a uniform random sample of rows for the draft
+3. one streaming pass with no Python loop per record (``inspect_csv``: numpy on the bytes of a file
+   without quotes, the csv module's C loop otherwise): header, ragged rows, columns, rows, field length,
+   and a uniform random sample of rows for the draft
    (at most ``DPPORTAL_DRAFT_SAMPLE_ROWS`` rows and ``DPPORTAL_DRAFT_SAMPLE_CELLS`` cells, so the web process
    holds a bounded sample whatever the file's size); an irregular file is read again record by record to
    name its first bad row;
@@ -206,9 +207,11 @@ SEGMENT_RECORDS = 1_000_000  # records counted between two checks of the running
 def inspect_csv(path: Path, limits: Limits, rng: np.random.Generator | None = None) -> Inspection:
     """Encoding, delimiter, header, row count and the draft's sample, with every limit checked.
 
-    One pass where the csv module's C loop does the per-record work: ``Counter(map(len, reader))`` tallies
-    the records' field counts, the module's field-size limit refuses a field over ``max_field_length``,
-    and the draft's uniform sample is drawn as the records go by (:func:`_sample_and_count`). Any irregular
+    One pass with no Python loop per record: a file without quote characters is scanned as bytes with
+    numpy (:func:`_scan_unquoted`); otherwise the csv module's C loop does the per-record work
+    (``Counter(map(len, reader))`` tallies the records' field counts, the module's field-size limit refuses
+    a field over ``max_field_length``). Either way the draft's uniform sample is drawn as the records go by
+    (:func:`_scan_unquoted`, :func:`_sample_and_count`). Any irregular
     record (a field count other than the header's, an over-long field, a CSV error) sends the file to
     :func:`_first_problem`, the record-by-record reading that names the first bad row; a regular file over
     the row limit is refused once the tally passes it."""
@@ -225,14 +228,14 @@ def inspect_csv(path: Path, limits: Limits, rng: np.random.Generator | None = No
     scanned = _scan_unquoted(path, encoding, delimiter, len(header), limits, k, rng)
     if scanned is not None:
         counts, sample = scanned
-        sample = sample_frame(sample, len(header), encoding=encoding, sep=delimiter, skipinitialspace=True)
+        read_kw = {"encoding": encoding, "sep": delimiter, "skipinitialspace": True}  # the file's own lines
     else:
         with open(path, encoding=encoding, newline="") as fh:
             reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
             next(reader)
             try:
                 counts, sample = _sample_and_count(reader, len(header), limits, k, rng)
-                sample = sample_frame(sample, len(header), encoding="utf-8", sep=",", skipinitialspace=False)
+                read_kw = {"encoding": "utf-8", "sep": ",", "skipinitialspace": False}  # csv.writer's lines
             except csv.Error:
                 counts, sample = None, None
     if counts is None or set(counts) - {0, len(header)}:
@@ -243,6 +246,10 @@ def inspect_csv(path: Path, limits: Limits, rng: np.random.Generator | None = No
         raise UploadError(f"the file has more than {limits.max_rows:,} data rows (the row limit)")
     if n_rows == 0:
         raise UploadError("the file has a header but no data rows")
+    try:
+        sample = sample_frame(sample, len(header), **read_kw)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise UploadError(f"the file could not be parsed as CSV: {str(exc).splitlines()[0]}") from None
     sample.columns = header
     return Inspection(encoding=encoding, delimiter=delimiter, header=header, n_rows=n_rows, sample=sample)
 
