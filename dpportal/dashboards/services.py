@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 from django.conf import settings
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from dpportal import jobs
@@ -243,13 +244,32 @@ def quality_from_results(results: dict | None) -> dict | None:
     return {**dict.fromkeys(QUALITY_CHECKS), "worst_column_far_off": bool(q.get("far_off")), **q}
 
 
+def with_digest(releases):
+    """``releases`` (a queryset) with their evaluation and risk report selected but not their full results (a
+    few hundred KB of JSON each on a 40-column table): only the parts a list of releases shows, read by the
+    database, as ``r.ev_summary``, ``r.ev_quality`` and ``r.risk_bound``."""
+    return (
+        releases.select_related("evaluation", "risk_report")
+        .defer("evaluation__results", "risk_report__results")
+        .annotate(
+            ev_summary=KeyTransform("summary", "evaluation__results"),
+            ev_quality=KeyTransform("quality", "evaluation__results"),
+            risk_bound=KeyTransform("epsilon_lower_bound", "risk_report__results"),
+        )
+    )
+
+
 def mark_best_quality(releases) -> None:
     """Set ``r.quality`` (dict or None) and ``r.best_quality`` on each release (from a queryset with
-    ``evaluation`` selected); the best is the highest score among them."""
+    ``evaluation`` selected, or :func:`with_digest`'s); the best is the highest score among them."""
     best = None
     for r in releases:
         ev = getattr(r, "evaluation", None) if _has_evaluation(r) else None
-        r.quality = quality_from_results(ev.results if ev is not None and ev.status == Evaluation.DONE else None)
+        done = ev is not None and ev.status == Evaluation.DONE
+        if hasattr(r, "ev_quality"):
+            r.quality = quality_from_results({"quality": r.ev_quality} if done else None)
+        else:
+            r.quality = quality_from_results(ev.results if done else None)
         r.best_quality = False
         if r.quality and (best is None or r.quality["score"] > best.quality["score"]):
             best = r

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models.fields.json import KeyTransform
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -140,6 +141,8 @@ def _points(dataset) -> list[dict]:
             status=Evaluation.DONE,
         )
         .select_related("release")
+        .defer("results")  # a few hundred KB each on a wide table: only the summary is drawn
+        .annotate(summary=KeyTransform("summary", "results"))
         .order_by("release__created_at")
     )
     points = []
@@ -153,7 +156,7 @@ def _points(dataset) -> list[dict]:
                 "id": ev.release_id,
                 "mechanism": ev.release.mechanism,
                 "epsilon": eps,
-                "summary": (ev.results or {}).get("summary", {}),
+                "summary": ev.summary or {},
             }
         )
     return points
@@ -170,10 +173,9 @@ def dataset_dashboard(request, pk):
     ]
     schema = dataset.confirmed_schema()
     releases = list(
-        dataset.releases.filter(parent__isnull=True, hidden=False)
-        .exclude(mechanism__in=TABLELESS)
-        .select_related("evaluation", "risk_report")
-        .order_by("-created_at")
+        services.with_digest(
+            dataset.releases.filter(parent__isnull=True, hidden=False).exclude(mechanism__in=TABLELESS)
+        ).order_by("-created_at")
     )
     services.mark_best_quality(releases)
     done = [r.pk for r in releases if r.status == Release.DONE]  # compare defaults: never a cancelled release

@@ -115,7 +115,9 @@ def _open(browser, session: str, base_url: str):
 
 
 def _charts_render(page) -> list[bool]:
+    """Whether each chart was drawn (those in view first, the others one per task after them)."""
     page.wait_for_load_state("networkidle")
+    page.wait_for_function("[...document.querySelectorAll('.dash-chart')].every(e => e.querySelector('svg.main-svg'))")
     return page.eval_on_selector_all(".dash-chart", "els => els.map(e => !!e.querySelector('svg.main-svg'))")
 
 

@@ -37,8 +37,26 @@ def test_the_owner_sees_the_dashboards_with_the_not_private_note(world):
         if "json" not in url:
             assert b"not privacy-protected" in resp.content
     page = c.get(urls(world)[0]).content.decode()
-    assert 'class="dash-chart' in page and "vendor/plotly.min.js" in page
+    assert 'class="dash-chart' in page and "vendor/plotly-cartesian.min.js" in page
     assert "//cdn" not in page and "https://" not in page
+
+
+def test_the_pages_only_render_what_the_worker_stored(world, monkeypatch):
+    """No metric is computed and no table read while a dashboard page is asked for: the evaluation's results
+    are the worker's (a page that computed or read them would raise here)."""
+    import mechanisms.source
+    from mechanisms.evaluation import fidelity, utility
+
+    def refuse(*a, **kw):
+        raise AssertionError("a dashboard page computed a metric or read a table")
+
+    for module, name in ((utility, "evaluate"), (fidelity, "report"), (mechanisms.source, "read_raw_csv")):
+        monkeypatch.setattr(module, name, refuse)
+    monkeypatch.setattr(mechanisms.source.TableSource, "frame", refuse)
+    monkeypatch.setattr(mechanisms.source.TableSource, "chunks", refuse)
+    c = world.client(world.owner)
+    for url in urls(world):
+        assert c.get(url).status_code == 200, url
 
 
 @pytest.mark.parametrize("who", ["analyst", "stranger_analyst", "other_steward", "outsider"])
@@ -151,3 +169,29 @@ def test_compare_defaults_to_finished_releases_never_a_cancelled_one(world):
     )
     checked = dict(re.findall(r'name="([ab])" value="(\d+)" checked', page))
     assert checked == {"a": str(other.pk), "b": str(world.release.pk)}
+
+
+def test_the_dataset_pages_read_each_evaluation_s_summary_not_its_results(world):
+    """The release list shows each evaluation's summary, quality and risk bound as the database extracts them:
+    as many queries for three releases as for one (a deferred ``results`` read per row would add one each),
+    and the figures are the stored ones."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from dpportal.dashboards.templatetags.dashboard_tags import pct
+
+    c = world.client(world.owner)
+    pages = [reverse("dpportal-dataset-dashboard", args=[world.dataset.pk]), f"/datasets/{world.dataset.pk}/"]
+
+    def count(url) -> int:
+        with CaptureQueriesContext(connection) as q:
+            assert c.get(url).status_code == 200
+        return len(q)
+
+    one = [count(url) for url in pages]
+    run_release(world.dataset, world.owner, epsilon="0.25")
+    run_release(world.dataset, world.owner, epsilon="0.25")
+    assert [count(url) for url in pages] == one
+    summary = Evaluation.objects.get(release=world.release).results["summary"]
+    page = c.get(pages[0]).content.decode()
+    assert f"<td>{pct(summary['tvd_1way_mean'])}</td><td>{pct(summary['tvd_2way_mean'])}</td>" in page
