@@ -61,14 +61,22 @@ def merged_fit(y: np.ndarray, kept: np.ndarray, mode: int) -> np.ndarray:
     from the first kept one to the last are kept (hours a week kept at 15, 20, 25, ..., 40, 45, 50, 55, 60),
     the counts are returned as they are, since a rising-then-falling fit would pool the few real values
     between the heaps (70 hours: 140 rows) with their empty neighbours into a flat plateau over every merged
-    value. A smooth column (ages kept 20-60 without a gap) keeps the fit, which pools the noise of its tails.
-    Post-processing of noisy counts and of the support chosen from them."""
+    value. A smooth column (ages kept 20-60 without a gap) keeps the fit, which pools the noise of its tails;
+    the fit's negative values are cut by scaling the positive ones to the same sum, so that the non-negative
+    fit that follows (:func:`nonnegative_counts`, whose threshold takes an equal amount off every value)
+    keeps a thin tail's shape instead of cutting its smallest bins first. Post-processing of noisy counts
+    and of the support chosen from them."""
     y = np.asarray(y, dtype=np.float64).ravel()
     kept = np.asarray(kept, dtype=bool).ravel()
     where = np.flatnonzero(kept)
     if where.size >= 2 and where.size < HEAPED_KEPT_SHARE * (where[-1] - where[0] + 1):
         return y
-    return unimodal_fit(y, mode, free=~kept)
+    fit = unimodal_fit(y, mode, free=~kept)
+    free = fit[~kept]
+    positive = np.maximum(free, 0.0)
+    if positive.sum() > 0 and free.sum() > 0:  # negatives cut by scaling: a thin tail keeps its shape
+        fit[~kept] = positive * (free.sum() / positive.sum())
+    return fit
 
 
 def unimodal_fit(y: np.ndarray, mode: int, free: np.ndarray | None = None) -> np.ndarray:

@@ -48,3 +48,14 @@ def test_heaped_values_keep_their_own_noisy_counts_and_smooth_ones_are_fitted():
 def test_a_total_too_small_for_float_arithmetic_goes_to_the_largest_cell():
     y = np.array([3.0, 250.0, -5.0])
     assert np.array_equal(nonnegative_shares(y, 1e-20), [0.0, 1.0, 0.0])  # no uniform spread, no IndexError
+
+
+def test_a_thin_tail_keeps_its_shape_when_the_fit_goes_negative():
+    y = np.array([900.0, 120.0, 60.0, 30.0, -40.0])  # one kept bin, then a thin falling tail
+    kept = np.array([True, False, False, False, False])
+    fit = merged_fit(y, kept, 0)
+    assert fit[-1] == 0 and np.isclose(fit[1:].sum(), y[1:].sum())
+    shares = nonnegative_shares(fit[1:], y[1:].sum())
+    assert np.allclose(shares[:3], np.array([120, 60, 30]) / 210)  # proportional: the 30 keeps its share
+    cut = nonnegative_shares(unimodal_fit(y, 0, free=~kept)[1:], y[1:].sum())  # a threshold instead
+    assert cut[2] < 0.7 * shares[2]  # takes the same 13 rows off each: the thinnest bin loses most
