@@ -274,6 +274,10 @@ def run_one(table: str, model: str, mechanism: str, args) -> dict:
     for side in ("synthetic", "floor"):
         row[side] = {k: _scalar({**rep[side], **checks[side]}[k]) for k, _ in MEASURES}
     row["worst_column"] = rep["worst_column"]
+    row["one_way"] = {
+        k: [round(v, 4), round(rep["one_way"]["floor"][k], 4)] for k, v in rep["one_way"]["synthetic"].items()
+    }
+    row["mean_errors"] = {n["name"]: _scalar(n["mean_error_synthetic"]) for n in rep["numeric"]}
     row["worst_mean_column"] = rep["synthetic"]["mean_error_worst"]
     row["worst_p99_column"] = checks["synthetic"]["p99_worst"]
     row["foreign_examples"] = rep["synthetic"]["foreign_labels"]["columns"]
@@ -407,12 +411,48 @@ def goal_lines(rows: list[dict]) -> list[str]:
             "No SmartNoise column: its MST on census_like did not finish within 25 minutes on the shared 2-core "
             "machine (`--models smartnoise`).",
         ]
-    worst = [
-        f"{m}{names[k]}: mean {(mine[(m, k)].get('worst_mean_column') or {}).get('column', '-')}, "
-        f"p99 {(mine[(m, k)].get('worst_p99_column') or {}).get('column', '-')}"
-        for m, k in order
-    ]
+    worst = [f"{m}{names[k]}: {_worst_text(mine[(m, k)])}" for m, k in order]
     out += ["", "Worst columns: " + "; ".join(worst) + "."]
+    out += column_lines([mine[k] for k in order], [f"{m}{names[k]}" for m, k in order])
+    return out
+
+
+def _worst_text(row: dict) -> str:
+    mean, p99 = row.get("worst_mean_column") or {}, row.get("worst_p99_column") or {}
+    text = f"mean {mean.get('column', '-')} ({_fmt(mean.get('value'))})"
+    if p99:
+        text += f", p99 {p99['column']} ({p99['p99']:,.0f} against {p99['real_p99']:,.0f})"
+    return text
+
+
+COLUMN_ROWS = 12  # columns named in the per-column table: the furthest above their floor
+
+
+def column_lines(rows: list[dict], labels: list[str]) -> list[str]:
+    """The columns whose fine 1-way TVD is furthest above the floor (any release), each release's TVD and
+    relative mean error: where the mean over columns comes from."""
+    rows_labels = [(r, lab) for r, lab in zip(rows, labels) if r.get("one_way")]
+    if not rows_labels:
+        return []
+    names = list(rows_labels[0][0]["one_way"])
+    excess = {
+        c: max(r["one_way"][c][0] - r["one_way"][c][1] for r, _ in rows_labels if c in r["one_way"]) for c in names
+    }
+    top = sorted(names, key=lambda c: -excess[c])[:COLUMN_ROWS]
+    out = [
+        "",
+        f"The {len(top)} columns furthest above their floor in fine 1-way TVD (cells: TVD / relative mean error):",
+        "",
+        "| column | floor | " + " | ".join(lab for _, lab in rows_labels) + " |",
+        "|---" * (2 + len(rows_labels)) + "|",
+    ]
+    for c in top:
+        cells = []
+        for r, _ in rows_labels:
+            tvd = r["one_way"].get(c, [None])[0]
+            me = (r.get("mean_errors") or {}).get(c)
+            cells.append(_fmt(tvd) + ("" if me is None else f" / {me:.2f}"))
+        out.append(f"| {c} | {_fmt(rows_labels[0][0]['one_way'][c][1])} | " + " | ".join(cells) + " |")
     return out
 
 
