@@ -93,9 +93,19 @@ def shrink_given(y: np.ndarray, sigma: float) -> tuple[np.ndarray, float]:
     target = np.clip(m_ka, 0, None)[:, :, None] * np.clip(m_kb, 0, None)[:, None, :] * inv[:, None, None]
     shrunk = np.clip(shrunk_ka, 0, None)[:, :, None] * np.clip(shrunk_kb, 0, None)[:, None, :] * inv[:, None, None]
     r = y - target
-    df = sum(noise_df((a, b), m_ka[j], m_kb[j]) for j in range(k) if m_k[j] > 0)
-    s = shrink_factor(r, sigma, df)
-    return shrunk + s * r, s
+    df = np.array([noise_df((a, b), m_ka[j], m_kb[j]) if m_k[j] > 0 else 0.0 for j in range(k)])
+    if k == 1:
+        s = shrink_factor(r, sigma, float(df.sum()))
+        return shrunk + s * r, s
+    # the relation of a and b the key cells share (each key cell's share of it in proportion to its rows), and
+    # what differs between key cells (the 3-way interaction), each shrunk by its own noise energy
+    w = np.clip(m_k, 0, None)
+    w = w / w.sum() if w.sum() > 0 else np.full(k, 1 / k)
+    common = w[:, None, None] * r.sum(axis=0)[None]
+    differs = r - common
+    s_common = shrink_factor(common, sigma, float(df.sum() * w.dot(w)))
+    s = shrink_factor(differs, sigma, float(df.sum() * (1 + w.dot(w)) - 2 * w.dot(df)))
+    return shrunk + s_common * common + s * differs, s
 
 
 def shrink_measurements(
