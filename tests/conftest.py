@@ -15,6 +15,45 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
 os.environ.setdefault("DPPORTAL_RISK_RUNS", "2")
 
 
+# Tests that assert a wall-clock bound or lean on short heartbeat / stale intervals (a file, or file::test):
+# `make test` runs them on their own after the rest, which runs on two pytest-xdist workers, so that such a
+# test never shares the cores with another test. A new test with a time bound belongs in this list.
+SERIAL = {
+    "tests/deploy/test_nginx.py",
+    "tests/dpportal/test_front.py",
+    "tests/dpportal/datasets/test_schema_bulk.py::test_a_hostile_pattern_is_answered_at_once",
+    "tests/dpportal/datasets/test_schema_bulk.py::test_bounded_matcher_is_fast_on_long_names",
+    "tests/dpportal/dashboards/test_risk_kill.py",
+    "tests/dpportal/ledger/test_crash.py",
+    "tests/dpportal/ledger/test_sqlite_writers.py",
+    "tests/dpportal/ledger/test_stranded.py",
+    "tests/dpportal/releases/test_sweep_loop.py",
+    "tests/mechanisms/test_amount_bounds.py::test_out_of_range_amounts_are_refused_in_microseconds",
+    "tests/mechanisms/test_amount_bounds.py::test_safejson_refuses_hostile_text_fast",
+    "tests/mechanisms/test_amount_bounds.py::test_the_bound_is_what_refuses_a_slow_parse",
+    "tests/mechanisms/test_check_plan.py::test_dpmerf_with_100000_categories_is_refused_by_its_memory_plan",
+    "tests/scripts/test_make_run.py",
+    "tests/scripts/test_make_run_hardening.py",
+    "tests/security/test_hostile_input.py::test_cli_refuses_hostile_amounts_fast",
+    "tests/security/test_hostile_input.py::test_free_draws_refuse_bad_row_counts",
+    "tests/security/test_hostile_input.py::test_out_of_range_ids_in_links_are_404_not_500",
+    "tests/security/test_hostile_input.py::test_release_form_get_survives_hostile_links_fast",
+    "tests/security/test_hostile_input.py::test_web_budget_form_refuses_hostile_caps_fast",
+    "tests/security/test_hostile_input.py::test_web_schema_page_refuses_hostile_numbers",
+    "tests/security/test_hostile_postgres.py",
+    "tests/security/test_rejection_bounded.py::test_a_hopeless_acceptance_rate_stops_after_the_pilot_round_naming_it",
+    "tests/security/test_rejection_bounded.py::test_the_baseline_release_fails_in_seconds_with_the_message",
+    "tests/security/test_rules_bounded.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = item.path.relative_to(config.rootpath).as_posix()
+        if path in SERIAL or f"{path}::{item.originalname}" in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture
 def private_storage(settings, tmp_path):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # PBKDF2 costs ~0.3 s/user
