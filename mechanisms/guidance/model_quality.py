@@ -42,6 +42,8 @@ def variant(mechanism: str, params: dict) -> str:
     around = registry.get(mechanism).target_params if mechanism in registry.names() else {}
     if around and all((params or {}).get(k) == v for k, v in around.items()):
         return f"{mechanism}:target"
+    if (params or {}).get("key_columns"):  # the target as key column (MST): recorded apart, if at all
+        return f"{mechanism}:key_columns"
     return mechanism
 
 

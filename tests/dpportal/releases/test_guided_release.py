@@ -307,3 +307,12 @@ def test_a_key_column_suggested_from_the_schema_is_offered_beside_the_field_not_
     assert "mean 2-way TVD of income with every other column" in _section(named, "recommendation")
     plain = client.get(NEW.format(world.dataset.pk)).content.decode()  # income numeric, no label-like column
     assert 'id="key-suggestion"' not in plain
+
+
+def test_mst_chosen_for_model_training_is_preset_with_the_target_as_key_column(world):
+    query = {"purpose": "ml", "target": "city", "epsilon": "1", "delta": "1e-6", "mechanism": "mst"}
+    page = world.client(world.owner).get(NEW.format(world.dataset.pk), query).content.decode()
+    rec = _section(page, "recommendation")
+    assert "mst · key_columns = city · models the columns given city" in rec  # the MST row's configuration
+    form = page.split('id="release-form"')[1]
+    assert 'name="param_key_columns" value="city"' in form  # as predicted: every pair with city measured

@@ -448,11 +448,12 @@ def test_an_ml_recommendation_above_a_lower_error_names_it_and_the_measure_that_
     and the table is sorted by the stated measure (models the target first, then predicted error)."""
     r = rec.recommend(ADULT, n=20_000, epsilon=0.1, delta=1e-6, purpose=rec.Purpose.parse("ml", target="income"))
     aim, mst = r.get("aim"), r.get("mst")
-    assert r.recommended == "aim" and mst.score < aim.score
+    assert r.recommended == "aim" and mst.score < aim.score and mst.params == {"key_columns": "income"}
     assert f"higher than mst's {mst.score:.1%}" in r.reason and "not how well a model" in r.reason
     d = r.to_dict()
     usable = [m for m in d["mechanisms"] if m["status"] in ("recommended", "ok")]
-    keys = [(not m["label_conditional"], m["score"]) for m in usable]
+    tier = {(True, False): 0, (True, True): 1}  # own target mode, then the target as MST's key column
+    keys = [(tier.get((m["label_conditional"], "key_columns" in m["params"]), 2), m["score"]) for m in usable]
     assert keys == sorted(keys) and "models the other columns given income" in d["ranking"]
     explore = rec.recommend(ADULT, n=ADULT_N, epsilon=1, delta=1e-5)
     assert explore.to_dict()["ranking"].startswith("Sorted by predicted error, lowest first")
@@ -498,3 +499,30 @@ def test_the_suggested_key_column_is_shown_not_applied():
     ml = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=rec.Purpose("ml", target="income"))
     for other in (named, ml):  # the steward named a column, or the purpose names the label already
         assert other.key_suggestion is None and other.to_dict()["suggested_key_columns"] is None
+
+
+def test_for_model_training_mst_takes_the_target_as_key_column_after_aims_target_mode():
+    purpose = rec.Purpose("ml", target="income")
+    r = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=purpose)
+    mst, aim = r.get("mst"), r.get("aim")
+    assert mst.params == {"key_columns": "income"} and mst.label_conditional
+    assert r.recommended == "aim" and r.items.index(aim) < r.items.index(mst)
+    assert mst.model_quality["variant"] == "mst:key_columns" and mst.model_quality["kind"] == "none"
+    only = rec.recommend(ADULT, n=ADULT_N, epsilon=1.0, delta=1e-5, purpose=purpose, mechanisms=["mst", "baseline"])
+    assert only.recommended == "mst" and "(key_columns=income)" in only.reason
+    assert "measures every pair with income and its tree of the other columns given income" in only.reason
+    setting = rec.Setting(ADULT, ADULT_N, 1.0, 1e-5)
+    cleared = rec.predict("mst", setting, purpose, {"key_columns": ""})  # the steward emptied the field
+    assert cleared.params == {} and not cleared.label_conditional
+
+
+def test_mst_takes_the_target_as_key_column_only_where_msts_tree_is_conditioned_on_it():
+    from mechanisms.synthesizers import mst
+
+    assert rec.KEYED_TARGET_MAX_CELLS == mst.KEY_TREE_MAX_CELLS
+    many = _cats("y", rec.KEYED_TARGET_MAX_CELLS + 1)
+    numeric = Column("y", "integer", lower=0, upper=9, bins=10)
+    for target, keyed in ((_cats("y", rec.KEYED_TARGET_MAX_CELLS), True), (many, False), (numeric, False)):
+        s = Schema(columns=(_cats("a", 3), _cats("b", 4), _cats("c", 2), target))
+        p = rec.predict("mst", rec.Setting(s, 10_000, 1.0, 1e-5), rec.Purpose("ml", target="y"))
+        assert (p.params == {"key_columns": "y"}) is keyed and p.label_conditional is keyed, target
