@@ -103,7 +103,7 @@ def test_the_key_pairs_are_recorded_and_round_trip_through_the_summary():
     assert _label_gap(_raw(), again.sample(N)) < 0.03
 
 
-def _raw_within(n=N, seed=0) -> pd.DataFrame:
+def _raw_within(n=5_000, seed=0) -> pd.DataFrame:
     """y is a fair coin; given y = 1, b copies a (95%), given y = 0 it is independent of a: P(b = a) is 0.96 or
     0.25 by label, and only the marginal (y, a, b) says so. c is independent of everything; (a, b) is the
     strongest pair, so it is in any tree."""
@@ -127,7 +127,7 @@ def _agreement(frame: pd.DataFrame) -> pd.Series:
 
 
 def _fit_within(seed: int, **params):
-    mech = build("mst", WITHIN, epsilon=EPS, delta=DELTA, params={"iters": 1000, **params}, noise=Noise.seeded(seed))
+    mech = build("mst", WITHIN, epsilon=EPS, delta=DELTA, params={"iters": 300, **params}, noise=Noise.seeded(seed))
     return mech.fit(TableSource.from_frame(WITHIN, _raw_within()))
 
 
@@ -145,7 +145,8 @@ def test_the_tree_given_the_key_column_measures_its_edges_with_the_key_and_keeps
     assert (sigma1, sigma_key, sigma_tree) == pytest.approx([math.sqrt(m / (rho / 4)) for m in (4, 3, 2)])
     assert math.isclose(sum(tan.spent), rho, rel_tol=1e-9) and tan.rho_select == pytest.approx(rho / 4)
     real, kept = _agreement(raw), _agreement(tan.sample(N))
-    assert abs(kept["1"] - real["1"]) < 0.03 and abs(kept["0"] - real["0"]) < 0.03  # 0.96 and 0.25
+    # 0.96 and 0.25 on 2,500 rows a label value; sigma_t about 19 per cell of (y, a, b)
+    assert abs(kept["1"] - real["1"]) < 0.05 and abs(kept["0"] - real["0"]) < 0.05
 
     pairs = _fit_within(4, key_columns="y", key_in_tree=False)  # the tree's pairs (a, b) alone: no 3-way relation
     assert not pairs.conditioned and len(pairs.sigmas) == 2
