@@ -3,6 +3,7 @@ release's time and worker peak memory against its memory plan.
 
     python -m benchmarks.system.big_upload --rows 1000000            # builds the table (big_table.py)
     python -m benchmarks.system.big_upload --csv t.csv --schema t.schema.json
+    python -m benchmarks.system.big_upload --csv t.csv --inspect-only   # the upload's checks in this process
 
 Starts, on a loopback port and a temporary DPPORTAL_DATA_DIR, the web server as ``make run`` does
 (waitress, ``python -m dpportal.serve``, embedded SQLite and filesystem broker) and one Celery worker on the
@@ -102,13 +103,47 @@ def put_json(url: str, token: str, path: str, body: dict) -> tuple[int, dict]:
     return resp.status, json.loads(resp.read() or b"{}")
 
 
+def inspect_only(csv: Path) -> int:
+    """The web process's work on an upload once the file is on disk (``inspect_csv``, then the draft), in this
+    process: CPU and wall seconds, and the peak memory over the idle process's."""
+
+    tmp = Path(tempfile.mkdtemp(prefix="dpportal-inspect-"))
+    os.environ.update(DPPORTAL_DATA_DIR=str(tmp), DJANGO_SECRET_KEY=os.urandom(32).hex())
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dpportal.settings")
+    import django
+
+    django.setup()
+    from dpportal.datasets import upload
+
+    idle = hwm_mib(os.getpid())
+    cpu, wall = time.process_time(), time.time()
+    info = upload.inspect_csv(csv, upload.Limits.from_settings())
+    upload.draft_for(csv, info, ["", "?"])
+    out = {
+        "rows": info.n_rows,
+        "columns": len(info.header),
+        "sample_rows": len(info.sample),
+        "cpu_s": round(time.process_time() - cpu, 1),
+        "wall_s": round(time.time() - wall, 1),
+        "idle_mib": round(idle),
+        "peak_mib": round(hwm_mib(os.getpid())),
+        "load_avg_1min": round(os.getloadavg()[0], 1),
+    }
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the table built (without --csv)")
     p.add_argument("--csv", type=Path)
     p.add_argument("--schema", type=Path)
     p.add_argument("--release-rows", type=int, default=100_000)
+    p.add_argument("--inspect-only", action="store_true", help="time the upload's checks and draft in-process")
     a = p.parse_args(argv)
+    if a.inspect_only:
+        return inspect_only(a.csv)
     from mechanisms.resources import available_cores
     from mechanisms.schema import Schema
 
