@@ -25,6 +25,8 @@ A run is ``mechanism[:k=v,k=v]``; ``recommended:ml`` and ``recommended:explore``
 recommends for that purpose on this table (mechanisms.guidance.recommend, public inputs only);
 ``recommended:explore:COLUMN[,COLUMN]`` what it recommends when the steward names those columns as the ones
 the table is cross-tabulated by first (the purpose's key columns; ``label`` names the income label).
+``--pair-noise SIGMA ...`` prints, for each explanatory column, the label gap of its pair with the label measured
+alone with that noise per cell (no model, no release): what one noisy pair costs at the column's drafted cells.
 ``aim-label-pairs[:k=v]`` is an experiment, not a mechanism of the product: AIM with ``workload=target`` whose
 workload is the label's pairs (label, column) instead of its triples (label, column, column), for this run only.
 """
@@ -116,6 +118,36 @@ def through_cells(schema: Schema, frame: pd.DataFrame, seed: int = 0) -> pd.Data
     decoded (numeric values drawn inside their bin, special values exact), exported as the download is."""
     cells = schema.to_cells(schema.prepare(frame.astype(str)))
     return exported(schema, schema.from_cells(cells, np.random.default_rng(seed)), guard=False)
+
+
+def pair_noise_gap(
+    schema: Schema, a: pd.DataFrame, b: pd.DataFrame, prefix: str, sigma: float, draws: int = 20, seed: int = 0
+) -> dict:
+    """The label gap of each explanatory column when the file keeps exactly one thing of it: its pair with the
+    label, counted on A in the schema's cells with Gaussian noise of ``sigma`` per cell (clipped at 0), P(label |
+    cell) read for each value of B in that cell; the mean over ``draws`` draws. What the noise of one measured
+    pair costs at a column's drafted cells, apart from any model (sigma 0: the cells alone)."""
+    rng = np.random.default_rng(seed)
+    label = prefix + LABEL
+    y = schema.prepare(a.astype(str))[label].astype(str).eq(POSITIVE).to_numpy().astype(int)
+    cells_a, cells_b = (schema.to_cells(schema.prepare(f.astype(str))) for f in (a, b))
+    y_b = b[label].astype(str).eq(POSITIVE)
+    out = {}
+    for name in (prefix + c for c in RELATION_COLUMNS):
+        j = schema.names.index(name)
+        table = np.zeros((schema.column(name).n_cells, 2))
+        np.add.at(table, (cells_a[:, j], y), 1)
+        ref = y_b.groupby(b[name].astype(str)).agg(["mean", "size"])
+        ref = ref[ref["size"] >= MIN_ROWS]
+        cell_of = pd.Series(cells_b[:, j], index=b[name].astype(str).to_numpy()).groupby(level=0).first()
+        at = cell_of.reindex(ref.index).to_numpy()
+        gaps = []
+        for _ in range(draws):
+            noisy = np.clip(table + rng.normal(0.0, sigma, table.shape), 0.0, None)
+            p = noisy[:, 1] / np.maximum(noisy.sum(axis=1), 1e-9)
+            gaps.append(np.abs(ref["mean"].to_numpy() - p[at]).mean())
+        out[name] = round(float(np.mean(gaps)), 4)
+    return out
 
 
 def recommended(
@@ -358,9 +390,22 @@ def main(argv=None) -> int:
     p.add_argument(
         "--write-doc", action="store_true", help="write docs/benchmarks/relations.md from --out; runs nothing"
     )
+    p.add_argument(
+        "--pair-noise",
+        type=float,
+        nargs="+",
+        metavar="SIGMA",
+        help="print the label gap of one measured (column, label) pair with this noise per cell; runs nothing else",
+    )
     args = p.parse_args(argv)
     if args.write_doc:
         write_doc(Path(args.out))
+        return 0
+    if args.pair_noise:
+        a, b, prefix = load(args.table, args.seed)
+        schema = draft_schema(a).confirmed()
+        for sigma in args.pair_noise:
+            print(json.dumps({"sigma": sigma, "label_gap_columns": pair_noise_gap(schema, a, b, prefix, sigma)}))
         return 0
     args.timeout = args.peer_timeout
     a, b, prefix = load(args.table, args.seed)

@@ -112,3 +112,35 @@ def test_the_schemas_cells_row_keeps_categories_and_bins_numbers_and_reads_on_th
     assert "| real sample through the schema's cells (no noise) | - | 0.0150 (1.5x) | | | |" in text
     assert "| real sample through the schema's cells (no noise) | 0.010 | 0.030 |" in text
     assert "Cells of the drafted schema: hours-per-week 11." in text
+
+
+def test_one_noisy_pair_costs_the_label_gap_its_noise_and_cells_say(monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from mechanisms.schema import Column, Schema
+
+    monkeypatch.setattr(relations, "RELATION_COLUMNS", ("sex", "hours"))
+    monkeypatch.setattr(relations, "MIN_ROWS", 10)
+    schema = Schema(
+        columns=(
+            Column("sex", "categorical", categories=("F", "M")),
+            Column("hours", "integer", lower=0, upper=99, bins=10),
+            Column("income", "categorical", categories=("<=50K", ">50K")),
+        )
+    )
+    rng = np.random.default_rng(0)
+
+    def frame(n):
+        sex = rng.choice(["F", "M"], n)
+        hours = rng.choice([20, 25, 40, 45], n)
+        rich = rng.random(n) < np.where(sex == "M", 0.4, 0.1) + (hours == 25) * 0.4
+        return pd.DataFrame({"sex": sex, "hours": hours.astype(str), "income": np.where(rich, ">50K", "<=50K")})
+
+    a, b = frame(4000), frame(4000)
+    floor = relations.label_gap(b, a, prefix="")[1]
+    exact = relations.pair_noise_gap(schema, a, b, "", sigma=0.0)
+    assert exact["sex"] == round(floor["sex"], 4)  # a category is its own cell: sampling error only
+    assert exact["hours"] > floor["hours"] + 0.05  # 20 and 25 share a bin: their P is averaged
+    noisy = relations.pair_noise_gap(schema, a, b, "", sigma=200.0)
+    assert noisy["sex"] > exact["sex"] + 0.02 and noisy["hours"] > exact["hours"]
