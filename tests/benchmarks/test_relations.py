@@ -99,6 +99,8 @@ def test_the_schemas_cells_row_keeps_categories_and_bins_numbers_and_reads_on_th
             "mechanism": "mst",
             "params": {},
             "seconds": 1.0,
+            "cpu_seconds": 1.6,
+            "estimate_seconds": 0.8,
             "label_gap": 0.05,
             "label_gap_columns": gaps,
             "tstr_auc": 0.8,
@@ -112,6 +114,7 @@ def test_the_schemas_cells_row_keeps_categories_and_bins_numbers_and_reads_on_th
     assert "| real sample through the schema's cells (no noise) | - | 0.0150 (1.5x) | | | |" in text
     assert "| real sample through the schema's cells (no noise) | 0.010 | 0.030 |" in text
     assert "Cells of the drafted schema: hours-per-week 11." in text
+    assert "| mst | 1.0 (CPU 2, estimated 1) | 0.0500 (5.0x) |" in text
 
 
 def test_one_noisy_pair_costs_the_label_gap_its_noise_and_cells_say(monkeypatch):
