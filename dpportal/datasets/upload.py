@@ -407,10 +407,7 @@ def _sample_and_count(reader, width: int, limits: Limits, k: int, rng: np.random
 def _csv_problem(exc: csv.Error, reader, limits: Limits, *, row: int | None) -> UploadError:
     where = f"row {row} (line {reader.line_num})" if row is not None else f"line {reader.line_num}"
     if "field larger than field limit" in str(exc):
-        return UploadError(
-            f"{where} has a field longer than {limits.max_field_length:,} characters; the limit is "
-            f"{limits.max_field_length:,} characters per field"
-        )
+        return UploadError(f"{where} has a field longer than the limit of {limits.max_field_length:,} characters")
     return UploadError(f"the file is not valid CSV near line {reader.line_num}: {exc}")
 
 

@@ -30,7 +30,7 @@ def upload(steward, text, limits=LIMITS, markers=("", "?", "NA")):
         ("a,b\n", "header but no data rows"),
         ("a,b\n" + "1,2\n" * 11, "more than 10 data rows"),
         ("a,b,c,d,e,f\n1,2,3,4,5,6\n", "6 columns; the limit is 5"),
-        ("a,b\n1," + "x" * 25 + "\n", "limit is 20 characters"),
+        ("a,b\n1," + "x" * 25 + "\n", "row 1 (line 2) has a field longer than the limit of 20 characters"),
         ("a,b\n" + "1,2\n" * 5 + "x" * 3000 + "\n", "larger than the upload limit of"),
         ("a,b\n1,2\n3\n", "row 2 (line 3) has 1 fields, the header has 2"),
         ("a,a\n1,2\n", "duplicate column names"),

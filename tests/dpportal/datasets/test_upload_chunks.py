@@ -150,8 +150,8 @@ def test_the_unquoted_scan_hands_what_only_the_csv_module_can_tell_to_it(tmp_pat
     "tail, message",
     [
         ("1,Nice,3\n", "row 700 (line 701) has 3 fields, the header has 2"),
-        ("1," + "N" * 30 + "\n", "row 700 (line 701) has a field longer than 20 characters; the limit is 20"),
-        ('1,"Nice\n', "row 700 (line 704) has a field longer than 20 characters"),
+        ("1," + "N" * 30 + "\n", "row 700 (line 701) has a field longer than the limit of 20 characters"),
+        ('1,"Nice\n', "row 700 (line 704) has a field longer than the limit of 20 characters"),
     ],
 )
 def test_a_bad_row_past_the_sample_is_named(personas, settings, tail, message, quoted):
