@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from dpportal import jobs
 from mechanisms.schema import Schema
+from mechanisms.source import cells_bytes
 
 from . import services
 from .models import Dataset, SchemaCheck
@@ -104,6 +105,14 @@ def run(check_id: int) -> None:
     try:
         schema = Schema.from_dict(check.schema)
         rows = max(1, min(WORKER_CHUNK_ROWS, WORKER_CHUNK_CELLS // max(1, len(dataset.header))))
+        log.info(
+            "schema check %s: %s rows x %s columns in chunks of %s rows plans a peak of %.0f MiB",
+            check_id,
+            dataset.n_rows,
+            len(dataset.header),
+            rows,
+            cells_bytes(schema, min(rows, dataset.n_rows), rows) / 2**20,
+        )
         services.check_fits(dataset, schema, progress=progress, chunk_rows=rows)
     except services.SchemaRejected as exc:
         _end(check_id, SchemaCheck.FAILED, str(exc))
