@@ -24,11 +24,19 @@ dev-venv: $(VENV)/.dev-installed
 run: venv
 	PY=$(PY) PORT=$(PORT) ./scripts/run.sh
 
+# The suite on TEST_WORKERS pytest-xdist workers (a file's tests stay on one worker), then the tests with a
+# wall-clock bound (marker serial, tests/conftest.py) alone; TEST_WORKERS=1: one pass, one process.
+TEST_WORKERS ?= 2
 test: dev-venv
 	./scripts/ensure-system-packages.sh
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+ifeq ($(TEST_WORKERS),1)
 	$(PY) -m pytest -q
+else
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial"; a=$$?; \
+	$(PY) -m pytest -q -m serial; b=$$?; test $$a -eq 0 -a $$b -eq 0
+endif
 
 # The suite without browsers, live servers, workers or system services (pytest markers in pytest.ini).
 test-fast: dev-venv
