@@ -227,8 +227,12 @@ def fail_stranded(evaluation_id: int, now=None) -> bool:
 def quality_of(release: Release) -> dict | None:
     """The release's quality score and its two parts from its finished evaluation, else None
     (no evaluation yet, or one stored before the score existed: re-evaluate to get it)."""
-    ev = Evaluation.objects.filter(release=release, status=Evaluation.DONE).only("results").first()
-    return quality_from_results(ev.results if ev else None)
+    found = (
+        Evaluation.objects.filter(release=release, status=Evaluation.DONE)
+        .annotate(quality=KeyTransform("quality", "results"))
+        .values_list("quality", flat=True)
+    )
+    return quality_from_results({"quality": found[0]} if found else None)
 
 
 # Keys of the quality dict that evaluations stored before the pair, label and model checks lack.
