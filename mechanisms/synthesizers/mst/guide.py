@@ -38,7 +38,10 @@ def predict_accuracy(s: Setting, params: dict) -> Errors:
         from . import tree_is_informative  # no JAX: the mechanism loads Private-PGM inside fit only
 
         # MST measures the 1-way marginals only
-        if not tree_is_informative(s.n, rho, list(s.sizes), keys=keys, conditioned=conditioned):
+        positions = _key_positions(s, params)
+        if not tree_is_informative(
+            s.n, rho, list(s.sizes), keys=keys, conditioned=conditioned, key_positions=positions
+        ):
             e = predict_independent_histograms(s, {"noise_type": GAUSSIAN})
             return Errors(
                 e.one_way,
@@ -69,6 +72,14 @@ def _key_columns(s: Setting, params: dict) -> int:
 
     spec = next(p for p in MST.params if p.name == "key_columns")
     return len(spec.coerce(params.get("key_columns"), s.schema))
+
+
+def _key_positions(s: Setting, params: dict) -> tuple[int, ...]:
+    """The key columns' positions among the schema's kept columns."""
+    from . import MST
+
+    spec = next(p for p in MST.params if p.name == "key_columns")
+    return tuple(s.schema.names.index(a) for a in spec.coerce(params.get("key_columns"), s.schema))
 
 
 def _conditioned(s: Setting, params: dict) -> bool:

@@ -289,3 +289,21 @@ def test_the_selection_score_given_the_key_columns_moves_by_at_most_2_when_one_r
         moves += [abs(scores[e] - base[e]) for e in pairs]
     assert max(moves) <= QUALITY_L1_SENSITIVITY + 1e-9
     assert max(moves) == pytest.approx(QUALITY_L1_SENSITIVITY)
+
+
+def test_key_pairs_with_few_cells_are_measured_where_the_mean_pair_would_be_noise():
+    """tree='auto' judges the key pairs on their own cells: a 2-cell label's pairs stay measured where the mean
+    pair of many-celled columns is past the noise limit (then, without key columns, only 1-way marginals)."""
+    from mechanisms.synthesizers.mst import tree_is_informative
+
+    sizes = [2] + [60] * 30
+    rho = accounting.zcdp_rho(1.0, 1e-5)
+    assert not tree_is_informative(15_000, rho, sizes, compress=False)  # 3,600 cells a pair: noise
+    for conditioned in (False, True):
+        assert not tree_is_informative(15_000, rho, sizes, compress=False, keys=1, conditioned=conditioned)
+        assert tree_is_informative(
+            15_000, rho, sizes, compress=False, keys=1, conditioned=conditioned, key_positions=(0,)
+        )  # 120 cells a key pair
+    schema = _wide(sizes)
+    mech = build("mst", schema, epsilon=1.0, delta=1e-5, params={"key_columns": "c0", "compress": False}, n=15_000)
+    assert mech._pairs_measured(15_000, rho, sizes)
