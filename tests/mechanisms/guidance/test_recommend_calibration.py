@@ -3,6 +3,7 @@ guide.py) are what the documented grid search chooses on the recorded benchmark 
 
 from __future__ import annotations
 
+import functools
 
 import pytest
 
@@ -14,6 +15,15 @@ from mechanisms.synthesizers.density_lp import guide as lp_guide
 @pytest.fixture(scope="module")
 def means():
     return cal.measured_means(cal.recorded_rows())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def schemas_read_once():
+    """A grid search predicts every recorded cell thousands of times: each table's schema (a frozen Schema
+    read from benchmarks/schemas/) is parsed once here instead of once per prediction."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cal, "schema_of", functools.cache(cal.schema_of))
+        yield
 
 
 @pytest.mark.parametrize("mech", list(cal.FITS))
