@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -84,10 +85,16 @@ def request_confirmation(dataset: Dataset, schema: Schema, user=None) -> SchemaC
     return check
 
 
-def _queue(check_id: int) -> None:
-    from .tasks import check_schema_task
+CHECK_SCHEMA = "dpportal.datasets.tasks.check_schema_task"  # sent by name: tasks.py imports this module
 
-    check_schema_task.apply_async(args=[check_id], queue="evaluation")
+
+def _queue(check_id: int) -> None:
+    """Send the check to the evaluation queue; with DPPORTAL_TASKS_EAGER it runs here and now (debugging)."""
+    if current_app.conf.task_always_eager:
+        current_app.loader.import_default_modules()
+        current_app.tasks[CHECK_SCHEMA].apply(args=[check_id])
+        return
+    current_app.send_task(CHECK_SCHEMA, args=[check_id], queue="evaluation")
 
 
 def run(check_id: int) -> None:

@@ -156,3 +156,11 @@ def test_a_file_pandas_cannot_read_is_a_400_not_a_500(world, monkeypatch):
     assert resp.json()["error"] == (
         "the file could not be read as CSV: Error tokenizing data. C error: EOF inside string starting at row 5"
     )
+
+
+def test_the_check_is_sent_by_name_to_the_evaluation_queue(world, big, monkeypatch):
+    sent = []
+    monkeypatch.setattr(checks.current_app, "send_task", lambda name, **kw: sent.append((name, kw)))
+    check = checks.request_confirmation(big, checks.Schema.from_dict(SMALL_SCHEMA))
+    checks._queue(check.pk)
+    assert sent == [(tasks.check_schema_task.name, {"args": [check.pk], "queue": "evaluation"})]
