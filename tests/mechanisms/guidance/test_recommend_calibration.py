@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.calibration import recommend_calibration as cal
 from mechanisms.guidance import predictors
+from mechanisms.guidance import recommend as rec
 from mechanisms.synthesizers.density_lp import guide as lp_guide
 
 
@@ -18,11 +19,22 @@ def means():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def schemas_read_once():
+def public_facts_computed_once():
     """A grid search predicts every recorded cell thousands of times: each table's schema (a frozen Schema
-    read from benchmarks/schemas/) is parsed once here instead of once per prediction."""
+    read from benchmarks/schemas/) is parsed once, and each release's plan check (public inputs, no prior
+    in it) runs once per mechanism, setting and parameters, instead of once per prediction."""
+    plan_refusal = rec._plan_refusal
+    once = functools.cache(lambda cls, setting, params: plan_refusal(cls, setting, dict(params)))
+
+    def cached_plan_refusal(cls, setting, params):
+        try:
+            return once(cls, setting, tuple(sorted(params.items())))
+        except TypeError:  # an unhashable parameter value
+            return plan_refusal(cls, setting, params)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cal, "schema_of", functools.cache(cal.schema_of))
+        mp.setattr(rec, "_plan_refusal", cached_plan_refusal)
         yield
 
 
