@@ -449,3 +449,36 @@ CASES["categories"] = Case(
     mutant=_halve_scales("mechanisms.categories"),
     runner=_run_categories,
 )
+
+
+def _run_categories_auto(case: Case, frame: pd.DataFrame, noise: Noise) -> None:
+    """The bounds job's call: every non-empty missing marker a key of its own (labels="auto")."""
+    from mechanisms import categories
+
+    categories.discover_categories(
+        [frame],
+        list(frame.columns),
+        epsilon=case.epsilon,
+        delta=1e-6,
+        noise=noise,
+        markers=["", "?", "NA"],
+        labels="auto",
+    )
+
+
+def _markers_frame() -> pd.DataFrame:
+    """Labels x, y and the markers "?", "NA" and the empty cell in both columns (every key in both tables)."""
+    a = ["x"] * 10 + ["y"] * 10 + ["?"] * 4 + ["NA"] * 3 + [""] * 3
+    b = ["?"] * 8 + ["x"] * 10 + ["NA"] * 6 + ["y"] * 4 + [""] * 2
+    return pd.DataFrame({"a": a, "b": b})
+
+
+# the replaced record moves a label to a marker in one column and one marker to another in the other
+CASES["categories-auto"] = Case(
+    "categories",
+    TWO_CATS,
+    _markers_frame(),
+    [(0, {"a": "?", "b": "NA"}), (0, {"a": "NA", "b": ""}), (0, {"b": "x"})],
+    mutant=_halve_scales("mechanisms.categories"),
+    runner=_run_categories_auto,
+)
