@@ -38,7 +38,7 @@ def patch() -> None:
     def numpy_datavector(self, flatten: bool = True):
         if isinstance(self.values, jax.core.Tracer):  # inside a compiled estimate: as before
             return datavector(self, flatten)
-        values = np.asarray(self.values)
+        values = np.array(self.values)  # a writable copy (SmartNoise scales the counts in place)
         return values.reshape(-1) if flatten else values
 
     MarkovRandomField.project = product_project
