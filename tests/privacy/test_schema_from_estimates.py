@@ -36,7 +36,9 @@ def dp_output(frame: pd.DataFrame, seed: int) -> tuple[dict, dict]:
     """The estimate the schema page reads (dp_bounds.latest_bounds / latest_categories), seeded."""
     noise = Noise.seeded(seed)
     b = bounds.estimate_bounds([frame], ["age", "income"], epsilon=1.0, noise=noise, markers=MARKERS, n=len(frame))
-    c = categories.discover_categories([frame], ["job"], epsilon=1.0, delta=1e-6, noise=noise, markers=MARKERS)
+    c = categories.discover_categories(  # as the bounds job calls it: the marker labels from the noisy counts
+        [frame], ["job"], epsilon=1.0, delta=1e-6, noise=noise, markers=MARKERS, labels="auto"
+    )
     return b["columns"], c["columns"]
 
 
