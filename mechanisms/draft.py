@@ -31,10 +31,12 @@ from .schema import (
 
 MAX_CATEGORIES = 1000  # a categorical column with more levels than this is suggested as excluded
 MAX_VALUE_CELLS = 200  # drafts give integer columns with a range up to this many values one cell per value
-# ... when the range is also at most this many times what a reference release resolves (below): a column of
-# values has its rows on a few of them (hours per week: 40 holds half), so the cells that clear MST's merge
-# threshold are its common values, and the rest are merged and drawn from their own noisy counts.
-VALUE_CELLS_OVER_RESOLVABLE = 2
+# ... when the range is also at most what a reference release resolves (below). Finer cells cost the column's
+# relations: each measured pair spreads its noise over every cell, so a value's relation to the label rests on
+# a cell of tens of rows (credit_adult, 15,000 x 39, AIM for training models: one cell per value of age (74)
+# and hours (100) gave a label gap of 0.055, their 20 bins with the point masses exact 0.031, the same 1-way TVD;
+# docs/benchmarks/relations.md). Wider columns get bins, their point masses exact as special values.
+VALUE_CELLS_OVER_RESOLVABLE = 1
 DRAFT_BINS = 20  # drafts' bins for continuous and wide integer columns (full-resolution exports need them)
 # ... and at most the cells a reference release can resolve: n / (3 sigma) for the 1-way noise of MST at
 # epsilon 1, delta 1e-6 on a table of this width (below it, MST merges cells anyway and the finer ones only

@@ -24,14 +24,24 @@ def payments(n: int) -> np.ndarray:
     return x
 
 
-def test_hours_per_week_get_one_cell_per_value_where_the_table_resolves_half_as_many():
-    n, d = 6_000, 7  # a reference release resolves 68 cells a column, as on 15,000 rows of 41 columns
-    assert resolvable_cells(n, d) < 100 <= 2 * resolvable_cells(n, d)
-    hours = np.where(RNG.random(n) < 0.45, 40, RNG.integers(1, 100, n))
+def hours_table(n: int, d: int) -> pd.DataFrame:
     raw = pd.DataFrame({f"c{i}": RNG.choice(["a", "b"], n) for i in range(d - 1)})
-    raw["hours-per-week"] = hours.astype(str)
-    col = draft_schema(raw).column("hours-per-week")
+    raw["hours-per-week"] = np.where(RNG.random(n) < 0.45, 40, RNG.integers(1, 100, n)).astype(str)
+    return raw
+
+
+def test_hours_per_week_get_one_cell_per_value_where_the_table_resolves_them():
+    n, d = 9_000, 7  # a reference release resolves 102 cells a column
+    assert resolvable_cells(n, d) >= 100
+    col = draft_schema(hours_table(n, d)).column("hours-per-week")
     assert (col.lower, col.upper, col.n_bins, col.special) == (0, 99, 100, ())  # every hour written exactly
+
+
+def test_hours_per_week_get_bins_and_their_point_mass_where_the_table_resolves_fewer_cells():
+    n, d = 6_000, 7  # 68 cells a column, as on 15,000 rows of 41 columns: a value's pair with the label is noise
+    assert resolvable_cells(n, d) < 100
+    col = draft_schema(hours_table(n, d)).column("hours-per-week")
+    assert (col.lower, col.upper, col.n_bins, col.special) == (0, 99, 20, (40,))  # 40 (45% of rows) exact
 
 
 def test_payments_keep_their_round_amounts_exactly_and_their_thin_tail_is_top_coded():
