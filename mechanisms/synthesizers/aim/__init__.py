@@ -77,7 +77,6 @@ from ...pgm import (
 )
 from ...pgm import model_cliques as jtree_cliques
 from ...pgm.nonneg import merged_fit, nonnegative_shares
-from ...pgm.shrink import shrink_measurements
 from ...schema import Schema
 from ...source import TableSource
 from . import guide
@@ -270,15 +269,6 @@ class AIM(Mechanism):
             50,
             100_000,
         ),
-        ParamSpec(
-            "shrink",
-            "bool",
-            False,
-            "Shrink each measured marginal's relation toward independence (given the target, for a marginal that "
-            "holds it) by how far it stands above its noise (positive-part James-Stein) before each model estimate: "
-            "relations of noise size are dropped, strong ones kept (post-processing of the noisy measurements: no "
-            "privacy cost)",
-        ),
     )
 
     def __init__(self, schema: Schema, **kw):
@@ -407,8 +397,7 @@ class AIM(Mechanism):
             if last or not chosen:  # no round estimate: it would only decide annealing, which ends here
                 mark("round")
                 break
-            fit = self._shrunk(log, sizes)
-            model = estimate(mbi, sizes, names, fit, total=n, iters=self.params["iters"], warm_start=model, zeros=zeros)
+            model = estimate(mbi, sizes, names, log, total=n, iters=self.params["iters"], warm_start=model, zeros=zeros)
             mark("round")
             predicted += guide.rest_seconds(candidates=len(weights), cliques=len(log.items), picks=0, rounds=1)
             predicted -= guide.rest_seconds(candidates=len(weights), cliques=len(log.items), picks=0, rounds=0)
@@ -422,9 +411,8 @@ class AIM(Mechanism):
         self.rho, self.rho_spent = rho, math.fsum(spent)
         self.measurements, self.measured_rows = log, n  # read-only: mechanisms.tables publishes them
         self.progress(0.995, "final estimate")
-        final = self._shrunk(log, sizes)
         model = estimate(
-            mbi, sizes, names, final, total=n, iters=self.params["final_iters"], warm_start=model, zeros=zeros
+            mbi, sizes, names, log, total=n, iters=self.params["final_iters"], warm_start=model, zeros=zeros
         )
         self.model = ModelTables.from_model(mbi, model, names, sizes)
         one_way = {m.clique[0]: (m.values, m.sigma) for m in log.items if len(m.clique) == 1 and m.weights is None}
@@ -433,13 +421,6 @@ class AIM(Mechanism):
         self._noisy_queries = log.noisy_queries(names, [sizes[a] for a in names])
         release_programs()  # a worker keeps neither the programs nor the freed heap after the job
         self.progress(1.0, "model estimated")
-
-    def _shrunk(self, log: Measurements, sizes: dict[str, int]) -> Measurements:
-        """The measurements Private-PGM fits: with ``shrink``, their relations shrunk toward independence (given
-        the target) (:mod:`mechanisms.pgm.shrink`, post-processing), else as measured."""
-        if not self.params["shrink"]:
-            return log
-        return shrink_measurements(log, sizes, (self.params["target"],) if self.params["target"] else ())[0]
 
     def _select_batch(
         self, model, names, sizes, candidates, scores, batch, size_limit, sensitivity, rho_select, sigma, spent

@@ -101,9 +101,6 @@ STEWARD_HELP = {
     "iters": "Fitting steps per model update. More: closer fit, time grows in proportion. No privacy cost.",
     "final_iters": "Fitting steps of the final model the rows are drawn from. More: follows the noisy "
     "measurements more closely, a little more time. No privacy cost.",
-    "shrink": "Before fitting the model, drop the relations between columns that are no larger than the noise "
-    "(each measured pair is pulled toward independence by how little it stands above its noise; strong relations "
-    "are kept), so the file does not invent relations the data lack. No privacy cost.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`;

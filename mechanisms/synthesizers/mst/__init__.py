@@ -109,7 +109,6 @@ from ...pgm import (
     structural_zeros,
 )
 from ...pgm.nonneg import merged_fit, nonnegative_shares
-from ...pgm.shrink import shrink_measurements
 from ...source import TableSource
 from . import guide
 
@@ -362,14 +361,6 @@ class MST(Mechanism):
             "each to the 1-way marginals, the key pairs, the selection and the tree); off: the tree's pairs (a, b) "
             "alone (no privacy cost beyond the split)",
         ),
-        ParamSpec(
-            "shrink",
-            "bool",
-            False,
-            "Shrink each measured pair's relation toward independence by how far it stands above its noise "
-            "(positive-part James-Stein) before the model is fitted: relations of noise size are dropped, strong "
-            "ones kept (post-processing of the noisy measurements: no privacy cost)",
-        ),
     )
 
     @classmethod
@@ -435,7 +426,7 @@ class MST(Mechanism):
             mbi,
             dict(zip(names, self._compressed_sizes())),
             names,
-            self._shrunk(log),
+            log,
             total=n,
             iters=self.params["iters"],
             zeros=self.zeros,
@@ -449,14 +440,6 @@ class MST(Mechanism):
         """Steps 1-4 (every noisy measurement) without the final estimate (the risk report's check)."""
         self._measure(source)
         release_programs()
-
-    def _shrunk(self, log: Measurements) -> Measurements:
-        """The measurements Private-PGM fits: with ``shrink``, their pairs' relations shrunk toward independence
-        (:mod:`mechanisms.pgm.shrink`, post-processing), else as measured."""
-        if not self.params["shrink"]:
-            return log
-        sizes = dict(zip(self.schema.names, self._compressed_sizes()))
-        return shrink_measurements(log, sizes, self.params["key_columns"])[0]
 
     def _compressed_sizes(self) -> list[int]:
         return [self._compressed_size(j) for j in range(len(self.supports))]
@@ -586,7 +569,7 @@ class MST(Mechanism):
         """A spanning tree of ``names`` (all columns but the key columns), d' - 1 noisy-max steps. Each pair
         (a, b) is scored || x - xhat ||_1 on (a, b), or with ``keys`` on (keys, a, b) (:func:`_scores_given`),
         xhat the Private-PGM model of the measurements so far (``log``: the 1-way marginals, and the key pairs)."""
-        model = estimate(mbi, comp.sizes, comp.names, self._shrunk(log), total=comp.n, iters=2500, zeros=self.zeros)
+        model = estimate(mbi, comp.sizes, comp.names, log, total=comp.n, iters=2500, zeros=self.zeros)
         pairs = list(itertools.combinations(names, 2))
         if keys:
             score = _scores_given(mbi, model, comp, pairs, keys, self.zeros)

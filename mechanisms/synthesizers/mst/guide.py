@@ -164,9 +164,6 @@ STEWARD_HELP = {
     "within each key value is kept (better for models predicting the key column). A quarter of the budget each "
     "to single columns, the key pairs, choosing the tree and the tree. Off: the tree's pairs alone. No extra "
     "privacy cost.",
-    "shrink": "Before fitting the model, drop the relations between columns that are no larger than the noise "
-    "(each measured pair is pulled toward independence by how little it stands above its noise; strong relations "
-    "are kept), so the file does not invent relations the data lack. No privacy cost.",
 }
 
 # Models trained on its output (TSTR ROC AUC): printed by `python -m benchmarks.calibration.tstr_reference`.
