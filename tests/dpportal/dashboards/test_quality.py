@@ -16,8 +16,8 @@ def _quality(release):
 
 
 def test_the_release_page_shows_the_score_to_the_steward_only(world):
-    q = _quality(world.release)
-    assert 0 < q["score"] <= 1 and q["score"] == (q["column_shapes"] + q["column_pair_trends"]) / 2
+    q = _quality(world.release)  # an unseeded release of 6 rows: its score can be 0 by chance (seen once)
+    assert 0 <= q["score"] <= 1 and q["score"] == (q["column_shapes"] + q["column_pair_trends"]) / 2
     page = world.client(world.owner).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
     assert 'id="quality-score"' in page and f"{100 * q['score']:.1f}%" in page
     analyst = world.client(world.analyst).get(reverse("dpportal-release", args=[world.release.pk])).content.decode()
