@@ -101,6 +101,36 @@ def _merge(parts: list[pd.Series]) -> pd.Series:
 AUTO = "auto"  # labels=AUTO: the missing markers kept as labels are chosen from the noisy counts
 
 
+def _calibration(columns: Sequence[str], epsilon: float, delta: float) -> tuple[float, float, float, float]:
+    """Each column's share of (epsilon, delta), its Laplace scale and its release threshold (public inputs)."""
+    if not columns:
+        raise ValueError("choose at least one column")
+    if not (epsilon > 0 and 0 < delta < 1):
+        raise ValueError(f"discovery needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon!r}, delta={delta!r}")
+    eps_col, delta_col = epsilon / len(columns), delta / len(columns)
+    scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
+    return eps_col, delta_col, scale, threshold(scale=scale, delta=delta_col)
+
+
+def _released(found: list, values, missing: int, t: float) -> dict:
+    """One column's release: the labels whose noisy count cleared ``t`` (none past ``MAX_LABELS``: too_many)
+    and whether its missing cells did."""
+    out = {MISSING_KEY: missing >= t, "missing_noisy_count": missing}
+    if len(found) > MAX_LABELS:
+        return {"categories": [], "noisy_counts": {}, **out, "too_many": True}
+    return {"categories": ordered_labels(found), "noisy_counts": {lab: int(v) for lab, v in zip(found, values)}, **out}
+
+
+def _result(out: dict, eps_col: float, delta_col: float, scale: float, t: float) -> dict:
+    return {
+        "columns": out,
+        "epsilon_per_column": eps_col,
+        "delta_per_column": delta_col,
+        "scale": scale,
+        "threshold": t,
+    }
+
+
 def discover_categories(
     chunks: Iterable[pd.DataFrame],
     columns: Sequence[str],
@@ -120,13 +150,7 @@ def discover_categories(
         return _discover_auto(chunks, columns, epsilon=epsilon, delta=delta, noise=noise, markers=markers)
     if isinstance(labels, str):
         raise ValueError(f"labels must be a mapping of column to markers or {AUTO!r}, got {labels!r}")
-    if not columns:
-        raise ValueError("choose at least one column")
-    if not (epsilon > 0 and 0 < delta < 1):
-        raise ValueError(f"discovery needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon!r}, delta={delta!r}")
-    eps_col, delta_col = epsilon / len(columns), delta / len(columns)
-    scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
-    t = threshold(scale=scale, delta=delta_col)
+    eps_col, delta_col, scale, t = _calibration(columns, epsilon, delta)
     out = {}
     for c, (counts, n_missing) in label_counts(chunks, columns, markers, labels).items():
         # one histogram: the labels' counts and, last, the missing cells' count
@@ -134,22 +158,8 @@ def discover_categories(
         noisy_missing, noisy = int(noisy[-1]), noisy[:-1]
         keep = noisy >= t
         found = counts.index[keep]
-        too_many = int(keep.sum()) > MAX_LABELS
-        out[c] = {
-            "categories": [] if too_many else ordered_labels(found.tolist()),
-            "noisy_counts": {} if too_many else {lab: int(v) for lab, v in zip(found, noisy[keep])},
-            MISSING_KEY: noisy_missing >= t,
-            "missing_noisy_count": noisy_missing,
-        }
-        if too_many:
-            out[c]["too_many"] = True
-    return {
-        "columns": out,
-        "epsilon_per_column": eps_col,
-        "delta_per_column": delta_col,
-        "scale": scale,
-        "threshold": t,
-    }
+        out[c] = _released(found.tolist(), noisy[keep], noisy_missing, t)
+    return _result(out, eps_col, delta_col, scale, t)
 
 
 def _discover_auto(
@@ -162,14 +172,8 @@ def _discover_auto(
     markers: Sequence[str],
 ) -> dict:
     """:func:`discover_categories` with every non-empty marker a key of its own (``labels="auto"``)."""
-    if not columns:
-        raise ValueError("choose at least one column")
-    if not (epsilon > 0 and 0 < delta < 1):
-        raise ValueError(f"discovery needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon!r}, delta={delta!r}")
     keys = [m for m in dict.fromkeys(markers) if m]
-    eps_col, delta_col = epsilon / len(columns), delta / len(columns)
-    scale = laplace_scale(sensitivity=SENSITIVITY, epsilon=eps_col)
-    t = threshold(scale=scale, delta=delta_col)
+    eps_col, delta_col, scale, t = _calibration(columns, epsilon, delta)
     counted = label_counts(chunks, columns, markers, dict.fromkeys(columns, keys))
     noisy: dict[str, tuple[pd.Index, np.ndarray, dict[str, int], int]] = {}
     for c, (counts, n_empty) in counted.items():
@@ -187,26 +191,10 @@ def _discover_auto(
         keep = z >= t
         found = list(index[keep]) + as_label
         values = list(z[keep]) + [marker_z[m] for m in as_label]
-        too_many = len(found) > MAX_LABELS
         missing_z = empty_z + sum(v for m, v in marker_z.items() if m not in as_label)
-        out[c] = {
-            "categories": [] if too_many else ordered_labels(found),
-            "noisy_counts": {} if too_many else {lab: int(v) for lab, v in zip(found, values)},
-            MISSING_KEY: missing_z >= t,
-            "missing_noisy_count": missing_z,
-            "marker_labels": [] if too_many else as_label,
-        }
-        if too_many:
-            out[c]["too_many"] = True
-    return {
-        "columns": out,
-        "epsilon_per_column": eps_col,
-        "delta_per_column": delta_col,
-        "scale": scale,
-        "threshold": t,
-        "missing_marker": main,
-        "marker_noisy_totals": totals,
-    }
+        out[c] = _released(found, values, missing_z, t)
+        out[c]["marker_labels"] = [] if out[c].get("too_many") else as_label
+    return {**_result(out, eps_col, delta_col, scale, t), "missing_marker": main, "marker_noisy_totals": totals}
 
 
 def privacy_cost(epsilon: float, delta: float, result: dict) -> PrivacyCost:
